@@ -1,0 +1,35 @@
+//! Generates the C header with cbindgen.
+//!
+//! The header is always written to `$OUT_DIR/leanrt.h`; the test
+//! `header_is_fresh` compares it with the checked-in `include/leanrt.h`.
+//! Set `LEANRT_WRITE_HEADER=1` to also overwrite `include/leanrt.h`
+//! (see `scripts/regen-header.sh`).
+use std::{env, path::PathBuf};
+
+fn main() {
+    let crate_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=cbindgen.toml");
+    println!("cargo:rerun-if-env-changed=LEANRT_WRITE_HEADER");
+    // The linker version script: only lrt_* symbols are exported from the cdylib.
+    let script = crate_dir.join("src/ffi/exports.map");
+    println!("cargo:rerun-if-changed={}", script.display());
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        script.display()
+    );
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libleanrt.so.0");
+
+    let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
+        .expect("cbindgen.toml is readable and valid");
+    let bindings = cbindgen::Builder::new()
+        .with_crate(&crate_dir)
+        .with_config(config)
+        .generate()
+        .expect("cbindgen could not generate the header");
+    bindings.write_to_file(out_dir.join("leanrt.h"));
+    if env::var_os("LEANRT_WRITE_HEADER").is_some_and(|v| v == "1") {
+        bindings.write_to_file(crate_dir.join("include/leanrt.h"));
+    }
+}

@@ -1,0 +1,89 @@
+//! The error model shared by the safe core and the C boundary.
+//!
+//! The core returns [`Result<T>`]; the C boundary (`crate::ffi`) turns an
+//! [`Error`] into an `lrt_status` and records its message for
+//! `lrt_last_error`. Each [`ErrorKind`] maps to exactly one status code.
+use std::fmt;
+
+/// What went wrong, one kind per non-OK `lrt_status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// NULL where not allowed, bad value, malformed config string.
+    InvalidArgument,
+    /// A count or index outside its range (total_tasks outside [0, W], window full).
+    OutOfRange,
+    /// A host or device allocation failed.
+    NoMemory,
+    /// A host-api callback (device backend) reported failure.
+    Device,
+    /// An optional backend is not present (no CUDA on this machine).
+    Unavailable,
+    /// A call out of order (upload before begin_run, ...).
+    State,
+    /// A bug inside leanrt, caught at the boundary.
+    Internal,
+}
+
+/// An error with its kind and a human-readable message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+}
+
+/// The core's result type.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+        }
+    }
+    /// `ErrorKind::InvalidArgument`.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+    /// `ErrorKind::OutOfRange`.
+    pub fn out_of_range(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::OutOfRange, message)
+    }
+    /// `ErrorKind::NoMemory`.
+    pub fn no_memory(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NoMemory, message)
+    }
+    /// `ErrorKind::Device`.
+    pub fn device(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Device, message)
+    }
+    /// `ErrorKind::Unavailable`.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unavailable, message)
+    }
+    /// `ErrorKind::State`.
+    pub fn state(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::State, message)
+    }
+    /// `ErrorKind::Internal`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+    /// The kind of error.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+    /// The message, without the kind.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,293 @@
+//! The one path every C entry point takes: argument checks, panic capture,
+//! error-to-status mapping and the per-thread error message.
+//!
+//! Protocol for an entry point `lrt_x`:
+//! 1. Its body runs inside [`run_status`] / [`run_value`] (through the
+//!    [`ffi_status!`] and [`ffi_value!`] macros), which catch any panic.
+//! 2. Pointer arguments become references only through [`arg_ref`],
+//!    [`arg_mut`], [`arg_str`] and [`OutPtr`], which reject NULL with
+//!    `LRT_ERR_INVALID_ARGUMENT` naming the argument.
+//! 3. All arguments are checked before any state changes, so a rejected call
+//!    leaves everything as it was.
+//! 4. A failure records `"<function>: <message>"` in a thread-local slot read
+//!    by `lrt_last_error`; a success leaves the slot alone.
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::status::{describe, lrt_status};
+use crate::{Error, Result};
+
+thread_local! {
+    /// This thread's message for its last failed call.
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Records `message` as this thread's last error.
+pub fn set_last_error(function: &str, message: &str) {
+    let text = format!("{function}: {message}").replace('\0', "\\0");
+    let text = CString::new(text).unwrap_or_default();
+    LAST_ERROR.with(|slot| *slot.borrow_mut() = text);
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".to_owned()
+    }
+}
+
+/// Runs the body of a status-returning entry point.
+pub fn run_status(function: &'static str, body: impl FnOnce() -> Result<()>) -> lrt_status {
+    run_value(function, |e| e, || body().map(|()| lrt_status::LRT_OK))
+}
+
+/// Runs the body of an entry point that returns a value: on error or panic
+/// the message is recorded and `on_error(status)` is returned.
+pub fn run_value<T>(
+    function: &'static str,
+    on_error: impl FnOnce(lrt_status) -> T,
+    body: impl FnOnce() -> Result<T>,
+) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(error)) => {
+            set_last_error(function, error.message());
+            on_error(error.kind().into())
+        }
+        Err(payload) => {
+            let msg = format!("internal error (panic): {}", panic_message(&*payload));
+            set_last_error(function, &msg);
+            on_error(lrt_status::LRT_ERR_INTERNAL)
+        }
+    }
+}
+
+/// Body of an entry point returning `lrt_status`:
+/// `ffi_status!("lrt_x", { ...; Ok(()) })`.
+#[allow(unused_macros)]
+macro_rules! ffi_status {
+    ($function:literal, $body:block) => {
+        $crate::ffi::boundary::run_status($function, move || $body)
+    };
+}
+
+/// Body of an entry point returning a value; `$fallback` is returned on error:
+/// `ffi_value!("lrt_x", -1, { ...; Ok(v) })`.
+#[allow(unused_macros)]
+macro_rules! ffi_value {
+    ($function:literal, $fallback:expr, $body:block) => {
+        $crate::ffi::boundary::run_value($function, |_| $fallback, move || $body)
+    };
+}
+
+fn null_arg(what: &str) -> Error {
+    Error::invalid_argument(format!("`{what}` is NULL"))
+}
+
+/// A shared reference from a C pointer; NULL is `LRT_ERR_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `ptr` is NULL or points to a valid, initialized `T` that outlives `'a` and
+/// is not mutated meanwhile.
+pub unsafe fn arg_ref<'a, T>(ptr: *const T, what: &str) -> Result<&'a T> {
+    // SAFETY: the caller guarantees ptr is NULL or valid for 'a.
+    unsafe { ptr.as_ref() }.ok_or_else(|| null_arg(what))
+}
+
+/// A mutable reference from a C pointer; NULL is `LRT_ERR_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `ptr` is NULL or points to a valid, initialized `T`, not aliased for `'a`.
+pub unsafe fn arg_mut<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
+    // SAFETY: the caller guarantees ptr is NULL or valid and unaliased for 'a.
+    unsafe { ptr.as_mut() }.ok_or_else(|| null_arg(what))
+}
+
+/// A UTF-8 string from a NUL-terminated C string.
+///
+/// # Safety
+/// `ptr` is NULL or points to a NUL-terminated string valid for `'a`.
+pub unsafe fn arg_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
+    if ptr.is_null() {
+        return Err(null_arg(what));
+    }
+    // SAFETY: non-NULL and NUL-terminated per the caller's contract.
+    let cstr = unsafe { CStr::from_ptr(ptr) };
+    cstr.to_str()
+        .map_err(|_| Error::invalid_argument(format!("`{what}` is not valid UTF-8")))
+}
+
+/// An output pointer, checked for NULL up front and written only once the
+/// call has succeeded (so a failing call leaves `*out` untouched).
+pub struct OutPtr<T>(*mut T);
+
+impl<T> OutPtr<T> {
+    /// Checks `ptr` for NULL.
+    pub fn new(ptr: *mut T, what: &str) -> Result<Self> {
+        if ptr.is_null() {
+            Err(null_arg(what))
+        } else {
+            Ok(OutPtr(ptr))
+        }
+    }
+    /// Writes the result.
+    ///
+    /// # Safety
+    /// The pointer given to [`OutPtr::new`] is valid for a write of `T`.
+    pub unsafe fn write(self, value: T) {
+        // SAFETY: non-NULL (checked in new) and valid per the caller.
+        unsafe { self.0.write(value) }
+    }
+}
+
+/// Moves a core object to the heap and hands it to C as an opaque handle.
+pub fn into_handle<T>(value: T) -> *mut T {
+    Box::into_raw(Box::new(value))
+}
+
+/// Takes back and drops a handle made by [`into_handle`]; NULL is a no-op.
+///
+/// # Safety
+/// `handle` is NULL or came from [`into_handle::<T>`] and is not used again.
+pub unsafe fn drop_handle<T>(handle: *mut T) {
+    if !handle.is_null() {
+        // SAFETY: per the caller's contract the box is ours to drop, once.
+        drop(unsafe { Box::from_raw(handle) });
+    }
+}
+
+/// The static description of a status code; never NULL. Any integer is
+/// accepted (values outside the enum give `"unknown status"`), which is why
+/// the parameter is a plain `int`.
+#[no_mangle]
+pub extern "C" fn lrt_status_str(status: c_int) -> *const c_char {
+    describe(status).as_ptr()
+}
+
+/// Copies this thread's message for its last failed call into `buf`
+/// (NUL-terminated, truncated to `len - 1` bytes) and returns the message's
+/// full length without the NUL, as snprintf does. With no failure yet the
+/// message is empty. `buf` may be NULL when `len` is 0, to ask for the length.
+///
+/// # Safety
+/// `buf` is NULL or valid for writes of `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_last_error(buf: *mut c_char, len: usize) -> usize {
+    LAST_ERROR.with(|slot| {
+        let slot = slot.borrow();
+        let bytes = slot.as_bytes();
+        if !buf.is_null() && len > 0 {
+            let n = bytes.len().min(len - 1);
+            // SAFETY: buf is valid for len bytes per the contract; n + 1 <= len,
+            // and the source is a separate Rust allocation.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), buf, n);
+                *buf.add(n) = 0;
+            }
+        }
+        bytes.len()
+    })
+}
+
+/// `"leanrt X.Y.Z"`: a static string, never NULL.
+#[no_mangle]
+pub extern "C" fn lrt_version() -> *const c_char {
+    static VERSION_C: &CStr = match CStr::from_bytes_with_nul(
+        concat!("leanrt ", env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
+    ) {
+        Ok(v) => v,
+        Err(_) => panic!("version string has an interior NUL"),
+    };
+    VERSION_C.as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_error() -> String {
+        let mut buf = [0 as c_char; 256];
+        // SAFETY: buf is valid for 256 bytes.
+        let n = unsafe { lrt_last_error(buf.as_mut_ptr(), buf.len()) };
+        // SAFETY: lrt_last_error NUL-terminates within buf.
+        let s = unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(n, s.len());
+        s
+    }
+
+    #[test]
+    fn error_maps_to_status_and_message() {
+        let st = ffi_status!("lrt_test_fn", {
+            Err(Error::out_of_range("index 9 outside [0, 4]"))
+        });
+        assert_eq!(st, lrt_status::LRT_ERR_OUT_OF_RANGE);
+        assert_eq!(last_error(), "lrt_test_fn: index 9 outside [0, 4]");
+        // A later success leaves the last failure's message in place.
+        assert_eq!(ffi_status!("lrt_ok_fn", { Ok(()) }), lrt_status::LRT_OK);
+        assert_eq!(last_error(), "lrt_test_fn: index 9 outside [0, 4]");
+    }
+
+    #[test]
+    fn panic_becomes_internal() {
+        let st = ffi_status!("lrt_panics", {
+            if std::hint::black_box(true) {
+                panic!("boom");
+            }
+            Ok(())
+        });
+        assert_eq!(st, lrt_status::LRT_ERR_INTERNAL);
+        assert!(last_error().contains("lrt_panics: internal error (panic): boom"));
+        let v: i32 = ffi_value!("lrt_value_fn", -1, { Err(Error::state("not yet")) });
+        assert_eq!(v, -1);
+        assert_eq!(last_error(), "lrt_value_fn: not yet");
+    }
+
+    #[test]
+    fn null_arguments_are_rejected() {
+        // SAFETY: NULL is allowed by the helpers' contracts.
+        let e = unsafe { arg_ref::<u32>(std::ptr::null(), "cfg") }.unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(e.message(), "`cfg` is NULL");
+        assert!(OutPtr::<u32>::new(std::ptr::null_mut(), "out").is_err());
+        // SAFETY: NULL is allowed.
+        assert!(unsafe { arg_str(std::ptr::null(), "key") }.is_err());
+    }
+
+    #[test]
+    fn last_error_truncates_like_snprintf() {
+        set_last_error("f", "0123456789");
+        let mut buf = [0x7f as c_char; 5];
+        // SAFETY: buf is valid for 5 bytes.
+        let n = unsafe { lrt_last_error(buf.as_mut_ptr(), buf.len()) };
+        assert_eq!(n, "f: 0123456789".len());
+        assert_eq!(buf[4], 0);
+        // SAFETY: NUL-terminated above.
+        assert_eq!(
+            unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap(),
+            "f: 0"
+        );
+        // SAFETY: NULL with len 0 only asks for the length.
+        assert_eq!(unsafe { lrt_last_error(std::ptr::null_mut(), 0) }, n);
+    }
+
+    #[test]
+    fn status_strings_cover_every_status() {
+        for raw in 0..=7 {
+            // SAFETY: lrt_status_str returns a static C string.
+            let s = unsafe { CStr::from_ptr(lrt_status_str(raw)) }
+                .to_str()
+                .unwrap();
+            assert!(s.starts_with("LRT_"), "{raw}: {s}");
+        }
+        // SAFETY: as above.
+        let s = unsafe { CStr::from_ptr(lrt_status_str(99)) };
+        assert_eq!(s.to_str().unwrap(), "unknown status");
+    }
+}

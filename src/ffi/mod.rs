@@ -1,0 +1,17 @@
+//! The C boundary: every `extern "C"` function of leanrt.
+//!
+//! Each entry point is a few lines inside [`ffi_status!`] (functions that
+//! return `lrt_status`) or [`ffi_value!`] (functions that return a value or
+//! nothing): they check pointers through the helpers in [`boundary`], call
+//! the safe core, and map its [`Error`](crate::Error) to a status. Panics are
+//! caught there and reported as `LRT_ERR_INTERNAL`. No logic lives here.
+//!
+//! Where to find the Rust behind a C function: `lrt_<area>_*` is in
+//! `src/ffi/<area>.rs`, which calls `crate::<area>`.
+
+#[macro_use]
+pub mod boundary;
+pub mod status;
+
+pub use boundary::{lrt_last_error, lrt_status_str, lrt_version};
+pub use status::lrt_status;

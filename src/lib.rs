@@ -1,0 +1,17 @@
+//! leanrt: lean host-side runtime pieces with a C ABI.
+//!
+//! * [`error`]: the error model shared by the core and the C boundary.
+//! * `ffi`: the C boundary (`lrt_*` functions); no logic of its own.
+//!
+//! The safe core lives in the other modules; each `lrt_*` function in
+//! `src/ffi/` is a few lines that check arguments and call into it.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod device;
+pub mod error;
+pub mod ffi;
+
+pub use error::{Error, ErrorKind, Result};
+
+/// The library version string, `"leanrt X.Y.Z"`.
+pub const VERSION: &str = concat!("leanrt ", env!("CARGO_PKG_VERSION"));
