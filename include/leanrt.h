@@ -8,72 +8,120 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/*
- Status codes of the C ABI. `LRT_OK` is 0; every other value names an
- [`ErrorKind`]. The variants carry their C names because cbindgen emits
- them verbatim.
+/**
+ * Status codes of the C ABI. `LRT_OK` is 0; every other value names an
+ * [`ErrorKind`]. The variants carry their C names because cbindgen emits
+ * them verbatim.
  */
 typedef enum lrt_status {
-  /*
-   Success.
+  /**
+   * Success.
    */
   LRT_OK = 0,
-  /*
-   NULL where not allowed, bad value, malformed config string.
+  /**
+   * NULL where not allowed, bad value, malformed config string.
    */
   LRT_ERR_INVALID_ARGUMENT = 1,
-  /*
-   e.g. total_tasks outside [0, task_window], window full.
+  /**
+   * e.g. total_tasks outside [0, task_window], window full.
    */
   LRT_ERR_OUT_OF_RANGE = 2,
-  /*
-   Host or device allocation failed.
+  /**
+   * Host or device allocation failed.
    */
   LRT_ERR_NO_MEMORY = 3,
-  /*
-   A host-api callback reported failure.
+  /**
+   * A host-api callback reported failure.
    */
   LRT_ERR_DEVICE = 4,
-  /*
-   Optional backend not present (no CUDA on this machine).
+  /**
+   * Optional backend not present (no CUDA on this machine).
    */
   LRT_ERR_UNAVAILABLE = 5,
-  /*
-   Call out of order (upload before begin_run, ...).
+  /**
+   * Call out of order (upload before begin_run, ...).
    */
   LRT_ERR_STATE = 6,
-  /*
-   A bug inside leanrt, caught at the boundary.
+  /**
+   * A bug inside leanrt, caught at the boundary.
    */
   LRT_ERR_INTERNAL = 7,
 } lrt_status;
+
+/**
+ * The four device callbacks, in the same order and with the same signatures
+ * as the reference runtime's HostApiOps, so a host's functions plug in
+ * unchanged. `copy_*` return 0 on success.
+ */
+typedef struct lrt_host_api_ops {
+  void *(*device_malloc)(void *ctx, size_t size);
+  void (*device_free)(void *ctx, void *dev_ptr);
+  int32_t (*copy_to_device)(void *ctx, void *dev_dst, const void *host_src, size_t size);
+  int32_t (*copy_from_device)(void *ctx, void *host_dst, const void *dev_src, size_t size);
+} lrt_host_api_ops;
+
+/**
+ * A device backend: a context pointer and its callback table.
+ */
+typedef struct lrt_host_api {
+  void *ctx;
+  const struct lrt_host_api_ops *ops;
+} lrt_host_api;
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
 
-/*
- The static description of a status code; never NULL. Any integer is
- accepted (values outside the enum give `"unknown status"`), which is why
- the parameter is a plain `int`.
+/**
+ * The static description of a status code; never NULL. Any integer is
+ * accepted (values outside the enum give `"unknown status"`), which is why
+ * the parameter is a plain `int`.
  */
 const char *lrt_status_str(int status);
 
-/*
- Copies this thread's message for its last failed call into `buf`
- (NUL-terminated, truncated to `len - 1` bytes) and returns the message's
- full length without the NUL, as snprintf does. With no failure yet the
- message is empty. `buf` may be NULL when `len` is 0, to ask for the length.
-
- # Safety
- `buf` is NULL or valid for writes of `len` bytes.
+/**
+ * Copies this thread's message for its last failed call into `buf`
+ * (NUL-terminated, truncated to `len - 1` bytes) and returns the message's
+ * full length without the NUL, as snprintf does. With no failure yet the
+ * message is empty. `buf` may be NULL when `len` is 0, to ask for the length.
+ *
+ * # Safety
+ * `buf` is NULL or valid for writes of `len` bytes.
  */
 size_t lrt_last_error(char *buf, size_t len);
 
-/*
- `"leanrt X.Y.Z"`: a static string, never NULL.
+/**
+ * `"leanrt X.Y.Z"`: a static string, never NULL.
  */
 const char *lrt_version(void);
+
+/**
+ * Fills `*out` with the built-in host backend (device memory is host
+ * memory): the embedded default.
+ *
+ * # Safety
+ * `out` is NULL or valid for a write of `lrt_host_api`.
+ */
+enum lrt_status lrt_host_api_host(struct lrt_host_api *out);
+
+/**
+ * Fills `*out` with a backend on CUDA device `device`, loading the CUDA
+ * runtime at run time. `LRT_ERR_UNAVAILABLE` without CUDA or without such a
+ * device; `*out` is untouched on failure.
+ *
+ * # Safety
+ * `out` is NULL or valid for a write of `lrt_host_api`.
+ */
+enum lrt_status lrt_host_api_cuda(int device, struct lrt_host_api *out);
+
+/**
+ * Releases what `lrt_host_api_host`/`lrt_host_api_cuda` acquired and clears
+ * `*api`. NULL, or an already released api, is a no-op.
+ *
+ * # Safety
+ * `api` is NULL or points to an `lrt_host_api` filled by leanrt (or zeroed).
+ */
+void lrt_host_api_release(struct lrt_host_api *api);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -11,6 +11,7 @@
 
 #[macro_use]
 pub mod boundary;
+pub mod device;
 pub mod status;
 
 pub use boundary::{lrt_last_error, lrt_status_str, lrt_version};
