@@ -1,8 +1,10 @@
 //! The library APIs the benchmarks call (agreed API of DESIGN.md's staging and
-//! pool parts). With the temporary `stub-lib` feature they come from naive
-//! in-crate stand-ins instead, so the CLI can be developed before they land.
+//! pool parts). With the temporary `stub-lib` feature the pool comes from a
+//! naive in-crate stand-in instead, until it lands in the library.
+pub use leanrt::{device, staging};
+
 #[cfg(not(feature = "stub-lib"))]
-pub use leanrt::{device, pool, staging};
+pub use leanrt::pool;
 
 #[cfg(feature = "stub-lib")]
-pub use crate::stub_lib::{device, pool, staging};
+pub use crate::stub_lib::pool;

@@ -3,9 +3,7 @@
 //! runs, for each window, task count and upload policy; plus an H2D
 //! bandwidth mode (`--bandwidth`).
 use crate::api::device::{self, HostApi};
-use crate::api::staging::{
-    self, MakerConfig, RuntimeMaker, UploadPolicy, MAKER_FRESH_MIRROR,
-};
+use crate::api::staging::{self, MakerConfig, RuntimeMaker, UploadPolicy, MAKER_FRESH_MIRROR};
 use crate::stats::{median, resident_bytes, usage};
 use crate::svg::{Bar, Chart, Group};
 use serde::Serialize;
@@ -362,15 +360,15 @@ pub fn table(cells: &[BindCell]) -> String {
                 c.runs
             ));
             s.push_str(&format!(
-                "{:>6} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10} {:>17} {:>11}\n",
+                "{:>6} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10} {:>17} {:>12}\n",
                 "tasks", "policy", "total", "zero", "claim", "relocate", "copy", "bytes",
-                "copies", "faults/run", "rss before→after", "×full-fresh"
+                "copies", "faults/run", "rss before→after", "full-fresh/x"
             ));
             last = Some(key);
         }
         let m = &c.median;
         s.push_str(&format!(
-            "{:>6} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10.1} {:>17} {:>11}\n",
+            "{:>6} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10.1} {:>17} {:>12}\n",
             c.tasks,
             c.policy.name(),
             fmt_ns(m.total_ns),
@@ -386,8 +384,11 @@ pub fn table(cells: &[BindCell]) -> String {
                 fmt_bytes(c.rss_before as f64),
                 fmt_bytes(c.rss_after as f64)
             ),
+            // Shown as how many times cheaper than FULL+fresh (the JSON
+            // keeps the cost ratio itself).
             c.ratio_to_full_fresh
-                .map_or("-".into(), |r| format!("{r:.4}")),
+                .filter(|r| *r > 0.0)
+                .map_or("-".into(), |r| format!("{:.1}×", 1.0 / r)),
         ));
     }
     s
@@ -663,8 +664,10 @@ pub fn bandwidth_table(cells: &[BandwidthCell]) -> String {
             c.memory,
             fmt_bytes(c.bytes as f64),
             c.median_ns.map_or("-".into(), fmt_ns),
-            c.gb_per_s
-                .map_or_else(|| c.note.clone().unwrap_or("-".into()), |g| format!("{g:.2}")),
+            c.gb_per_s.map_or_else(
+                || c.note.clone().unwrap_or("-".into()),
+                |g| format!("{g:.2}")
+            ),
         ));
     }
     s

@@ -94,9 +94,11 @@ pub fn backends() -> Vec<BackendInfo> {
 /// Gathers the info (runs the one-time pause calibration).
 pub fn gather() -> Result<Info, String> {
     let opts = pool::PoolOptions::default();
-    let p = pool::ThreadPool::create(&opts).map_err(|e| format!("creating a default pool: {e}"))?;
-    let dop = pool::degree_of_parallelism(p.as_ref());
-    drop(p);
+    let dop = {
+        let p =
+            pool::ThreadPool::create(&opts).map_err(|e| format!("creating a default pool: {e}"))?;
+        pool::degree_of_parallelism(p.as_ref())
+    };
     Ok(Info {
         machine: Machine::detect(),
         hybrid: pool::cpu::is_hybrid(),

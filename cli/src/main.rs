@@ -70,6 +70,9 @@ struct BenchArgs {
     /// Peers of the pool half.
     #[arg(long, value_delimiter = ',', default_value = "rayon,openmp")]
     peers: Vec<String>,
+    /// Tiny sizes everywhere (for the test suite): checks the plumbing only.
+    #[arg(long, hide = true)]
+    smoke: bool,
     #[command(flatten)]
     out: Output,
 }
@@ -83,7 +86,12 @@ struct BindArgs {
     #[arg(long, value_delimiter = ',', default_value = "0,64,1024,16384")]
     tasks: Vec<u64>,
     /// Upload policies.
-    #[arg(long, value_delimiter = ',', value_enum, default_value = "full-fresh,full,bounded,compact")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        default_value = "full-fresh,full,bounded,compact"
+    )]
     policy: Vec<Policy>,
     /// Device backend: host, cuda or cuda:N.
     #[arg(long, value_parser = bind::parse_backend, default_value = "host")]
@@ -333,11 +341,20 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
     println!("{}", machine.line());
     // Staging half: the two windows of the issue at N = 64, all policies.
     let plan = BindPlan {
-        windows: vec![16384, 131072],
-        tasks: vec![64],
-        policies: vec![Policy::FullFresh, Policy::Full, Policy::Bounded, Policy::Compact],
+        windows: if a.smoke {
+            vec![16, 64]
+        } else {
+            vec![16384, 131072]
+        },
+        tasks: vec![if a.smoke { 8 } else { 64 }],
+        policies: vec![
+            Policy::FullFresh,
+            Policy::Full,
+            Policy::Bounded,
+            Policy::Compact,
+        ],
         backend: bind::Backend::Host,
-        runs: 10,
+        runs: if a.smoke { 2 } else { 10 },
         warmup: 2,
     };
     let staging = run_bind(&plan, a.out.quiet)?;
@@ -345,10 +362,16 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
     // at one thread count, with short scenarios.
     let pool_args = PoolArgs {
         threads: vec![a.threads],
-        config: ["default", "no_spin", "spin_1000", "backoff_8", "spin_1000_backoff_8"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        config: [
+            "default",
+            "no_spin",
+            "spin_1000",
+            "backoff_8",
+            "spin_1000_backoff_8",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
         scenario: vec!["all".into()],
         peers: a.peers.clone(),
         regions: 1000,
@@ -360,6 +383,21 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
         wake_reps: 20,
         duration_ms: 300,
         out: a.out.clone(),
+    };
+    let pool_args = if a.smoke {
+        PoolArgs {
+            regions: 5,
+            requests: 2,
+            gaps: vec![0.1],
+            work_us: 20.0,
+            burst_ms: 1,
+            idle_ms: 1,
+            wake_reps: 1,
+            duration_ms: 1,
+            ..pool_args
+        }
+    } else {
+        pool_args
     };
     let pplan = pool_plan(&pool_args)?;
     let pb = progress::bar(poolbench::cells(&pplan).len() as u64, "pool", a.out.quiet);

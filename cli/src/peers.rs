@@ -177,8 +177,12 @@ impl Peer for Rayon {
     }
     fn tiny_region(&self, body: &(dyn Fn(usize) + Sync)) {
         use rayon::prelude::*;
-        self.pool
-            .install(|| (0..self.threads).into_par_iter().with_max_len(1).for_each(body));
+        self.pool.install(|| {
+            (0..self.threads)
+                .into_par_iter()
+                .with_max_len(1)
+                .for_each(body)
+        });
     }
     fn wake_latency(&self) -> Duration {
         let (tx, rx) = mpsc::channel();
@@ -196,7 +200,12 @@ mod omp_ffi {
     pub type IndexFn = unsafe extern "C" fn(ctx: *mut c_void, index: std::ffi::c_long);
     pub type ThreadFn = unsafe extern "C" fn(ctx: *mut c_void, thread: i32);
     extern "C" {
-        pub fn leanrt_bench_omp_for(threads: i32, total: std::ffi::c_long, f: IndexFn, ctx: *mut c_void);
+        pub fn leanrt_bench_omp_for(
+            threads: i32,
+            total: std::ffi::c_long,
+            f: IndexFn,
+            ctx: *mut c_void,
+        );
         pub fn leanrt_bench_omp_region(threads: i32, f: ThreadFn, ctx: *mut c_void);
         pub fn leanrt_bench_omp_max_threads() -> i32;
     }
@@ -232,7 +241,8 @@ mod omp_impl {
         // call has returned.
         let body = unsafe { &*(ctx as *const Body) };
         // A panic must not unwind into C: abort instead.
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(index as usize))).is_err() {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(index as usize))).is_err()
+        {
             std::process::abort();
         }
     }
@@ -240,7 +250,8 @@ mod omp_impl {
     unsafe extern "C" fn call_thread(ctx: *mut c_void, thread: i32) {
         // SAFETY: as in call_index.
         let body = unsafe { &*(ctx as *const Body) };
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(thread as usize))).is_err() {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(thread as usize))).is_err()
+        {
             std::process::abort();
         }
     }
@@ -326,8 +337,14 @@ mod tests {
         assert_eq!(
             config_pairs("spin_1000_backoff_8").unwrap(),
             vec![
-                ("session.intra_op.spin_duration_us".to_string(), "1000".to_string()),
-                ("session.intra_op.spin_backoff_max".to_string(), "8".to_string())
+                (
+                    "session.intra_op.spin_duration_us".to_string(),
+                    "1000".to_string()
+                ),
+                (
+                    "session.intra_op.spin_backoff_max".to_string(),
+                    "8".to_string()
+                )
             ]
         );
         assert!(config_pairs("spin_3000").is_err());
@@ -343,7 +360,10 @@ mod tests {
             p.parallel_for(total, 100.0, &|i| {
                 hits[i].fetch_add(1, Ordering::Relaxed);
             });
-            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1), "total {total}");
+            assert!(
+                hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+                "total {total}"
+            );
         }
         let n = AtomicUsize::new(0);
         p.tiny_region(&|_| {

@@ -11,7 +11,13 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 /// The scenarios, in run order.
-pub const SCENARIOS: [&str; 5] = ["fork_join", "bursty", "idle_after_burst", "wake", "throughput"];
+pub const SCENARIOS: [&str; 5] = [
+    "fork_join",
+    "bursty",
+    "idle_after_burst",
+    "wake",
+    "throughput",
+];
 
 /// Idle periods before a wake-latency probe, in ms.
 pub const WAKE_IDLE_MS: [f64; 3] = [0.1, 1.0, 50.0];
@@ -387,7 +393,10 @@ pub fn parse_peers(list: &[String]) -> Result<Vec<PeerKind>, String> {
         };
         for k in add {
             if matches!(k, PeerKind::OpenMp { .. }) && !peers::OPENMP_BUILT {
-                eprintln!("warning: leanrt was built without an OpenMP compiler; skipping {}", k.label());
+                eprintln!(
+                    "warning: leanrt was built without an OpenMP compiler; skipping {}",
+                    k.label()
+                );
                 continue;
             }
             if !v.contains(&k) {
@@ -492,7 +501,10 @@ pub fn table(results: &[CellResult]) -> String {
         s0.items as f64 * s0.cost_cycles / 3.0 / 1e3
     );
     let gaps: Vec<f64> = first.bursty.iter().map(|b| b.gap_ms).collect();
-    let mut head = format!("{:<28} {:>3} {:>15}", "runtime / configuration", "thr", "fork-join");
+    let mut head = format!(
+        "{:<28} {:>3} {:>15}",
+        "runtime / configuration", "thr", "fork-join"
+    );
     for g in &gaps {
         head.push_str(&format!(" {:>17}", format!("bursty {g}ms")));
         head.push_str(&format!(" {:>6}", "CPU%"));
@@ -533,7 +545,11 @@ pub fn table(results: &[CellResult]) -> String {
         let wake: Vec<String> = r.wake.iter().map(|w| f1(w.latency_us.p50)).collect();
         line.push_str(&format!(
             " {:>26}\n",
-            if wake.is_empty() { "-".into() } else { wake.join("/") }
+            if wake.is_empty() {
+                "-".into()
+            } else {
+                wake.join("/")
+            }
         ));
         s.push_str(&line);
     }
@@ -587,7 +603,9 @@ pub fn headline(results: &[CellResult]) -> Vec<String> {
         let best = |leanrt: bool| {
             results
                 .iter()
-                .filter(|r| r.spec.threads == t && matches!(r.spec.peer, PeerKind::Leanrt { .. }) == leanrt)
+                .filter(|r| {
+                    r.spec.threads == t && matches!(r.spec.peer, PeerKind::Leanrt { .. }) == leanrt
+                })
                 .filter_map(|r| r.fork_join_us.as_ref().map(|f| (r.label.clone(), f.p50)))
                 .min_by(|a, b| a.1.total_cmp(&b.1))
         };
@@ -745,10 +763,16 @@ mod tests {
     #[test]
     fn peers_and_scenarios_parse() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(parse_peers(&s(&["rayon", "rayon"])).unwrap(), vec![PeerKind::Rayon]);
+        assert_eq!(
+            parse_peers(&s(&["rayon", "rayon"])).unwrap(),
+            vec![PeerKind::Rayon]
+        );
         assert!(parse_peers(&s(&["none"])).unwrap().is_empty());
         assert!(parse_peers(&s(&["tbb"])).is_err());
-        assert_eq!(parse_scenarios(&s(&["all"])).unwrap().len(), SCENARIOS.len());
+        assert_eq!(
+            parse_scenarios(&s(&["all"])).unwrap().len(),
+            SCENARIOS.len()
+        );
         assert!(parse_scenarios(&s(&["forkjoin"])).is_err());
     }
 
@@ -788,7 +812,7 @@ mod tests {
         // The JSON round trip the parent relies on.
         let back: CellResult = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back.label, r.label);
-        assert!(!table(&[r.clone()]).is_empty());
+        assert!(!table(std::slice::from_ref(&r)).is_empty());
         assert!(!charts(&[r]).is_empty());
     }
 }

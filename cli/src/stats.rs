@@ -96,7 +96,11 @@ pub fn resident_bytes() -> u64 {
     let page = page_size() as u64;
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .map_or(0, |pages| pages * page)
 }
 

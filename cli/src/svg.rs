@@ -195,7 +195,8 @@ fn panel(s: &mut String, c: &Chart, y0: f64) {
         let bw = (gw * 0.8 / nb).min(40.0);
         let start = gx + (gw - bw * nb) / 2.0;
         for (bi, b) in g.bars.iter().enumerate() {
-            let color = PALETTE[legend.iter().position(|l| *l == b.label).unwrap_or(0) % PALETTE.len()];
+            let color =
+                PALETTE[legend.iter().position(|l| *l == b.label).unwrap_or(0) % PALETTE.len()];
             let x = start + bi as f64 * bw;
             if b.value.is_finite() && b.value > 0.0 {
                 let y = map(b.value);
@@ -273,13 +274,22 @@ mod tests {
                 Group {
                     label: "N=64".into(),
                     bars: vec![
-                        Bar { label: "full".into(), value: 1000.0 },
-                        Bar { label: "bounded".into(), value: 2.0 },
+                        Bar {
+                            label: "full".into(),
+                            value: 1000.0,
+                        },
+                        Bar {
+                            label: "bounded".into(),
+                            value: 2.0,
+                        },
                     ],
                 },
                 Group {
                     label: "N=0".into(),
-                    bars: vec![Bar { label: "full".into(), value: f64::NAN }],
+                    bars: vec![Bar {
+                        label: "full".into(),
+                        value: f64::NAN,
+                    }],
                 },
             ],
         };
