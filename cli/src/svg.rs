@@ -68,6 +68,27 @@ pub fn wants_log(values: &[f64]) -> bool {
     max / min >= 100.0
 }
 
+/// The smallest 1, 2, 2.5 or 5 × 10^k at or above `raw` (1 for non-positive).
+fn nice_step(raw: f64) -> f64 {
+    if !(raw.is_finite() && raw > 0.0) {
+        return 0.25;
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let m = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 2.5 {
+        2.5
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    m * mag
+}
+
 fn fmt_tick(v: f64) -> String {
     if v == 0.0 {
         "0".into()
@@ -131,7 +152,7 @@ fn panel(s: &mut String, c: &Chart, y0: f64) {
             10f64.powf(pos_max.log10().ceil()),
         )
     } else {
-        (0.0, if pos_max > 0.0 { pos_max * 1.1 } else { 1.0 })
+        (0.0, 4.0 * nice_step(pos_max * 1.02 / 4.0))
     };
     let map = |v: f64| -> f64 {
         if log {
@@ -251,6 +272,14 @@ fn panel(s: &mut String, c: &Chart, y0: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn linear_ticks_are_round() {
+        assert_eq!(nice_step(149.6), 200.0);
+        assert_eq!(nice_step(0.9), 1.0);
+        assert_eq!(nice_step(2.2), 2.5);
+        assert_eq!(nice_step(0.0), 0.25);
+    }
 
     #[test]
     fn escapes_markup() {
