@@ -75,12 +75,15 @@ fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
 pub fn allowed_cpus() -> Vec<usize> {
     let mut set = cpu_set(&[]);
     // SAFETY: `set` is a valid cpu_set_t of the size passed.
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return (0..super::cpu::logical_cores()).collect();
     }
     // SAFETY: CPU_ISSET reads the bit array; cpu < CPU_SETSIZE.
-    (0..MAX_PROCESSOR).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+    (0..MAX_PROCESSOR)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
 }
 
 /// Checks that every CPU named is one this process may use.
@@ -112,8 +115,13 @@ mod tests {
     #[test]
     fn parses_ort_format() {
         assert_eq!(parse("1,2,3;4,5").unwrap(), vec![vec![0, 1, 2], vec![3, 4]]);
-        assert_eq!(parse("1-3;8-8;2,1,2").unwrap(), vec![vec![0, 1, 2], vec![7], vec![0, 1]]);
-        for bad in ["", ";", "1;", "0", "a", "1-", "-2", "3-1", "1,,2", " 1", "1;2;", "99999", "1.5", "+1"] {
+        assert_eq!(
+            parse("1-3;8-8;2,1,2").unwrap(),
+            vec![vec![0, 1, 2], vec![7], vec![0, 1]]
+        );
+        for bad in [
+            "", ";", "1;", "0", "a", "1-", "-2", "3-1", "1,,2", " 1", "1;2;", "99999", "1.5", "+1",
+        ] {
             assert!(parse(bad).is_err(), "{bad:?} accepted");
         }
     }

@@ -75,7 +75,9 @@ pub fn block_size(n: isize, cost: &TensorOpCost, threads: i32) -> isize {
     }
     let threads = threads.max(1) as isize;
     let ideal = (1.0 / task_size(1.0, cost)) as isize; // saturating cast
-    let mut size = n.min(div_up(n, MAX_OVERSHARDING * threads).max(ideal)).max(1);
+    let mut size = n
+        .min(div_up(n, MAX_OVERSHARDING * threads).max(ideal))
+        .max(1);
     let max_size = n.min(size.saturating_mul(2));
     let efficiency = |blocks: isize| blocks as f64 / (div_up(blocks, threads) * threads) as f64;
     let mut count = div_up(n, size);

@@ -21,11 +21,11 @@ mod threadpool;
 
 pub use cost::TensorOpCost;
 pub use options::{
-    CustomCreateThreadFn, CustomJoinThreadFn, CustomThreadHandle, CustomThreadHandleT,
-    PoolOptions, ThreadWorkerFn, FORCE_HYBRID_ENV,
+    CustomCreateThreadFn, CustomJoinThreadFn, CustomThreadHandle, CustomThreadHandleT, PoolOptions,
+    ThreadWorkerFn, FORCE_HYBRID_ENV,
 };
 pub use parallel::{
-    degree_of_parallelism, schedule, should_parallelize, try_batch_parallel_for,
-    try_parallel_for, try_parallel_for_cost, try_simple_parallel_for,
+    degree_of_parallelism, schedule, should_parallelize, try_batch_parallel_for, try_parallel_for,
+    try_parallel_for_cost, try_simple_parallel_for,
 };
 pub use threadpool::{PoolStats, ThreadPool, QUEUE_CAPACITY};

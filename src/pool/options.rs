@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use std::ffi::c_void;
 
 /// ORT's `OrtThreadWorkerFn`: the function a custom thread must run.
-pub type ThreadWorkerFn = unsafe extern "C" fn(param: *mut c_void);
+pub type ThreadWorkerFn = Option<unsafe extern "C" fn(param: *mut c_void)>;
 
 /// The opaque type a custom thread handle points to (ORT's
 /// `OrtCustomHandleType`).
@@ -20,25 +20,37 @@ pub type CustomThreadHandle = *const CustomThreadHandleT;
 
 /// ORT's `OrtCustomCreateThreadFn`: starts a thread that calls
 /// `worker(param)` once; returns its handle, NULL on failure.
-pub type CustomCreateThreadFn = unsafe extern "C" fn(
+pub type CustomCreateThreadFn = Option<
+    unsafe extern "C" fn(
+        options: *mut c_void,
+        worker: ThreadWorkerFn,
+        param: *mut c_void,
+    ) -> CustomThreadHandle,
+>;
+
+/// The non-NULL form of [`CustomCreateThreadFn`].
+pub type CreateFnPtr = unsafe extern "C" fn(
     options: *mut c_void,
-    worker: Option<ThreadWorkerFn>,
+    worker: ThreadWorkerFn,
     param: *mut c_void,
 ) -> CustomThreadHandle;
 
 /// ORT's `OrtCustomJoinThreadFn`: waits for a thread made by the create
 /// function to finish.
-pub type CustomJoinThreadFn = unsafe extern "C" fn(handle: CustomThreadHandle);
+pub type CustomJoinThreadFn = Option<unsafe extern "C" fn(handle: CustomThreadHandle)>;
+
+/// The non-NULL form of [`CustomJoinThreadFn`].
+pub type JoinFnPtr = unsafe extern "C" fn(handle: CustomThreadHandle);
 
 /// Custom thread functions (both set).
 #[derive(Clone, Copy, Debug)]
 pub struct CustomThreadFns {
     /// Called once per worker thread.
-    pub create: CustomCreateThreadFn,
+    pub create: CreateFnPtr,
     /// The `options` argument of `create`, as an address.
     pub create_options: usize,
     /// Called for each created thread at destroy.
-    pub join: CustomJoinThreadFn,
+    pub join: JoinFnPtr,
 }
 
 impl PartialEq for CustomThreadFns {
@@ -136,15 +148,21 @@ impl PoolOptions {
                 self.allow_spinning = v;
                 Ok(())
             }
-            "session.intra_op.spin_duration_us" => self.set_spin_duration_us(parse_int(key, value)?),
-            "session.intra_op.spin_backoff_max" => self.set_spin_backoff_max(parse_int(key, value)?),
+            "session.intra_op.spin_duration_us" => {
+                self.set_spin_duration_us(parse_int(key, value)?)
+            }
+            "session.intra_op.spin_backoff_max" => {
+                self.set_spin_backoff_max(parse_int(key, value)?)
+            }
             "session.dynamic_block_base" => self.set_dynamic_block_base(parse_int(key, value)?),
             "session.intra_op_thread_affinities" => self.set_affinity(value),
             "session.force_spinning_stop" => {
                 self.force_spinning_stop = parse_bool(key, value)?;
                 Ok(())
             }
-            _ => Err(Error::invalid_argument(format!("unknown config key \"{key}\""))),
+            _ => Err(Error::invalid_argument(format!(
+                "unknown config key \"{key}\""
+            ))),
         }
     }
 
@@ -223,7 +241,9 @@ impl PoolOptions {
     /// Name prefix of the worker threads (non-empty, no NUL).
     pub fn set_name(&mut self, name: &str) -> Result<()> {
         if name.is_empty() || name.contains('\0') {
-            return Err(Error::invalid_argument("pool name must be non-empty, without NUL"));
+            return Err(Error::invalid_argument(
+                "pool name must be non-empty, without NUL",
+            ));
         }
         self.name = name.to_owned();
         Ok(())
@@ -246,9 +266,9 @@ impl PoolOptions {
     /// `None` restores the built-in threads; `join` alone is kept unused.
     pub fn set_custom_thread_fns(
         &mut self,
-        create: Option<CustomCreateThreadFn>,
+        create: CustomCreateThreadFn,
         create_options: *mut c_void,
-        join: Option<CustomJoinThreadFn>,
+        join: CustomJoinThreadFn,
     ) -> Result<()> {
         self.custom_threads = match (create, join) {
             (Some(create), Some(join)) => Some(CustomThreadFns {
@@ -311,14 +331,23 @@ mod tests {
     #[test]
     fn config_keys_and_malformed_values() {
         let mut o = PoolOptions::default();
-        o.set_config("session.intra_op.spin_duration_us", "1000").unwrap();
-        o.set_config("session.intra_op.spin_backoff_max", "8").unwrap();
-        o.set_config("session.intra_op.allow_spinning", "0").unwrap();
+        o.set_config("session.intra_op.spin_duration_us", "1000")
+            .unwrap();
+        o.set_config("session.intra_op.spin_backoff_max", "8")
+            .unwrap();
+        o.set_config("session.intra_op.allow_spinning", "0")
+            .unwrap();
         o.set_config("session.dynamic_block_base", "4").unwrap();
         o.set_config("session.force_spinning_stop", "1").unwrap();
-        o.set_config("session.intra_op_thread_affinities", "1;2").unwrap();
+        o.set_config("session.intra_op_thread_affinities", "1;2")
+            .unwrap();
         assert_eq!(
-            (o.spin_duration_us, o.spin_backoff_max, o.allow_spinning, o.dynamic_block_base),
+            (
+                o.spin_duration_us,
+                o.spin_backoff_max,
+                o.allow_spinning,
+                o.dynamic_block_base
+            ),
             (1000, 8, false, 4)
         );
         assert!(o.force_spinning_stop);
@@ -340,7 +369,8 @@ mod tests {
             assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{k}={v}");
             assert_eq!(o, before, "{k}={v} changed the options");
         }
-        o.set_config("session.intra_op.spin_backoff_max", "1000").unwrap();
+        o.set_config("session.intra_op.spin_backoff_max", "1000")
+            .unwrap();
         assert_eq!(o.spin_backoff_max, 64);
     }
 

@@ -113,8 +113,9 @@ impl Counter {
                     }
                     let left = (shard.end - cur) as u128;
                     // The shard's share of ORT's remaining / (dop * base).
-                    let size = cost::dynamic_block((left * n).min(isize::MAX as u128) as isize, dop, base)
-                        .min(shard.end - cur);
+                    let size =
+                        cost::dynamic_block((left * n).min(isize::MAX as u128) as isize, dop, base)
+                            .min(shard.end - cur);
                     match shard.next.compare_exchange_weak(
                         cur,
                         cur + size,
@@ -163,10 +164,12 @@ impl LoopState {
             if g & CLOSED != 0 {
                 return false;
             }
-            match self
-                .gate
-                .compare_exchange_weak(g, g + ENTERED, Ordering::Acquire, Ordering::Acquire)
-            {
+            match self.gate.compare_exchange_weak(
+                g,
+                g + ENTERED,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => return true,
                 Err(now) => g = now,
             }
@@ -358,7 +361,11 @@ pub fn try_parallel_for_cost(
 }
 
 /// ORT's `TrySimpleParallelFor`: `f(i)` for each i in `0..total`.
-pub fn try_simple_parallel_for(pool: Option<&ThreadPool>, total: isize, f: &(dyn Fn(isize) + Sync)) {
+pub fn try_simple_parallel_for(
+    pool: Option<&ThreadPool>,
+    total: isize,
+    f: &(dyn Fn(isize) + Sync),
+) {
     match pool {
         None => (0..total.max(0)).for_each(f),
         Some(p) => p.simple_parallel_for(total, f),
@@ -465,7 +472,17 @@ mod tests {
                     covers(&claims(total, Blocks::Fixed(b), p), total);
                 }
                 for base in [1, 4] {
-                    covers(&claims(total, Blocks::Dynamic { dop: p as i32, base }, p), total);
+                    covers(
+                        &claims(
+                            total,
+                            Blocks::Dynamic {
+                                dop: p as i32,
+                                base,
+                            },
+                            p,
+                        ),
+                        total,
+                    );
                 }
             }
         }

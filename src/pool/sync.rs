@@ -12,9 +12,6 @@ pub fn lock(m: &Mutex<()>) -> std::sync::MutexGuard<'_, ()> {
 }
 
 /// `Condvar::wait` that ignores poisoning.
-pub fn wait<'a>(
-    cv: &Condvar,
-    g: std::sync::MutexGuard<'a, ()>,
-) -> std::sync::MutexGuard<'a, ()> {
+pub fn wait<'a>(cv: &Condvar, g: std::sync::MutexGuard<'a, ()>) -> std::sync::MutexGuard<'a, ()> {
     cv.wait(g).unwrap_or_else(|e| e.into_inner())
 }

@@ -17,7 +17,7 @@
 //!   its own queue) or be loop helpers, which that worker's loop no longer
 //!   needs. `Drop` runs whatever is left after joining the workers, so every
 //!   scheduled task runs before destroy returns.
-use super::options::{CustomJoinThreadFn, CustomThreadHandle, PoolOptions, FORCE_HYBRID_ENV};
+use super::options::{CustomThreadHandle, JoinFnPtr, PoolOptions, FORCE_HYBRID_ENV};
 use super::parallel::LoopState;
 use super::sleep::EventCount;
 use super::spin::{Backoff, SpinPolicy};
@@ -149,7 +149,7 @@ fn random() -> u64 {
 
 enum ThreadHandle {
     Std(std::thread::JoinHandle<()>),
-    Custom(CustomJoinThreadFn, usize),
+    Custom(JoinFnPtr, usize),
 }
 
 /// An intra-op thread pool with ONNX Runtime's semantics. `Send + Sync`:
