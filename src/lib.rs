@@ -11,6 +11,7 @@ pub mod device;
 pub mod error;
 pub mod ffi;
 pub mod staging;
+pub mod pool;
 
 pub use error::{Error, ErrorKind, Result};
 
