@@ -10,8 +10,8 @@
 pub mod device;
 pub mod error;
 pub mod ffi;
-pub mod staging;
 pub mod pool;
+pub mod staging;
 
 pub use error::{Error, ErrorKind, Result};
 
