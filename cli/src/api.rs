@@ -1,10 +1,3 @@
-//! The library APIs the benchmarks call (agreed API of DESIGN.md's staging and
-//! pool parts). With the temporary `stub-lib` feature the pool comes from a
-//! naive in-crate stand-in instead, until it lands in the library.
-pub use leanrt::{device, staging};
-
-#[cfg(not(feature = "stub-lib"))]
-pub use leanrt::pool;
-
-#[cfg(feature = "stub-lib")]
-pub use crate::stub_lib::pool;
+//! The library APIs the benchmarks call (the agreed Rust API of DESIGN.md's
+//! staging and pool parts, and the device backends).
+pub use leanrt::{device, pool, staging};

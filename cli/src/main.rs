@@ -11,8 +11,6 @@ mod peers;
 mod poolbench;
 mod progress;
 mod stats;
-#[cfg(feature = "stub-lib")]
-mod stub_lib;
 mod svg;
 
 use bind::{BindPlan, Policy};
