@@ -103,7 +103,12 @@ pub struct BindPlan {
     pub tasks: Vec<u64>,
     pub policies: Vec<Policy>,
     pub backend: Backend,
+    /// At least this many measured runs per cell ...
     pub runs: u32,
+    /// ... and more, up to `max_runs`, until `min_time_ms` of runs were
+    /// measured (cheap cells get stable medians; 0 = exactly `runs`).
+    pub min_time_ms: u64,
+    pub max_runs: u32,
     pub warmup: u32,
 }
 
@@ -285,8 +290,13 @@ fn run_cells(
                 run_once(&mut maker, n)?;
             }
             let mut samples = Vec::with_capacity(plan.runs as usize);
+            let min_time = std::time::Duration::from_millis(plan.min_time_ms);
+            let max_runs = plan.max_runs.max(plan.runs) as usize;
             let u0 = usage().minflt;
-            for _ in 0..plan.runs {
+            let start = Instant::now();
+            while samples.len() < plan.runs as usize
+                || (start.elapsed() < min_time && samples.len() < max_runs)
+            {
                 samples.push(run_once(&mut maker, n)?);
             }
             let u1 = usage().minflt;
@@ -304,11 +314,11 @@ fn run_cells(
                 image_bytes,
                 tasks: n,
                 policy: p,
-                runs: plan.runs,
+                runs: samples.len() as u32,
                 warmup_runs: plan.warmup.max(1),
                 median: medians(&samples),
                 faults_first_run: f1 - f0,
-                faults_per_run: (u1 - u0) as f64 / plan.runs as f64,
+                faults_per_run: (u1 - u0) as f64 / samples.len() as f64,
                 rss_before,
                 rss_after,
                 ratio_to_full_fresh: None,
@@ -353,24 +363,24 @@ pub fn table(cells: &[BindCell]) -> String {
         let key = (c.backend.clone(), c.window);
         if last.as_ref() != Some(&key) {
             s.push_str(&format!(
-                "\nstaging — backend {}, window {} (image {}), {} runs per cell, medians\n",
+                "\nstaging — backend {}, window {} (image {}), medians per run\n",
                 c.backend,
                 c.window,
                 fmt_bytes(c.image_bytes as f64),
-                c.runs
             ));
             s.push_str(&format!(
-                "{:>6} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10} {:>17} {:>12}\n",
-                "tasks", "policy", "total", "zero", "claim", "relocate", "copy", "bytes",
+                "{:>6} {:<10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10} {:>17} {:>12}\n",
+                "tasks", "policy", "runs", "total", "zero", "claim", "relocate", "copy", "bytes",
                 "copies", "faults/run", "rss before→after", "full-fresh/x"
             ));
             last = Some(key);
         }
         let m = &c.median;
         s.push_str(&format!(
-            "{:>6} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10.1} {:>17} {:>12}\n",
+            "{:>6} {:<10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10.1} {:>17} {:>12}\n",
             c.tasks,
             c.policy.name(),
+            c.runs,
             fmt_ns(m.total_ns),
             fmt_ns(m.zero_ns),
             fmt_ns(m.claim_ns),
@@ -730,6 +740,8 @@ mod tests {
             policies: vec![Policy::Bounded],
             backend: Backend::Host,
             runs: 1,
+            min_time_ms: 0,
+            max_runs: 1,
             warmup: 1,
         };
         assert_eq!(pairs(&plan), vec![(4, 0), (16, 0), (16, 8), (16, 16)]);

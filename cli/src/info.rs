@@ -10,6 +10,9 @@ pub struct Machine {
     pub physical_cores: usize,
     pub logical_cores: usize,
     pub kernel: String,
+    /// /proc/loadavg's 1-minute load when the report started: other work on
+    /// the machine skews every figure.
+    pub load_average_1m: f64,
 }
 
 impl Machine {
@@ -21,13 +24,17 @@ impl Machine {
             physical_cores: pool::cpu::physical_cores(),
             logical_cores: pool::cpu::logical_cores(),
             kernel: crate::stats::kernel_release(),
+            load_average_1m: std::fs::read_to_string("/proc/loadavg")
+                .ok()
+                .and_then(|l| l.split_whitespace().next().and_then(|v| v.parse().ok()))
+                .unwrap_or(f64::NAN),
         }
     }
 
     /// One line: "machine: <cpu>, <p> physical / <l> logical cores, Linux <k>".
     pub fn line(&self) -> String {
         format!(
-            "machine: {}, {} physical / {} logical cores, Linux {} ({})",
+            "machine: {}, {} physical / {} logical cores, Linux {}, load {:.2} ({})",
             if self.cpu_model.is_empty() {
                 "unknown CPU"
             } else {
@@ -36,6 +43,7 @@ impl Machine {
             self.physical_cores,
             self.logical_cores,
             self.kernel,
+            self.load_average_1m,
             self.leanrt_version
         )
     }

@@ -94,9 +94,16 @@ struct BindArgs {
     /// Device backend: host, cuda or cuda:N.
     #[arg(long, value_parser = bind::parse_backend, default_value = "host")]
     backend: bind::Backend,
-    /// Measured runs per cell (after the warm-up runs).
+    /// Measured runs per cell, at least (after the warm-up runs).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
+    /// Cheap cells run more times, until this much time was measured
+    /// (0: exactly --runs).
+    #[arg(long, default_value_t = 200)]
+    min_time_ms: u64,
+    /// Cap on the runs added by --min-time-ms.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    max_runs: u32,
     /// Warm-up runs per cell (the first one's page faults are reported apart).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     warmup: u32,
@@ -293,6 +300,8 @@ fn cmd_bind(a: &BindArgs) -> Result<(), String> {
         policies: dedup(a.policy.clone()),
         backend: a.backend,
         runs: a.runs,
+        min_time_ms: a.min_time_ms,
+        max_runs: a.max_runs,
         warmup: a.warmup,
     };
     let cells = run_bind(&plan, a.out.quiet)?;
@@ -353,6 +362,8 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
         ],
         backend: bind::Backend::Host,
         runs: if a.smoke { 2 } else { 10 },
+        min_time_ms: if a.smoke { 0 } else { 100 },
+        max_runs: 1000,
         warmup: 2,
     };
     let staging = run_bind(&plan, a.out.quiet)?;

@@ -7,8 +7,15 @@ use crate::peers::{self, Leanrt, OpenMp, Peer, Rayon};
 use crate::stats::{us, usage, Summary};
 use crate::svg::{Bar, Chart, Group};
 use serde::{Deserialize, Serialize};
+use std::cell::Cell;
 use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+thread_local! {
+    /// Set on the thread that runs the scenarios (the loops' caller).
+    static IS_CALLER: Cell<bool> = const { Cell::new(false) };
+}
 
 /// The scenarios, in run order.
 pub const SCENARIOS: [&str; 5] = [
@@ -133,6 +140,10 @@ pub struct CellResult {
     pub dop: usize,
     /// Fork-join overhead of a tiny region, µs per region.
     pub fork_join_us: Option<Summary>,
+    /// Share of the timed tiny regions in which some index ran on a thread
+    /// other than the caller (leanrt's caller takes part in its loops, as
+    /// ORT's does, and may finish a tiny region before a worker arrives).
+    pub fork_join_helped_pct: Option<f64>,
     pub bursty: Vec<Bursty>,
     pub idle_after_burst: Option<IdleAfterBurst>,
     pub wake: Vec<Wake>,
@@ -216,6 +227,7 @@ pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
         spec: spec.clone(),
         dop: p.dop(),
         fork_join_us: None,
+        fork_join_helped_pct: None,
         bursty: vec![],
         idle_after_burst: None,
         wake: vec![],
@@ -228,18 +240,26 @@ pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
     }
 
     if wants("fork_join") {
+        IS_CALLER.with(|c| c.set(true));
         let warm = (s.regions / 10).max(1);
         let mut v = Vec::with_capacity(s.regions as usize);
+        let mut helped_regions = 0u32;
         for r in 0..warm + s.regions {
+            let helped = AtomicBool::new(false);
             let t = Instant::now();
             p.tiny_region(&|i| {
                 black_box(work(i as u64, 1));
+                if !IS_CALLER.with(|c| c.get()) {
+                    helped.store(true, Ordering::Relaxed);
+                }
             });
             if r >= warm {
                 v.push(us(t.elapsed()));
+                helped_regions += u32::from(helped.load(Ordering::Relaxed));
             }
         }
         out.fork_join_us = Some(Summary::of(v));
+        out.fork_join_helped_pct = Some(100.0 * f64::from(helped_regions) / f64::from(s.regions));
     }
 
     if wants("bursty") {
@@ -517,10 +537,12 @@ pub fn table(results: &[CellResult]) -> String {
     for r in results {
         let mut line = format!("{:<28} {:>3}", r.label, r.spec.threads);
         line.push_str(&format!(
-            " {:>15}",
+            " {:>15} {:>7}",
             r.fork_join_us
                 .as_ref()
-                .map_or("-".into(), |f| format!("{}/{}", f1(f.p50), f1(f.p99)))
+                .map_or("-".into(), |f| format!("{}/{}", f1(f.p50), f1(f.p99))),
+            r.fork_join_helped_pct
+                .map_or("-".into(), |h| format!("{h:.0}"))
         ));
         for g in &gaps {
             match r.bursty.iter().find(|b| b.gap_ms == *g) {

@@ -160,6 +160,8 @@ fn bind_smoke_json_and_svg() {
         "0,8,64",
         "--runs",
         "2",
+        "--min-time-ms",
+        "0",
         "--json",
         j.to_str().unwrap(),
         "--svg",
@@ -202,6 +204,36 @@ fn bind_smoke_json_and_svg() {
     }
     assert!(v["machine"]["cpu_model"].is_string());
     assert_eq!(svg_bars(&s), 20);
+}
+
+#[test]
+fn bind_min_time_adds_runs_up_to_the_cap() {
+    let d = scratch("mintime");
+    let j = d.join("m.json");
+    let o = leanrt(&[
+        "bind",
+        "--window",
+        "16",
+        "--tasks",
+        "4",
+        "--policy",
+        "bounded,full",
+        "--runs",
+        "3",
+        "--min-time-ms",
+        "50",
+        "--max-runs",
+        "40",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v = read_json(&j);
+    for c in v["staging"].as_array().unwrap() {
+        let runs = c["runs"].as_u64().unwrap();
+        assert!((3..=40).contains(&runs), "{runs}");
+        assert_eq!(c["samples"].as_array().unwrap().len() as u64, runs);
+    }
 }
 
 #[test]
@@ -330,6 +362,12 @@ fn pool_smoke_json_and_svg() {
         assert!(t == 1 || t == 2);
         assert_eq!(c["fork_join_us"]["n"], 5);
         assert_eq!(c["fork_join_us"]["samples"].as_array().unwrap().len(), 5);
+        let forked = c["fork_join_helped_pct"].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&forked));
+        if c["label"] == "rayon" {
+            // rayon's caller never runs the work itself.
+            assert_eq!(forked, 100.0);
+        }
         let b = c["bursty"].as_array().unwrap();
         assert_eq!(b.len(), 1);
         assert_eq!(b[0]["gap_ms"].as_f64().unwrap(), 0.1);
