@@ -201,8 +201,9 @@ fn request(p: &dyn Peer, s: &Sizes) {
     });
 }
 
+/// Sleeps `d`, finishing the last 0.1 ms by yielding (thread::sleep has
+/// ~50-100 µs of slack); used where the idle length matters, not the CPU.
 fn sleep_precise(d: Duration) {
-    // thread::sleep has ~50-100 µs of slack; finish short waits by yielding.
     let end = Instant::now() + d;
     if d > Duration::from_micros(200) {
         std::thread::sleep(d - Duration::from_micros(100));
@@ -272,7 +273,10 @@ pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
                 let t = Instant::now();
                 request(p, s);
                 v.push(us(t.elapsed()));
-                sleep_precise(gap_d);
+                // A plain sleep: the caller must not burn CPU in the gaps
+                // (the CPU figure is the pool's), so the gap may overshoot
+                // by the timer slack (~0.05-0.1 ms).
+                std::thread::sleep(gap_d);
             }
             let wall = w0.elapsed().as_secs_f64();
             let cpu = usage().cpu_s - u0.cpu_s;
