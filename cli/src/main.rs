@@ -138,6 +138,9 @@ struct PoolArgs {
     /// fork_join: regions timed.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
     regions: u32,
+    /// fork_join, second variant: work per index, µs (0 = skip the variant).
+    #[arg(long, default_value_t = 5.0, value_parser = parse_non_negative)]
+    fj_item_us: f64,
     /// bursty: requests per gap.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     requests: u32,
@@ -168,6 +171,13 @@ struct InfoArgs {
     /// Write the facts as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+}
+
+fn parse_non_negative(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a number >= 0")),
+    }
 }
 
 fn parse_positive_ms(s: &str) -> Result<f64, String> {
@@ -222,6 +232,7 @@ fn pool_plan(a: &PoolArgs) -> Result<PoolPlan, String> {
     threads.dedup();
     let base = Sizes {
         regions: a.regions,
+        fj_iters: 0,
         requests: a.requests,
         gaps_ms: a.gaps.clone(),
         items: 0,
@@ -237,7 +248,7 @@ fn pool_plan(a: &PoolArgs) -> Result<PoolPlan, String> {
         configs: a.config.clone(),
         peers: poolbench::parse_peers(&a.peers)?,
         scenarios: poolbench::parse_scenarios(&a.scenario)?,
-        sizes: poolbench::sizes_for(a.work_us, base),
+        sizes: poolbench::sizes_for(a.work_us, a.fj_item_us, base),
     })
 }
 
@@ -384,6 +395,7 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
         scenario: vec!["all".into()],
         peers: a.peers.clone(),
         regions: 1000,
+        fj_item_us: 5.0,
         requests: 50,
         gaps: vec![1.0, 10.0],
         work_us: 500.0,
@@ -396,6 +408,7 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
     let pool_args = if a.smoke {
         PoolArgs {
             regions: 5,
+            fj_item_us: 1.0,
             requests: 2,
             gaps: vec![0.1],
             work_us: 20.0,

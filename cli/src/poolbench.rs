@@ -34,6 +34,9 @@ pub const WAKE_IDLE_MS: [f64; 3] = [0.1, 1.0, 50.0];
 pub struct Sizes {
     /// fork_join: regions timed (after 10% warm-up).
     pub regions: u32,
+    /// fork_join, second variant: rounds of the work kernel per index so that
+    /// one index takes about `--fj-item-us` (0: variant skipped).
+    pub fj_iters: u32,
     /// bursty: requests per gap.
     pub requests: u32,
     /// bursty: gaps between requests, ms.
@@ -144,6 +147,12 @@ pub struct CellResult {
     /// other than the caller (leanrt's caller takes part in its loops, as
     /// ORT's does, and may finish a tiny region before a worker arrives).
     pub fork_join_helped_pct: Option<f64>,
+    /// Second variant: one index per thread, each about `fj_item_us` of
+    /// work; overhead = region time minus one index's serial time, µs.
+    pub fork_join_small_overhead_us: Option<Summary>,
+    /// One index's serial time in that variant, µs (median, this process).
+    pub fork_join_small_item_us: Option<f64>,
+    pub fork_join_small_helped_pct: Option<f64>,
     pub bursty: Vec<Bursty>,
     pub idle_after_burst: Option<IdleAfterBurst>,
     pub wake: Vec<Wake>,
@@ -180,14 +189,23 @@ pub fn calibrate_ns_per_item(iters: u32) -> f64 {
     crate::stats::median(&v)
 }
 
-/// Sizes for a request of about `work_us` of serial work.
-pub fn sizes_for(work_us: f64, base: Sizes) -> Sizes {
+/// Sizes for a request of about `work_us` of serial work, and fork-join
+/// indices of about `fj_item_us`.
+pub fn sizes_for(work_us: f64, fj_item_us: f64, base: Sizes) -> Sizes {
     let iters = 32;
     let ns = calibrate_ns_per_item(iters).max(0.5);
     let items = ((work_us * 1e3) / ns).round().max(1.0) as u64;
+    let fj_iters = if fj_item_us > 0.0 {
+        ((fj_item_us * 1e3) / (ns / f64::from(iters)))
+            .round()
+            .max(1.0) as u32
+    } else {
+        0
+    };
     Sizes {
         items,
         iters,
+        fj_iters,
         // ~3 cycles per ns: the cost model wants cycles.
         cost_cycles: ns * 3.0,
         ..base
@@ -213,6 +231,31 @@ fn sleep_precise(d: Duration) {
     }
 }
 
+/// Times `regions` regions of one index per thread, each index `iters`
+/// rounds of the kernel (after a 10% warm-up); returns the region times in
+/// µs and the share of regions in which a thread other than the caller ran
+/// an index.
+fn fork_join(p: &dyn Peer, regions: u32, iters: u32) -> (Vec<f64>, f64) {
+    let warm = (regions / 10).max(1);
+    let mut v = Vec::with_capacity(regions as usize);
+    let mut helped_regions = 0u32;
+    for r in 0..warm + regions {
+        let helped = AtomicBool::new(false);
+        let t = Instant::now();
+        p.tiny_region(&|i| {
+            black_box(work(i as u64, iters));
+            if !IS_CALLER.with(|c| c.get()) {
+                helped.store(true, Ordering::Relaxed);
+            }
+        });
+        if r >= warm {
+            v.push(us(t.elapsed()));
+            helped_regions += u32::from(helped.load(Ordering::Relaxed));
+        }
+    }
+    (v, 100.0 * f64::from(helped_regions) / f64::from(regions))
+}
+
 /// Runs one cell in this process.
 pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
     let peer: Box<dyn Peer> = match &spec.peer {
@@ -229,6 +272,9 @@ pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
         dop: p.dop(),
         fork_join_us: None,
         fork_join_helped_pct: None,
+        fork_join_small_overhead_us: None,
+        fork_join_small_item_us: None,
+        fork_join_small_helped_pct: None,
         bursty: vec![],
         idle_after_burst: None,
         wake: vec![],
@@ -242,25 +288,26 @@ pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
 
     if wants("fork_join") {
         IS_CALLER.with(|c| c.set(true));
-        let warm = (s.regions / 10).max(1);
-        let mut v = Vec::with_capacity(s.regions as usize);
-        let mut helped_regions = 0u32;
-        for r in 0..warm + s.regions {
-            let helped = AtomicBool::new(false);
-            let t = Instant::now();
-            p.tiny_region(&|i| {
-                black_box(work(i as u64, 1));
-                if !IS_CALLER.with(|c| c.get()) {
-                    helped.store(true, Ordering::Relaxed);
-                }
-            });
-            if r >= warm {
-                v.push(us(t.elapsed()));
-                helped_regions += u32::from(helped.load(Ordering::Relaxed));
-            }
-        }
+        let (v, helped) = fork_join(p, s.regions, 1);
         out.fork_join_us = Some(Summary::of(v));
-        out.fork_join_helped_pct = Some(100.0 * f64::from(helped_regions) / f64::from(s.regions));
+        out.fork_join_helped_pct = Some(helped);
+        if s.fj_iters > 0 {
+            let item_us = {
+                let mut t = Vec::new();
+                for i in 0..21 {
+                    let t0 = Instant::now();
+                    black_box(work(i, s.fj_iters));
+                    t.push(us(t0.elapsed()));
+                }
+                crate::stats::median(&t)
+            };
+            let regions = (s.regions / 4).max(1);
+            let (v, helped) = fork_join(p, regions, s.fj_iters);
+            out.fork_join_small_overhead_us =
+                Some(Summary::of(v.into_iter().map(|x| x - item_us).collect()));
+            out.fork_join_small_item_us = Some(item_us);
+            out.fork_join_small_helped_pct = Some(helped);
+        }
     }
 
     if wants("bursty") {
@@ -512,72 +559,95 @@ fn f1(v: f64) -> String {
     }
 }
 
-/// The text table: one row per cell.
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".into(), |h| format!("{h:.0}"))
+}
+
+fn p50_p99(v: Option<&Summary>) -> String {
+    v.map_or("-".into(), |f| format!("{}/{}", f1(f.p50), f1(f.p99)))
+}
+
+/// The text tables: overheads and wake-ups, then load (bursty, throughput,
+/// CPU); one row per cell.
 pub fn table(results: &[CellResult]) -> String {
     let Some(first) = results.first() else {
         return String::new();
     };
     let s0 = &first.spec.sizes;
     let mut s = format!(
-        "\npool — request = {} items × {} rounds (~{:.0} µs serial); µs unless noted; p50/p99\n",
-        s0.items,
-        s0.iters,
-        s0.items as f64 * s0.cost_cycles / 3.0 / 1e3
+        "\npool, overheads (µs; p50/p99; forked% = regions where a non-caller thread ran an index)\n{:<27} {:>3} {:>13} {:>7} {:>17} {:>7} {:>22}\n",
+        "runtime / configuration",
+        "thr",
+        "fork-join",
+        "forked%",
+        format!("fj {:.0}µs-items", first.fork_join_small_item_us.unwrap_or(0.0)),
+        "forked%",
+        "wake 0.1/1/50ms p50"
     );
-    let gaps: Vec<f64> = first.bursty.iter().map(|b| b.gap_ms).collect();
-    let mut head = format!(
-        "{:<28} {:>3} {:>15}",
-        "runtime / configuration", "thr", "fork-join"
-    );
-    for g in &gaps {
-        head.push_str(&format!(" {:>17}", format!("bursty {g}ms")));
-        head.push_str(&format!(" {:>6}", "CPU%"));
-    }
-    head.push_str(&format!(
-        " {:>9} {:>6} {:>12} {:>26}\n",
-        "req/s", "CPU%", "CPU-s idle", "wake 0.1/1/50ms p50"
-    ));
-    s.push_str(&head);
     for r in results {
-        let mut line = format!("{:<28} {:>3}", r.label, r.spec.threads);
-        line.push_str(&format!(
-            " {:>15} {:>7}",
-            r.fork_join_us
-                .as_ref()
-                .map_or("-".into(), |f| format!("{}/{}", f1(f.p50), f1(f.p99))),
-            r.fork_join_helped_pct
-                .map_or("-".into(), |h| format!("{h:.0}"))
-        ));
-        for g in &gaps {
-            match r.bursty.iter().find(|b| b.gap_ms == *g) {
-                Some(b) => line.push_str(&format!(
-                    " {:>17} {:>6.0}",
-                    format!("{}/{}", f1(b.latency_us.p50), f1(b.latency_us.p99)),
-                    b.cpu_pct
-                )),
-                None => line.push_str(&format!(" {:>17} {:>6}", "-", "-")),
-            }
-        }
-        match &r.throughput {
-            Some(t) => line.push_str(&format!(" {:>9.0} {:>6.0}", t.requests_per_s, t.cpu_pct)),
-            None => line.push_str(&format!(" {:>9} {:>6}", "-", "-")),
-        }
-        line.push_str(&format!(
-            " {:>12}",
-            r.idle_after_burst
-                .as_ref()
-                .map_or("-".into(), |i| format!("{:.4}", i.cpu_s))
-        ));
         let wake: Vec<String> = r.wake.iter().map(|w| f1(w.latency_us.p50)).collect();
-        line.push_str(&format!(
-            " {:>26}\n",
+        s.push_str(&format!(
+            "{:<27} {:>3} {:>13} {:>7} {:>17} {:>7} {:>22}\n",
+            r.label,
+            r.spec.threads,
+            p50_p99(r.fork_join_us.as_ref()),
+            pct(r.fork_join_helped_pct),
+            p50_p99(r.fork_join_small_overhead_us.as_ref()),
+            pct(r.fork_join_small_helped_pct),
             if wake.is_empty() {
                 "-".into()
             } else {
                 wake.join("/")
             }
         ));
-        s.push_str(&line);
+    }
+    let gaps: Vec<f64> = first.bursty.iter().map(|b| b.gap_ms).collect();
+    s.push_str(&format!(
+        "\npool, load (request = {} items × {} rounds, ~{:.0} µs serial; latency µs p50/p90/p99; CPU% = process user+sys / wall)\n{:<27} {:>3}",
+        s0.items,
+        s0.iters,
+        s0.items as f64 * s0.cost_cycles / 3.0 / 1e3,
+        "runtime / configuration",
+        "thr"
+    ));
+    for g in &gaps {
+        s.push_str(&format!(
+            " {:>20} {:>5}",
+            format!("bursty {g} ms gaps"),
+            "CPU%"
+        ));
+    }
+    s.push_str(&format!(
+        " {:>8} {:>5} {:>11}\n",
+        "req/s", "CPU%", "idle CPU-s"
+    ));
+    for r in results {
+        s.push_str(&format!("{:<27} {:>3}", r.label, r.spec.threads));
+        for g in &gaps {
+            match r.bursty.iter().find(|b| b.gap_ms == *g) {
+                Some(b) => s.push_str(&format!(
+                    " {:>20} {:>5.0}",
+                    format!(
+                        "{}/{}/{}",
+                        f1(b.latency_us.p50),
+                        f1(b.latency_us.p90),
+                        f1(b.latency_us.p99)
+                    ),
+                    b.cpu_pct
+                )),
+                None => s.push_str(&format!(" {:>20} {:>5}", "-", "-")),
+            }
+        }
+        match &r.throughput {
+            Some(t) => s.push_str(&format!(" {:>8.0} {:>5.0}", t.requests_per_s, t.cpu_pct)),
+            None => s.push_str(&format!(" {:>8} {:>5}", "-", "-")),
+        }
+        s.push_str(&format!(
+            " {:>11}\n",
+            r.idle_after_burst
+                .as_ref()
+                .map_or("-".into(), |i| format!("{:.4}", i.cpu_s))
+        ));
     }
     s
 }
@@ -626,20 +696,32 @@ pub fn headline(results: &[CellResult]) -> Vec<String> {
                 ));
             }
         }
-        let best = |leanrt: bool| {
-            results
-                .iter()
-                .filter(|r| {
-                    r.spec.threads == t && matches!(r.spec.peer, PeerKind::Leanrt { .. }) == leanrt
-                })
-                .filter_map(|r| r.fork_join_us.as_ref().map(|f| (r.label.clone(), f.p50)))
-                .min_by(|a, b| a.1.total_cmp(&b.1))
-        };
-        if let (Some((ll, lv)), Some((pl, pv))) = (best(true), best(false)) {
-            if pv > 0.0 {
+        type Pick = fn(&CellResult) -> Option<f64>;
+        let variants: [(&str, Pick); 2] = [
+            ("tiny", |r| r.fork_join_us.as_ref().map(|f| f.p50)),
+            ("small-item overhead", |r| {
+                r.fork_join_small_overhead_us.as_ref().map(|f| f.p50)
+            }),
+        ];
+        for (name, pick) in variants {
+            let best = |leanrt: bool| {
+                results
+                    .iter()
+                    .filter(|r| {
+                        r.spec.threads == t
+                            && matches!(r.spec.peer, PeerKind::Leanrt { .. }) == leanrt
+                    })
+                    .filter_map(|r| pick(r).map(|v| (r.label.clone(), v)))
+                    .min_by(|a, b| a.1.total_cmp(&b.1))
+            };
+            if let (Some((ll, lv)), Some((pl, pv))) = (best(true), best(false)) {
+                let ratio = if pv > 0.0 {
+                    format!("{:.2}×", lv / pv)
+                } else {
+                    "n/a".into()
+                };
                 lines.push(format!(
-                    "pool headline ({t} threads): fork-join p50 {lv:.2} µs ({ll}) vs best peer {pv:.2} µs ({pl}): {:.2}×",
-                    lv / pv
+                    "pool headline ({t} threads): fork-join {name} p50 {lv:.2} µs ({ll}) vs best peer {pv:.2} µs ({pl}): {ratio}"
                 ));
             }
         }
@@ -675,6 +757,16 @@ pub fn charts(results: &[CellResult]) -> Vec<Chart> {
             title: "fork-join overhead of a tiny region".into(),
             unit: "µs, p50".into(),
             groups: by_threads(&|r| r.fork_join_us.as_ref().map(|f| f.p50)),
+        });
+    }
+    if results
+        .iter()
+        .any(|r| r.fork_join_small_overhead_us.is_some())
+    {
+        charts.push(Chart {
+            title: "fork-join overhead with small indices (region time minus one index)".into(),
+            unit: "µs, p50".into(),
+            groups: by_threads(&|r| r.fork_join_small_overhead_us.as_ref().map(|f| f.p50)),
         });
     }
     if let Some(first) = results.iter().find(|r| !r.bursty.is_empty()) {
@@ -805,6 +897,7 @@ mod tests {
     fn tiny() -> Sizes {
         Sizes {
             regions: 5,
+            fj_iters: 8,
             requests: 2,
             gaps_ms: vec![0.1],
             items: 64,
@@ -829,6 +922,8 @@ mod tests {
         };
         let r = run_cell(&spec).unwrap();
         assert_eq!(r.fork_join_us.as_ref().unwrap().n, 5);
+        assert_eq!(r.fork_join_small_overhead_us.as_ref().unwrap().n, 1);
+        assert!(r.fork_join_small_item_us.unwrap() >= 0.0);
         assert_eq!(r.bursty.len(), 1);
         assert_eq!(r.bursty[0].latency_us.n, 2);
         assert!(r.idle_after_burst.as_ref().unwrap().requests_in_burst >= 1);

@@ -306,7 +306,9 @@ fn cuda_backend_is_used_or_refused_clearly() {
     }
 }
 
-const TINY_POOL: [&str; 16] = [
+const TINY_POOL: [&str; 18] = [
+    "--fj-item-us",
+    "1",
     "--regions",
     "5",
     "--requests",
@@ -364,6 +366,9 @@ fn pool_smoke_json_and_svg() {
         assert_eq!(c["fork_join_us"]["samples"].as_array().unwrap().len(), 5);
         let forked = c["fork_join_helped_pct"].as_f64().unwrap();
         assert!((0.0..=100.0).contains(&forked));
+        let small = &c["fork_join_small_overhead_us"];
+        assert_eq!(small["n"], 1); // regions / 4, at least 1
+        assert!(c["fork_join_small_item_us"].as_f64().unwrap() >= 0.0);
         if c["label"] == "rayon" {
             // rayon's caller never runs the work itself.
             assert_eq!(forked, 100.0);
@@ -435,7 +440,8 @@ fn bench_smoke_prints_both_tables_and_headlines() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.contains("staging — backend host"), "{out}");
-    assert!(out.contains("pool — request"), "{out}");
+    assert!(out.contains("pool, overheads"), "{out}");
+    assert!(out.contains("pool, load"), "{out}");
     assert!(out.contains("staging headline"), "{out}");
     assert!(out.contains("pool headline"), "{out}");
     let v = read_json(&j);
