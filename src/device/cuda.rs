@@ -583,13 +583,17 @@ pub fn take_last_error() -> Option<String> {
 /// may cross into the C caller).
 fn callback<T>(name: &'static str, fallback: T, body: impl FnOnce() -> Result<T>) -> T {
     LAST_ERROR.with(|s| *s.borrow_mut() = None);
-    run_value(name, |_| fallback, || {
-        body().map_err(|e| {
-            let msg = format!("{name}: {}", e.message());
-            LAST_ERROR.with(|s| *s.borrow_mut() = Some(msg));
-            e
-        })
-    })
+    run_value(
+        name,
+        |_| fallback,
+        || {
+            body().map_err(|e| {
+                let msg = format!("{name}: {}", e.message());
+                LAST_ERROR.with(|s| *s.borrow_mut() = Some(msg));
+                e
+            })
+        },
+    )
 }
 
 /// `device_malloc`: NULL on failure.
@@ -733,7 +737,15 @@ pub fn cuda_host_api_with_library(library: &str, device: i32) -> Result<HostApi>
 /// Facts about CUDA device `device` (see [`cuda_host_api`] for the library
 /// and the errors).
 pub fn device_info(device: i32) -> Result<CudaDeviceInfo> {
-    let driver = load_default()?;
+    info_from(load_default()?, device)
+}
+
+/// [`device_info`] through the driver library at `library`.
+pub fn device_info_with_library(library: &str, device: i32) -> Result<CudaDeviceInfo> {
+    info_from(load_library(library)?, device)
+}
+
+fn info_from(driver: &'static Driver, device: i32) -> Result<CudaDeviceInfo> {
     let dev = check_ordinal(driver, device)?;
     let describe = |what: &str, rc| Error::device(format!("{what}: {}", driver.describe(rc)));
     Ok(CudaDeviceInfo {
@@ -848,7 +860,11 @@ mod tests {
     fn missing_library_is_unavailable() {
         let e = cuda_host_api_with_library("/nonexistent/libcuda-leanrt-test.so", 0).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unavailable);
-        assert!(e.message().contains("/nonexistent/libcuda-leanrt-test.so"), "{}", e.message());
+        assert!(
+            e.message().contains("/nonexistent/libcuda-leanrt-test.so"),
+            "{}",
+            e.message()
+        );
     }
 
     #[test]
@@ -856,7 +872,11 @@ mod tests {
         // libc is loadable but exports no cuInit.
         let e = cuda_host_api_with_library("libc.so.6", 0).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unavailable);
-        assert!(e.message().contains("does not export cuInit"), "{}", e.message());
+        assert!(
+            e.message().contains("does not export cuInit"),
+            "{}",
+            e.message()
+        );
     }
 
     #[test]
@@ -883,10 +903,13 @@ mod tests {
         assert_eq!(take_last_error(), None, "take clears the message");
         let mut buf = [0u8; 4];
         // SAFETY: buf is valid for 4 bytes.
-        let rc = unsafe { cb_copy_to_device(forged.ctx, 64 as *mut c_void, buf.as_ptr().cast(), 4) };
+        let rc =
+            unsafe { cb_copy_to_device(forged.ctx, 64 as *mut c_void, buf.as_ptr().cast(), 4) };
         assert_eq!(rc, -1);
         // SAFETY: buf is valid for 4 bytes.
-        let rc = unsafe { cb_copy_from_device(forged.ctx, buf.as_mut_ptr().cast(), 64 as *const c_void, 4) };
+        let rc = unsafe {
+            cb_copy_from_device(forged.ctx, buf.as_mut_ptr().cast(), 64 as *const c_void, 4)
+        };
         assert_eq!(rc, -1);
         // Releasing a forged api is a no-op.
         let mut forged = forged;
