@@ -22,7 +22,9 @@
  * through mock_cuda_set(key, value); counters are read with mock_cuda_get(key).
  * Keys: see the tables `settings` and `counters` below. One global mutex
  * guards all state (the context stack is per thread). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
