@@ -25,8 +25,9 @@
 //! `dlsym` and the calls through the resolved driver entry points.
 use std::cell::RefCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use super::{HostApi, HostApiOps, PinnedRegion};
 use crate::ffi::boundary::run_value;
@@ -423,6 +424,8 @@ struct Context {
     device: i32,
     /// The primary context (`CUcontext`), as an address; retained until drop.
     cu_ctx: usize,
+    /// Copy counters (successful copies only), read by [`copy_stats`].
+    stats: [AtomicU64; 6],
 }
 
 impl std::fmt::Debug for Context {
@@ -477,6 +480,14 @@ impl Context {
         }
     }
 
+    /// Adds one copy to the counters starting at `first` (0: H2D, 3: D2H).
+    fn count(&self, first: usize, bytes: usize, since: Instant) {
+        let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.stats[first].fetch_add(1, Ordering::Relaxed);
+        self.stats[first + 1].fetch_add(bytes as u64, Ordering::Relaxed);
+        self.stats[first + 2].fetch_add(ns, Ordering::Relaxed);
+    }
+
     fn alloc(&self, size: usize) -> Result<DevPtr> {
         if size == 0 {
             return Err(Error::invalid_argument("device_malloc of 0 bytes"));
@@ -510,9 +521,13 @@ impl Context {
             )));
         }
         let _cur = self.current()?;
+        let t0 = Instant::now();
         // SAFETY: src is valid for size bytes per this function's contract.
         match unsafe { self.driver.memcpy_htod(dst, src, size) } {
-            CUDA_SUCCESS => Ok(()),
+            CUDA_SUCCESS => {
+                self.count(0, size, t0);
+                Ok(())
+            }
             rc => Err(self.error(&format!("cuMemcpyHtoD_v2({dst:#x}, {size} bytes)"), rc)),
         }
     }
@@ -529,9 +544,13 @@ impl Context {
             )));
         }
         let _cur = self.current()?;
+        let t0 = Instant::now();
         // SAFETY: dst is valid for size bytes per this function's contract.
         match unsafe { self.driver.memcpy_dtoh(dst, src, size) } {
-            CUDA_SUCCESS => Ok(()),
+            CUDA_SUCCESS => {
+                self.count(3, size, t0);
+                Ok(())
+            }
             rc => Err(self.error(&format!("cuMemcpyDtoH_v2({src:#x}, {size} bytes)"), rc)),
         }
     }
@@ -710,6 +729,7 @@ fn open(driver: &'static Driver, device: i32) -> Result<HostApi> {
         ordinal: device,
         device: dev,
         cu_ctx,
+        stats: Default::default(),
     });
     let token = NEXT_TOKEN.fetch_add(2, Ordering::Relaxed);
     lock(&REGISTRY).push((token, context));
@@ -801,6 +821,34 @@ pub fn release(api: &mut HostApi) {
     };
     // Dropped outside the lock: the last Arc calls into the driver.
     drop(removed);
+}
+
+/// Counters of the successful copies made through one CUDA host api (all
+/// copies of it, from every thread), with the wall time spent inside the
+/// driver's copy calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CudaCopyStats {
+    pub h2d_copies: u64,
+    pub h2d_bytes: u64,
+    pub h2d_ns: u64,
+    pub d2h_copies: u64,
+    pub d2h_bytes: u64,
+    pub d2h_ns: u64,
+}
+
+/// The copy counters of a live CUDA host api (benchmarks subtract two
+/// readings to time what a maker's upload spent in the driver).
+pub fn copy_stats(api: &HostApi) -> Result<CudaCopyStats> {
+    let c = context_of(api)?;
+    let v: Vec<u64> = c.stats.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+    Ok(CudaCopyStats {
+        h2d_copies: v[0],
+        h2d_bytes: v[1],
+        h2d_ns: v[2],
+        d2h_copies: v[3],
+        d2h_bytes: v[4],
+        d2h_ns: v[5],
+    })
 }
 
 /// Waits for all work on the api's device to finish (`cuCtxSynchronize`).
