@@ -1040,16 +1040,36 @@ fn gpu_pinning() {
     let Some(mut api) = gpu() else { return };
     let len = 16 << 20;
     let data = pattern(len, 99);
-    let mut buf = data.clone();
-    let region = device::pin_host_memory(&api, buf.as_mut_ptr(), len).expect("cuMemHostRegister");
+    // Page-aligned, like the maker's mirror.
+    // SAFETY: an anonymous mapping has no preconditions; checked below.
+    let buf = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(buf, libc::MAP_FAILED);
+    // SAFETY: the mapping is len bytes, ours alone until munmap below.
+    let host = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+    host.copy_from_slice(&data);
+    let region = device::pin_host_memory(&api, host.as_mut_ptr(), len).expect("cuMemHostRegister");
     let d = malloc(&api, len);
     assert!(!d.is_null());
-    assert_eq!(to_device(&api, d, &buf), 0);
+    assert_eq!(to_device(&api, d, host), 0);
     let mut back = vec![0u8; len];
     assert_eq!(from_device(&api, &mut back, d), 0);
     assert!(back == data);
+    // Pinning the same range again is refused by the driver, not a crash.
+    let again = device::pin_host_memory(&api, host.as_mut_ptr(), len);
+    assert_eq!(again.err().map(|e| e.kind()), Some(ErrorKind::Device));
     free(&api, d);
     drop(region);
+    // SAFETY: unpinned above; the mapping made here, unmapped once.
+    unsafe { libc::munmap(buf, len) };
     device::release(&mut api);
 }
 
