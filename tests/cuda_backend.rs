@@ -922,8 +922,9 @@ fn mock_maker_fault_paths() {
     m.set("total_mem", 4096);
     let e = RuntimeMaker::new(&cfg, api).err().expect("create fails");
     assert_eq!(e.kind(), ErrorKind::NoMemory);
-    let why = cuda::take_last_error().unwrap();
-    assert!(why.contains("CUDA_ERROR_OUT_OF_MEMORY"), "{why}");
+    // The maker's message carries CUDA's reason (and consumes it).
+    assert!(e.message().contains("CUDA_ERROR_OUT_OF_MEMORY"), "{e}");
+    assert_eq!(cuda::take_last_error(), None);
     assert_eq!(m.get("live_allocs"), allocs);
     assert_eq!(m.get("live_registrations"), regs);
     m.set("total_mem", 4 << 30);
@@ -944,8 +945,7 @@ fn mock_maker_fault_paths() {
     m.set("fail_htod_at", 2);
     let e = maker.upload().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Device);
-    let why = cuda::take_last_error().unwrap();
-    assert!(why.contains("CUDA_ERROR_UNKNOWN"), "{why}");
+    assert!(e.message().contains("CUDA_ERROR_UNKNOWN"), "{e}");
     maker.begin_run().unwrap();
     for i in 0..4 {
         write_task(&maker.claim_slot().unwrap(), i, 2);
