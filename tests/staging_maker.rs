@@ -321,3 +321,54 @@ fn c_entry_points_validate_and_leave_state_alone() {
         lrt_runtime_maker_destroy(null_mut());
     }
 }
+
+fn thread_minor_faults() -> i64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, &mut u), 0);
+        u.ru_minflt
+    }
+}
+
+#[test]
+fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
+    // Page faults are counted for this thread only (RUSAGE_THREAD).
+    let runs = 50;
+    let mut m = RuntimeMaker::new(&cfg(16384, UploadPolicy::Bounded), host_api()).unwrap();
+    let go = |m: &mut RuntimeMaker, n: usize| {
+        m.begin_run().unwrap();
+        for _ in 0..n {
+            m.claim_slot().unwrap();
+        }
+        m.upload().unwrap();
+    };
+    go(&mut m, 64); // warms the pages this run shape touches
+    let f0 = thread_minor_faults();
+    for _ in 0..runs {
+        go(&mut m, 64);
+    }
+    let warm = thread_minor_faults() - f0;
+    // Zero in practice; the bound only leaves room for the kernel reclaiming
+    // a page now and then. A per-run fault would give >= runs.
+    assert!(
+        warm < runs as i64,
+        "{warm} faults in {runs} warm BOUNDED runs"
+    );
+
+    // The baseline maps and zeroes a fresh mirror each run, so it faults on
+    // every run (once per page of the ~5 MB image with 4 KiB pages; fewer
+    // with transparent huge pages, hence the loose bound).
+    let c = MakerConfig {
+        flags: MAKER_FRESH_MIRROR,
+        ..cfg(1024, UploadPolicy::Full)
+    };
+    let mut fresh = RuntimeMaker::new(&c, host_api()).unwrap();
+    go(&mut fresh, 8);
+    let f0 = thread_minor_faults();
+    for _ in 0..5 {
+        go(&mut fresh, 8);
+    }
+    let cold = thread_minor_faults() - f0;
+    assert!(cold >= 5, "FULL+fresh faulted only {cold} times in 5 runs");
+}
