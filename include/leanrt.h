@@ -13,31 +13,6 @@
 #define LRT_ALIGNED(n) __attribute__((aligned(n)))
 #endif
 
-/**
- * Number of fanin ids a payload holds.
- */
-#define LRT_MAX_FANIN 128
-
-/**
- * Number of tensors a payload holds.
- */
-#define LRT_MAX_TENSORS 32
-
-/**
- * Number of 64-bit scalars a payload holds.
- */
-#define LRT_MAX_SCALARS 16
-
-/**
- * Page-lock the host mirror (and COMPACT's staging buffer) once at create.
- */
-#define LRT_MAKER_PIN_MIRROR 1
-
-/**
- * Map a fresh mirror for every run instead of reusing one (baseline only).
- */
-#define LRT_MAKER_FRESH_MIRROR 2
-
 
 
 /**
@@ -89,6 +64,31 @@
  * Most jobs one queue holds before Schedule runs a task inline.
  */
 #define LRT_POOL_QUEUE_CAPACITY 1024
+
+/**
+ * Number of fanin ids a payload holds.
+ */
+#define LRT_MAX_FANIN 128
+
+/**
+ * Number of tensors a payload holds.
+ */
+#define LRT_MAX_TENSORS 32
+
+/**
+ * Number of 64-bit scalars a payload holds.
+ */
+#define LRT_MAX_SCALARS 16
+
+/**
+ * Page-lock the host mirror (and COMPACT's staging buffer) once at create.
+ */
+#define LRT_MAKER_PIN_MIRROR 1
+
+/**
+ * Map a fresh mirror for every run instead of reusing one (baseline only).
+ */
+#define LRT_MAKER_FRESH_MIRROR 2
 
 /**
  * Status codes of the C ABI. `LRT_OK` is 0; every other value names an
@@ -195,6 +195,99 @@ typedef struct lrt_host_api {
   void *ctx;
   const struct lrt_host_api_ops *ops;
 } lrt_host_api;
+
+/**
+ * ORT's `OrtCustomThreadHandle`: what a custom create function returns.
+ */
+typedef const struct lrt_custom_thread_handle_t *lrt_custom_thread_handle;
+
+/**
+ * ORT's `OrtThreadWorkerFn`: the function a custom thread must run.
+ */
+typedef void (*lrt_thread_worker_fn)(void *param);
+
+/**
+ * ORT's `OrtCustomCreateThreadFn`: starts a thread that calls
+ * `worker(param)` once; returns its handle, NULL on failure.
+ */
+typedef lrt_custom_thread_handle (*lrt_custom_create_thread_fn)(void *options,
+                                                                lrt_thread_worker_fn worker,
+                                                                void *param);
+
+/**
+ * ORT's `OrtCustomJoinThreadFn`: waits for a thread made by the create
+ * function to finish.
+ */
+typedef void (*lrt_custom_join_thread_fn)(lrt_custom_thread_handle handle);
+
+/**
+ * Loop body over a block `[first, last)`.
+ */
+typedef void (*lrt_range_fn)(void *ctx, ptrdiff_t first, ptrdiff_t last);
+
+/**
+ * Cost of one loop iteration, as ORT's `TensorOpCost`.
+ */
+typedef struct lrt_tensor_op_cost {
+  /**
+   * Bytes read per iteration.
+   */
+  double bytes_loaded;
+  /**
+   * Bytes written per iteration.
+   */
+  double bytes_stored;
+  /**
+   * Compute cycles per iteration.
+   */
+  double compute_cycles;
+} lrt_tensor_op_cost;
+
+/**
+ * Loop body over one index.
+ */
+typedef void (*lrt_index_fn)(void *ctx, ptrdiff_t index);
+
+/**
+ * A scheduled task.
+ */
+typedef void (*lrt_task_fn)(void *ctx);
+
+/**
+ * `KernelContext_ParallelFor`'s body.
+ */
+typedef void (*lrt_kernel_fn)(void *usr_data, size_t index);
+
+/**
+ * Statistics of a pool, summed over its workers (`lrt_pool_stats`).
+ */
+typedef struct lrt_pool_stats {
+  /**
+   * Jobs run by worker threads (scheduled tasks and loop helper jobs;
+   * tasks run inline on a caller are not counted).
+   */
+  uint64_t tasks_run;
+  /**
+   * Jobs a worker took from another worker's queues.
+   */
+  uint64_t steals;
+  /**
+   * Spin iterations (polls of the queues while spinning).
+   */
+  uint64_t spin_iterations;
+  /**
+   * Times a worker went to sleep.
+   */
+  uint64_t parks;
+  /**
+   * Times a sleeping worker was woken.
+   */
+  uint64_t wakeups;
+  /**
+   * Workers asleep right now.
+   */
+  uint64_t workers_asleep;
+} lrt_pool_stats;
 
 /**
  * Byte offsets of the segments of an image for one window.
@@ -377,99 +470,6 @@ typedef struct lrt_upload_report {
   uint64_t copy_ns;
 } lrt_upload_report;
 
-/**
- * ORT's `OrtCustomThreadHandle`: what a custom create function returns.
- */
-typedef const struct lrt_custom_thread_handle_t *lrt_custom_thread_handle;
-
-/**
- * ORT's `OrtThreadWorkerFn`: the function a custom thread must run.
- */
-typedef void (*lrt_thread_worker_fn)(void *param);
-
-/**
- * ORT's `OrtCustomCreateThreadFn`: starts a thread that calls
- * `worker(param)` once; returns its handle, NULL on failure.
- */
-typedef lrt_custom_thread_handle (*lrt_custom_create_thread_fn)(void *options,
-                                                                lrt_thread_worker_fn worker,
-                                                                void *param);
-
-/**
- * ORT's `OrtCustomJoinThreadFn`: waits for a thread made by the create
- * function to finish.
- */
-typedef void (*lrt_custom_join_thread_fn)(lrt_custom_thread_handle handle);
-
-/**
- * Loop body over a block `[first, last)`.
- */
-typedef void (*lrt_range_fn)(void *ctx, ptrdiff_t first, ptrdiff_t last);
-
-/**
- * Cost of one loop iteration, as ORT's `TensorOpCost`.
- */
-typedef struct lrt_tensor_op_cost {
-  /**
-   * Bytes read per iteration.
-   */
-  double bytes_loaded;
-  /**
-   * Bytes written per iteration.
-   */
-  double bytes_stored;
-  /**
-   * Compute cycles per iteration.
-   */
-  double compute_cycles;
-} lrt_tensor_op_cost;
-
-/**
- * Loop body over one index.
- */
-typedef void (*lrt_index_fn)(void *ctx, ptrdiff_t index);
-
-/**
- * A scheduled task.
- */
-typedef void (*lrt_task_fn)(void *ctx);
-
-/**
- * `KernelContext_ParallelFor`'s body.
- */
-typedef void (*lrt_kernel_fn)(void *usr_data, size_t index);
-
-/**
- * Statistics of a pool, summed over its workers (`lrt_pool_stats`).
- */
-typedef struct lrt_pool_stats {
-  /**
-   * Jobs run by worker threads (scheduled tasks and loop helper jobs;
-   * tasks run inline on a caller are not counted).
-   */
-  uint64_t tasks_run;
-  /**
-   * Jobs a worker took from another worker's queues.
-   */
-  uint64_t steals;
-  /**
-   * Spin iterations (polls of the queues while spinning).
-   */
-  uint64_t spin_iterations;
-  /**
-   * Times a worker went to sleep.
-   */
-  uint64_t parks;
-  /**
-   * Times a sleeping worker was woken.
-   */
-  uint64_t wakeups;
-  /**
-   * Workers asleep right now.
-   */
-  uint64_t workers_asleep;
-} lrt_pool_stats;
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -531,115 +531,6 @@ enum lrt_status lrt_host_api_cuda(int device, struct lrt_host_api *out);
  * `api` is NULL or points to an `lrt_host_api` filled by leanrt (or zeroed).
  */
 void lrt_host_api_release(struct lrt_host_api *api);
-
-/**
- * Writes the segment offsets of the image for window `task_window` to
- * `*out`. `LRT_ERR_INVALID_ARGUMENT` unless the window is a power of two in
- * [4, INT32_MAX] whose image fits in INT32_MAX bytes.
- *
- * # Safety
- * `out` is NULL or valid for a write of `lrt_sm_segments`.
- */
-enum lrt_status lrt_sm_ring_segment_offsets(uint64_t task_window, struct lrt_sm_segments *out);
-
-/**
- * Sets `*cfg` to the defaults: window 0 (env, else 16384), BOUNDED, no
- * flags. NULL is ignored (and recorded for `lrt_last_error`).
- *
- * # Safety
- * `cfg` is NULL or valid for a write of `lrt_maker_config`.
- */
-void lrt_maker_config_init(struct lrt_maker_config *cfg);
-
-/**
- * Creates a maker: resolves the window (config, then env
- * PTO2_RING_TASK_WINDOW, then 16384), allocates the device image once
- * through `api` and reserves the untouched host mirror. `*out` is written
- * only on success. `LRT_ERR_INVALID_ARGUMENT` for NULL arguments, an
- * unknown policy or flag, a bad window or an incomplete `api`;
- * `LRT_ERR_NO_MEMORY` when `device_malloc` returns NULL (nothing leaked).
- * `api->ops` must outlive the maker.
- *
- * # Safety
- * `cfg`, `api` and `out` are NULL or valid for their reads/write.
- */
-enum lrt_status lrt_runtime_maker_create(const struct lrt_maker_config *cfg,
-                                         const struct lrt_host_api *api,
-                                         struct lrt_runtime_maker **out);
-
-/**
- * Starts a run: zeroes the header (FULL: the whole mirror), stamps the
- * constants and array pointers, sets `current_task_index = 0`, and writes
- * the mirror's header to `*host_sm`.
- *
- * # Safety
- * `maker` is NULL or a live maker; `host_sm` is NULL or valid for a write.
- */
-enum lrt_status lrt_runtime_maker_begin_run(struct lrt_runtime_maker *maker,
-                                            struct lrt_sm_header **host_sm);
-
-/**
- * Claims slot `current_task_index`, initializing everything the device
- * reads for it, and writes its index and mirror addresses to `*out`.
- * `LRT_ERR_OUT_OF_RANGE` when the window is full, `LRT_ERR_STATE` before
- * `begin_run`.
- *
- * # Safety
- * `maker` is NULL or a live maker; `out` is NULL or valid for a write.
- */
-enum lrt_status lrt_runtime_maker_claim_slot(struct lrt_runtime_maker *maker,
-                                             struct lrt_task_slot *out);
-
-/**
- * Validates `total_tasks = current_task_index` (in [0, W], else
- * `LRT_ERR_OUT_OF_RANGE`) and the live slots' pointers (else
- * `LRT_ERR_INVALID_ARGUMENT`) before copying anything, relocates them to
- * device addresses, ships the image per policy and restores the mirror.
- * A failing `copy_to_device` is `LRT_ERR_DEVICE`; the next run still works.
- * `report` may be NULL.
- *
- * # Safety
- * `maker` is NULL or a live maker; `report` is NULL or valid for a write.
- */
-enum lrt_status lrt_runtime_maker_upload(struct lrt_runtime_maker *maker,
-                                         struct lrt_upload_report *report);
-
-/**
- * Copies the device header back and writes 0, or the negated
- * `orch_error_code`, else the negated `sched_error_code`, to
- * `*runtime_status`. `LRT_ERR_STATE` before a successful upload.
- *
- * # Safety
- * `maker` is NULL or a live maker; `runtime_status` is NULL or valid for a write.
- */
-enum lrt_status lrt_runtime_maker_read_status(struct lrt_runtime_maker *maker,
-                                              int32_t *runtime_status);
-
-/**
- * Writes the full image's segment offsets to `*out`.
- *
- * # Safety
- * `maker` is NULL or a live maker; `out` is NULL or valid for a write.
- */
-enum lrt_status lrt_runtime_maker_segments(const struct lrt_runtime_maker *maker,
-                                           struct lrt_sm_segments *out);
-
-/**
- * The device image (its header is at offset 0 under every policy); NULL
- * for a NULL maker.
- *
- * # Safety
- * `maker` is NULL or a live maker.
- */
-void *lrt_runtime_maker_device_image(const struct lrt_runtime_maker *maker);
-
-/**
- * Frees the device image and the mirror (unpinning it). NULL is a no-op.
- *
- * # Safety
- * `maker` is NULL or a maker from `lrt_runtime_maker_create`, not used again.
- */
-void lrt_runtime_maker_destroy(struct lrt_runtime_maker *maker);
 
 /**
  * Creates pool options with ONNX Runtime's defaults.
@@ -900,6 +791,115 @@ void lrt_pool_disable_spinning(struct lrt_pool *pool);
  * `pool` is NULL or live; `out` is NULL or valid for a write.
  */
 enum lrt_status lrt_pool_stats(const struct lrt_pool *pool, struct lrt_pool_stats *out);
+
+/**
+ * Writes the segment offsets of the image for window `task_window` to
+ * `*out`. `LRT_ERR_INVALID_ARGUMENT` unless the window is a power of two in
+ * [4, INT32_MAX] whose image fits in INT32_MAX bytes.
+ *
+ * # Safety
+ * `out` is NULL or valid for a write of `lrt_sm_segments`.
+ */
+enum lrt_status lrt_sm_ring_segment_offsets(uint64_t task_window, struct lrt_sm_segments *out);
+
+/**
+ * Sets `*cfg` to the defaults: window 0 (env, else 16384), BOUNDED, no
+ * flags. NULL is ignored (and recorded for `lrt_last_error`).
+ *
+ * # Safety
+ * `cfg` is NULL or valid for a write of `lrt_maker_config`.
+ */
+void lrt_maker_config_init(struct lrt_maker_config *cfg);
+
+/**
+ * Creates a maker: resolves the window (config, then env
+ * PTO2_RING_TASK_WINDOW, then 16384), allocates the device image once
+ * through `api` and reserves the untouched host mirror. `*out` is written
+ * only on success. `LRT_ERR_INVALID_ARGUMENT` for NULL arguments, an
+ * unknown policy or flag, a bad window or an incomplete `api`;
+ * `LRT_ERR_NO_MEMORY` when `device_malloc` returns NULL (nothing leaked).
+ * `api->ops` must outlive the maker.
+ *
+ * # Safety
+ * `cfg`, `api` and `out` are NULL or valid for their reads/write.
+ */
+enum lrt_status lrt_runtime_maker_create(const struct lrt_maker_config *cfg,
+                                         const struct lrt_host_api *api,
+                                         struct lrt_runtime_maker **out);
+
+/**
+ * Starts a run: zeroes the header (FULL: the whole mirror), stamps the
+ * constants and array pointers, sets `current_task_index = 0`, and writes
+ * the mirror's header to `*host_sm`.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker; `host_sm` is NULL or valid for a write.
+ */
+enum lrt_status lrt_runtime_maker_begin_run(struct lrt_runtime_maker *maker,
+                                            struct lrt_sm_header **host_sm);
+
+/**
+ * Claims slot `current_task_index`, initializing everything the device
+ * reads for it, and writes its index and mirror addresses to `*out`.
+ * `LRT_ERR_OUT_OF_RANGE` when the window is full, `LRT_ERR_STATE` before
+ * `begin_run`.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker; `out` is NULL or valid for a write.
+ */
+enum lrt_status lrt_runtime_maker_claim_slot(struct lrt_runtime_maker *maker,
+                                             struct lrt_task_slot *out);
+
+/**
+ * Validates `total_tasks = current_task_index` (in [0, W], else
+ * `LRT_ERR_OUT_OF_RANGE`) and the live slots' pointers (else
+ * `LRT_ERR_INVALID_ARGUMENT`) before copying anything, relocates them to
+ * device addresses, ships the image per policy and restores the mirror.
+ * A failing `copy_to_device` is `LRT_ERR_DEVICE`; the next run still works.
+ * `report` may be NULL.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker; `report` is NULL or valid for a write.
+ */
+enum lrt_status lrt_runtime_maker_upload(struct lrt_runtime_maker *maker,
+                                         struct lrt_upload_report *report);
+
+/**
+ * Copies the device header back and writes 0, or the negated
+ * `orch_error_code`, else the negated `sched_error_code`, to
+ * `*runtime_status`. `LRT_ERR_STATE` before a successful upload.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker; `runtime_status` is NULL or valid for a write.
+ */
+enum lrt_status lrt_runtime_maker_read_status(struct lrt_runtime_maker *maker,
+                                              int32_t *runtime_status);
+
+/**
+ * Writes the full image's segment offsets to `*out`.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker; `out` is NULL or valid for a write.
+ */
+enum lrt_status lrt_runtime_maker_segments(const struct lrt_runtime_maker *maker,
+                                           struct lrt_sm_segments *out);
+
+/**
+ * The device image (its header is at offset 0 under every policy); NULL
+ * for a NULL maker.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker.
+ */
+void *lrt_runtime_maker_device_image(const struct lrt_runtime_maker *maker);
+
+/**
+ * Frees the device image and the mirror (unpinning it). NULL is a no-op.
+ *
+ * # Safety
+ * `maker` is NULL or a maker from `lrt_runtime_maker_create`, not used again.
+ */
+void lrt_runtime_maker_destroy(struct lrt_runtime_maker *maker);
 
 #ifdef __cplusplus
 }  // extern "C"
