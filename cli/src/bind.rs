@@ -342,6 +342,15 @@ pub fn fmt_ns(ns: f64) -> String {
     }
 }
 
+/// Formats a factor: one decimal below 10, whole numbers above.
+pub fn times(x: f64) -> String {
+    if x < 10.0 {
+        format!("{x:.1}×")
+    } else {
+        format!("{x:.0}×")
+    }
+}
+
 /// Formats a byte count (decimal units).
 pub fn fmt_bytes(b: f64) -> String {
     if b >= 1e9 {
@@ -398,7 +407,7 @@ pub fn table(cells: &[BindCell]) -> String {
             // keeps the cost ratio itself).
             c.ratio_to_full_fresh
                 .filter(|r| *r > 0.0)
-                .map_or("-".into(), |r| format!("{:.1}×", 1.0 / r)),
+                .map_or("-".into(), |r| times(1.0 / r)),
         ));
     }
     s
@@ -424,9 +433,9 @@ pub fn headline(cells: &[BindCell]) -> Option<String> {
         if let Some(c) = get(p) {
             if c.median.total_ns > 0.0 {
                 parts.push(format!(
-                    "{} {:.1}×",
+                    "{} {}",
                     p.name(),
-                    base.median.total_ns / c.median.total_ns
+                    times(base.median.total_ns / c.median.total_ns)
                 ));
             }
         }
@@ -752,5 +761,7 @@ mod tests {
         assert_eq!(fmt_ns(1500.0), "1.5 µs");
         assert_eq!(fmt_ns(2.5e6), "2.50 ms");
         assert_eq!(fmt_bytes(81_412_416.0), "81.41 MB");
+        assert_eq!(times(3.25), "3.2×");
+        assert_eq!(times(6952.6), "6953×");
     }
 }

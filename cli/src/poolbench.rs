@@ -660,6 +660,10 @@ pub fn headline(results: &[CellResult]) -> Vec<String> {
     let mut threads: Vec<usize> = results.iter().map(|r| r.spec.threads).collect();
     threads.dedup();
     for t in threads {
+        if t < 2 {
+            // One thread: no workers (leanrt's NULL pool), nothing to compare.
+            continue;
+        }
         let get = |c: &str| {
             results.iter().find(|r| {
                 r.spec.threads == t && r.spec.peer == PeerKind::Leanrt { config: c.into() }
@@ -673,10 +677,10 @@ pub fn headline(results: &[CellResult]) -> Vec<String> {
                     bi.idle_ms,
                     bi.cpu_s,
                     di.cpu_s,
-                    if di.cpu_s > 0.0 {
+                    if di.cpu_s >= 0.001 {
                         format!("{:.1}% of default", 100.0 * bi.cpu_s / di.cpu_s)
                     } else {
-                        "default burnt none".into()
+                        "default burnt under 1 ms: no ratio".into()
                     }
                 ));
             }

@@ -430,6 +430,8 @@ fn bench_smoke_prints_both_tables_and_headlines() {
     let o = leanrt(&[
         "bench",
         "--smoke",
+        "--threads",
+        "2",
         "--peers",
         "rayon",
         "--json",
