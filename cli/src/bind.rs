@@ -588,6 +588,10 @@ impl<'a> DevBuf<'a> {
         if rc != 0 {
             return Err(format!("copy_to_device({len}) returned {rc}"));
         }
+        // The timed span must end when the data is on the device.
+        if device::cuda::is_cuda_api(self.api) {
+            device::cuda::synchronize(self.api).map_err(|e| format!("synchronize: {e}"))?;
+        }
         Ok(())
     }
 }

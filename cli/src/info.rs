@@ -54,6 +54,8 @@ impl Machine {
 pub struct BackendInfo {
     pub name: String,
     pub available: bool,
+    /// What it is (CUDA: device count, device 0's name and memory, driver).
+    pub detail: Option<String>,
     /// Why it is unavailable, when it is.
     pub reason: Option<String>,
 }
@@ -79,20 +81,33 @@ pub fn backends() -> Vec<BackendInfo> {
     let mut out = vec![BackendInfo {
         name: "host".into(),
         available: true,
+        detail: None,
         reason: None,
     }];
     match device::cuda::cuda_host_api(0) {
         Ok(mut api) => {
             device::release(&mut api);
+            let detail = device::cuda::device_info(0).ok().map(|d| {
+                format!(
+                    "{} device(s); 0: {}, {:.0} GiB; driver {}.{}",
+                    d.device_count,
+                    d.name,
+                    d.total_mem as f64 / (1u64 << 30) as f64,
+                    d.driver_version / 1000,
+                    (d.driver_version % 1000) / 10
+                )
+            });
             out.push(BackendInfo {
                 name: "cuda".into(),
                 available: true,
+                detail,
                 reason: None,
             });
         }
         Err(e) => out.push(BackendInfo {
             name: "cuda".into(),
             available: false,
+            detail: None,
             reason: Some(e.to_string()),
         }),
     }
@@ -143,7 +158,10 @@ pub fn render(info: &Info) -> String {
         .backends
         .iter()
         .map(|b| match (&b.reason, b.available) {
-            (_, true) => b.name.clone(),
+            (_, true) => match &b.detail {
+                Some(d) => format!("{} ({d})", b.name),
+                None => b.name.clone(),
+            },
             (Some(r), false) => format!("{} unavailable ({r})", b.name),
             (None, false) => format!("{} unavailable", b.name),
         })
