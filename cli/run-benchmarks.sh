@@ -8,12 +8,18 @@
 # THREADS: thread counts of `leanrt pool` (default: 1 and the physical cores).
 # BACKEND: extra staging backend besides host (e.g. cuda:0); also runs the
 #          H2D bandwidth mode on it.
+# LEANRT_BIN: use this leanrt binary instead of building one (e.g. a
+#          target/release/leanrt built elsewhere and carried over).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-out}
 mkdir -p "$OUT"
-cargo build --release -p leanrt-cli --quiet
-B=target/release/leanrt
+if [ -n "${LEANRT_BIN:-}" ]; then
+  B=$LEANRT_BIN
+else
+  cargo build --release -p leanrt-cli --quiet
+  B=target/release/leanrt
+fi
 run() { # name, args...
   local name=$1; shift
   echo "\$ leanrt $*" | tee "$OUT/$name.txt"
