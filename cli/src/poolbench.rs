@@ -567,13 +567,7 @@ fn p50_p99(v: Option<&Summary>) -> String {
     v.map_or("-".into(), |f| format!("{}/{}", f1(f.p50), f1(f.p99)))
 }
 
-/// The text tables: overheads and wake-ups, then load (bursty, throughput,
-/// CPU); one row per cell.
-pub fn table(results: &[CellResult]) -> String {
-    let Some(first) = results.first() else {
-        return String::new();
-    };
-    let s0 = &first.spec.sizes;
+fn overheads_table(results: &[CellResult], first: &CellResult) -> String {
     let mut s = format!(
         "\npool, overheads (µs; p50/p99; forked% = regions where a non-caller thread ran an index)\n{:<27} {:>3} {:>13} {:>7} {:>17} {:>7} {:>22}\n",
         "runtime / configuration",
@@ -600,6 +594,27 @@ pub fn table(results: &[CellResult]) -> String {
                 wake.join("/")
             }
         ));
+    }
+    s
+}
+
+/// The text tables: overheads and wake-ups, then load (bursty, throughput,
+/// CPU); one row per cell.
+pub fn table(results: &[CellResult]) -> String {
+    let Some(first) = results.first() else {
+        return String::new();
+    };
+    let s0 = &first.spec.sizes;
+    let has = |f: &dyn Fn(&CellResult) -> bool| results.iter().any(f);
+    let overheads = has(&|r| r.fork_join_us.is_some() || !r.wake.is_empty());
+    let load =
+        has(&|r| !r.bursty.is_empty() || r.throughput.is_some() || r.idle_after_burst.is_some());
+    let mut s = String::new();
+    if overheads {
+        s.push_str(&overheads_table(results, first));
+    }
+    if !load {
+        return s;
     }
     let gaps: Vec<f64> = first.bursty.iter().map(|b| b.gap_ms).collect();
     s.push_str(&format!(

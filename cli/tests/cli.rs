@@ -413,6 +413,9 @@ fn pool_scenario_subset_runs_only_those() {
     args.extend(TINY_POOL);
     let o = leanrt(&args);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("pool, overheads"), "{out}");
+    assert!(!out.contains("pool, load"), "{out}");
     let v = read_json(&j);
     let cells = v["pool"].as_array().unwrap();
     assert_eq!(cells.len(), 1);
