@@ -110,6 +110,85 @@ def pool(d, name):
     print()
 
 
+def staging_targets(d, name):
+    p = os.path.join(d, name + ".json")
+    if not os.path.exists(p):
+        return
+    cells = json.load(open(p))["staging"]
+    get = lambda w, n, pol: next((c for c in cells if c["window"] == w and c["tasks"] == n and c["policy"] == pol), None)
+    rows = []
+    base = get(16384, 64, "full-fresh")
+    for pol in ("bounded", "compact"):
+        c = get(16384, 64, pol)
+        if base and c:
+            x = base["median"]["total_ns"] / c["median"]["total_ns"]
+            rows.append((f"{pol} at W=16384, N=64: ≥ 50× cheaper than FULL+fresh", times(x), x >= 50))
+        a, b = get(16384, 64, pol), get(131072, 64, pol)
+        if a and b:
+            lo, hi = sorted([a["median"]["total_ns"], b["median"]["total_ns"]])
+            rows.append((f"{pol} at N=64: W=16384 and W=131072 within 10%",
+                         f"{ns(a['median']['total_ns'])} vs {ns(b['median']['total_ns'])} ({(hi / lo - 1) * 100:.0f}%)", hi / lo <= 1.10))
+    for pol in ("full", "bounded", "compact"):
+        fs = [c for c in cells if c["policy"] == pol]
+        if fs:
+            worst = max(c["faults_per_run"] for c in fs)
+            rows.append((f"{pol}: no minor page faults per warm run (all cells)", f"max {worst:.2f}/run", worst == 0))
+    for pol in ("bounded", "compact"):
+        c = get(131072, 64, pol)
+        if c:
+            grow = (c["rss_after"] - c["rss_before"]) / 1e6
+            rows.append((f"{pol}: RSS of a W=131072 maker after {c['runs']} + {c['warmup_runs']} runs of N=64 within 4 MB of before",
+                         f"{mb(c['rss_before'])} → {mb(c['rss_after'])} (+{grow:.2f} MB)", grow <= 4 and c["runs"] >= 100))
+    if rows:
+        print(f"Issue 3 targets, from `{command(d, name)}`:\n")
+        print("| target | measured | met |")
+        print("|---|---|---|")
+        for t, m, ok in rows:
+            print(f"| {t} | {m} | {'yes' if ok else '**no**'} |")
+        print()
+
+
+def pool_targets(d, name):
+    p = os.path.join(d, name + ".json")
+    if not os.path.exists(p):
+        return
+    cells = json.load(open(p))["pool"]
+    rows = []
+    for t in sorted({c["spec"]["threads"] for c in cells}):
+        if t < 2:
+            continue
+        get = lambda label: next((c for c in cells if c["spec"]["threads"] == t and c["label"] == label), None)
+        dflt, b8 = get("leanrt default"), get("leanrt spin_1000_backoff_8")
+        if dflt and b8 and dflt.get("idle_after_burst") and b8.get("idle_after_burst"):
+            a, b = dflt["idle_after_burst"]["cpu_s"], b8["idle_after_burst"]["cpu_s"]
+            rows.append((f"{t} threads: spin_1000_backoff_8 burns < 5% of default's CPU in the second after a burst",
+                         f"{b:.4f} vs {a:.4f} CPU-s ({100 * b / a:.1f}%)" if a > 0 else f"{b:.4f} vs {a:.4f} CPU-s", a > 0 and b < 0.05 * a))
+        if dflt and b8:
+            for bd in dflt["bursty"]:
+                bb = next((x for x in b8["bursty"] if x["gap_ms"] == bd["gap_ms"]), None)
+                if bb:
+                    r = bb["latency_us"]["p50"] / bd["latency_us"]["p50"]
+                    rows.append((f"{t} threads: spin_1000_backoff_8 bursty latency ({bd['gap_ms']:g} ms gaps) within 10% of default (p50)",
+                                 f"{f1(bb['latency_us']['p50'])} vs {f1(bd['latency_us']['p50'])} µs ({r:.2f}×)", r <= 1.10))
+        for key, what in (("fork_join_us", "tiny"), ("fork_join_small_overhead_us", "small-index overhead")):
+            mine = [(c[key]["p50"], c["label"]) for c in cells if c["spec"]["threads"] == t and c["label"].startswith("leanrt") and c.get(key)]
+            peers = [(c[key]["p50"], c["label"]) for c in cells if c["spec"]["threads"] == t and not c["label"].startswith("leanrt") and c.get(key)]
+            if mine and peers:
+                for v, label in sorted(mine):
+                    if label in ("leanrt default", "leanrt spin_1000_backoff_8"):
+                        pv, pl = min(peers)
+                        ok = v <= 1.2 * pv
+                        rows.append((f"{t} threads: fork-join ({what}) of {label} ≤ 1.2× best peer (p50)",
+                                     f"{f1(v)} vs {f1(pv)} µs ({pl})", ok))
+    if rows:
+        print(f"Issue 4 targets, from `{command(d, name)}`:\n")
+        print("| target | measured | met |")
+        print("|---|---|---|")
+        for t, m, ok in rows:
+            print(f"| {t} | {m} | {'yes' if ok else '**no**'} |")
+        print()
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "bench-out"
     info = os.path.join(d, "info.txt")
@@ -121,9 +200,11 @@ def main():
         print("```\n" + "\n".join(lines) + "\n```\n")
     for p in sorted(glob.glob(os.path.join(d, "bind*.json"))):
         staging(d, os.path.basename(p)[:-5])
+        staging_targets(d, os.path.basename(p)[:-5])
     for p in sorted(glob.glob(os.path.join(d, "bandwidth*.json"))):
         bandwidth(d, os.path.basename(p)[:-5])
     pool(d, "pool")
+    pool_targets(d, "pool")
 
 
 main()

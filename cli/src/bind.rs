@@ -289,9 +289,12 @@ fn run_cells(
             for _ in 1..plan.warmup {
                 run_once(&mut maker, n)?;
             }
-            let mut samples = Vec::with_capacity(plan.runs as usize);
             let min_time = std::time::Duration::from_millis(plan.min_time_ms);
             let max_runs = plan.max_runs.max(plan.runs) as usize;
+            // Allocated (and touched) up front: growing it while measuring
+            // would add the benchmark's own page faults to the maker's.
+            let mut samples = vec![RunSample::default(); max_runs];
+            samples.clear();
             let u0 = usage().minflt;
             let start = Instant::now();
             while samples.len() < plan.runs as usize
