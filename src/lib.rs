@@ -11,6 +11,7 @@ pub mod device;
 pub mod error;
 pub mod ffi;
 pub mod pool;
+pub mod staging;
 
 pub use error::{Error, ErrorKind, Result};
 

@@ -13,6 +13,7 @@
 pub mod boundary;
 pub mod device;
 pub mod pool;
+pub mod staging;
 pub mod status;
 
 pub use boundary::{lrt_last_error, lrt_status_str, lrt_version};
