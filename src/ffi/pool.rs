@@ -511,14 +511,18 @@ pub unsafe extern "C" fn lrt_pool_disable_spinning(pool: *mut ThreadPool) {
 /// Counters (tasks run, steals, spin iterations, parks, wakeups, workers
 /// asleep now); all zero for a NULL pool.
 ///
+/// DESIGN.md calls this function `lrt_pool_stats`, the same name as the
+/// struct type `lrt_pool_stats`; C does not allow a typedef and a function
+/// with one name, so the function is `lrt_pool_get_stats`.
+///
 /// # Safety
 /// `pool` is NULL or live; `out` is NULL or valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_stats(
+pub unsafe extern "C" fn lrt_pool_get_stats(
     pool: *const ThreadPool,
     out: *mut PoolStats,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_stats", {
+    ffi_status!("lrt_pool_get_stats", {
         let out = OutPtr::new(out, "out")?;
         // SAFETY: per the contract.
         let stats = unsafe { pool_arg(pool) }.map_or_else(PoolStats::default, ThreadPool::stats);
