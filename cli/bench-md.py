@@ -20,6 +20,8 @@ def ns(v):
 
 
 def mb(v):
+    if v >= 1e9:
+        return f"{v / 1e9:.2f} GB"
     return f"{v / 1e6:.2f} MB" if v >= 1e5 else f"{v / 1e3:.1f} kB" if v >= 1e3 else f"{v:.0f} B"
 
 
@@ -93,8 +95,8 @@ def pool(d, name):
     s0 = cells[0]["spec"]["sizes"]
     gaps = [b["gap_ms"] for b in cells[0]["bursty"]]
     print(f"Load (a request is a parallel loop of {s0['items']} indices, about 500 µs of serial work; latency µs p50 / p90 / p99; "
-          "CPU% = process user+sys time over wall time, 100% = one core; idle CPU-s = CPU burnt in the second after a burst):\n")
-    head = "| runtime / configuration | threads |" + "".join(f" bursty, {g:g} ms gaps | CPU% |" for g in gaps) + " throughput req/s | CPU% | idle CPU-s |"
+          "CPU% = process user+sys time over wall time, 100% = one core; idle CPU ms = CPU time burnt in the second after a burst):\n")
+    head = "| runtime / configuration | threads |" + "".join(f" bursty, {g:g} ms gaps | CPU% |" for g in gaps) + " throughput req/s | CPU% | idle CPU ms |"
     print(head)
     print("|---|---:|" + "---:|---:|" * len(gaps) + "---:|---:|---:|")
     for c in cells:
@@ -105,7 +107,7 @@ def pool(d, name):
         t = c.get("throughput")
         row += f" {t['requests_per_s']:.0f} | {t['cpu_pct']:.0f} |" if t else " - | - |"
         i = c.get("idle_after_burst")
-        row += f" {i['cpu_s']:.4f} |" if i else " - |"
+        row += f" {i['cpu_s'] * 1e3:.2f} |" if i else " - |"
         print(row)
     print()
 
@@ -162,7 +164,7 @@ def pool_targets(d, name):
         if dflt and b8 and dflt.get("idle_after_burst") and b8.get("idle_after_burst"):
             a, b = dflt["idle_after_burst"]["cpu_s"], b8["idle_after_burst"]["cpu_s"]
             rows.append((f"{t} threads: spin_1000_backoff_8 burns < 5% of default's CPU in the second after a burst",
-                         f"{b:.4f} vs {a:.4f} CPU-s ({100 * b / a:.1f}%)" if a > 0 else f"{b:.4f} vs {a:.4f} CPU-s", a > 0 and b < 0.05 * a))
+                         f"{b * 1e3:.2f} vs {a * 1e3:.2f} ms of CPU ({100 * b / a:.1f}%)" if a > 0 else f"{b * 1e3:.2f} vs {a * 1e3:.2f} ms of CPU", a > 0 and b < 0.05 * a))
         if dflt and b8:
             for bd in dflt["bursty"]:
                 bb = next((x for x in b8["bursty"] if x["gap_ms"] == bd["gap_ms"]), None)

@@ -618,7 +618,7 @@ pub fn table(results: &[CellResult]) -> String {
     }
     let gaps: Vec<f64> = first.bursty.iter().map(|b| b.gap_ms).collect();
     s.push_str(&format!(
-        "\npool, load (request = {} items × {} rounds, ~{:.0} µs serial; latency µs p50/p90/p99; CPU% = process user+sys / wall)\n{:<27} {:>3}",
+        "\npool, load (request = {} items × {} rounds, ~{:.0} µs serial; latency µs p50/p90/p99; CPU% = process user+sys / wall; idle CPU ms = CPU time burnt in the idle period after a burst)\n{:<27} {:>3}",
         s0.items,
         s0.iters,
         s0.items as f64 * s0.cost_cycles / 3.0 / 1e3,
@@ -634,7 +634,7 @@ pub fn table(results: &[CellResult]) -> String {
     }
     s.push_str(&format!(
         " {:>8} {:>5} {:>11}\n",
-        "req/s", "CPU%", "idle CPU-s"
+        "req/s", "CPU%", "idle CPU ms"
     ));
     for r in results {
         s.push_str(&format!("{:<27} {:>3}", r.label, r.spec.threads));
@@ -661,7 +661,7 @@ pub fn table(results: &[CellResult]) -> String {
             " {:>11}\n",
             r.idle_after_burst
                 .as_ref()
-                .map_or("-".into(), |i| format!("{:.4}", i.cpu_s))
+                .map_or("-".into(), |i| format!("{:.2}", i.cpu_s * 1e3))
         ));
     }
     s
@@ -688,10 +688,10 @@ pub fn headline(results: &[CellResult]) -> Vec<String> {
             let mut parts = Vec::new();
             if let (Some(di), Some(bi)) = (&d.idle_after_burst, &b.idle_after_burst) {
                 parts.push(format!(
-                    "CPU in the {} ms after a burst {:.4} s vs {:.4} s ({})",
+                    "CPU burnt in the {} ms after a burst {:.2} ms vs {:.2} ms ({})",
                     bi.idle_ms,
-                    bi.cpu_s,
-                    di.cpu_s,
+                    bi.cpu_s * 1e3,
+                    di.cpu_s * 1e3,
                     if di.cpu_s >= 0.001 {
                         format!("{:.1}% of default", 100.0 * bi.cpu_s / di.cpu_s)
                     } else {
