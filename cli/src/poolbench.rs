@@ -684,65 +684,64 @@ pub fn headline(results: &[CellResult]) -> Vec<String> {
                 r.spec.threads == t && r.spec.peer == PeerKind::Leanrt { config: c.into() }
             })
         };
-        if let (Some(d), Some(b)) = (get("default"), get("spin_1000_backoff_8")) {
-            let mut parts = Vec::new();
+        let mut parts = Vec::new();
+        let (d, b) = (get("default"), get("spin_1000_backoff_8"));
+        if let (Some(d), Some(b)) = (d, b) {
             if let (Some(di), Some(bi)) = (&d.idle_after_burst, &b.idle_after_burst) {
                 parts.push(format!(
-                    "CPU burnt in the {} ms after a burst {:.2} ms vs {:.2} ms ({})",
-                    bi.idle_ms,
+                    "spin_1000_backoff_8 burns {:.2} ms of CPU in the {} ms after a burst vs {:.2} ms for default ({})",
                     bi.cpu_s * 1e3,
+                    bi.idle_ms,
                     di.cpu_s * 1e3,
                     if di.cpu_s >= 0.001 {
-                        format!("{:.1}% of default", 100.0 * bi.cpu_s / di.cpu_s)
+                        format!("{:.1}%", 100.0 * bi.cpu_s / di.cpu_s)
                     } else {
-                        "default burnt under 1 ms: no ratio".into()
+                        "no ratio: default burnt under 1 ms".into()
                     }
                 ));
             }
             if let (Some(db), Some(bb)) = (d.bursty.first(), b.bursty.first()) {
                 if db.latency_us.p50 > 0.0 {
                     parts.push(format!(
-                        "bursty ({} ms gaps) p50 latency {:.2}× default",
+                        "its bursty p50 latency ({} ms gaps) is {:.2}× default's",
                         bb.gap_ms,
                         bb.latency_us.p50 / db.latency_us.p50
                     ));
                 }
             }
-            if !parts.is_empty() {
-                lines.push(format!(
-                    "pool headline ({t} threads): spin_1000_backoff_8 vs default: {}",
-                    parts.join("; ")
+        }
+        // Fork-join of the recommended configuration against the best peer.
+        if let Some(mine) = b.or(d) {
+            type Pick = fn(&CellResult) -> Option<f64>;
+            let variants: [(&str, Pick); 2] = [
+                ("tiny", |r| r.fork_join_us.as_ref().map(|f| f.p50)),
+                ("small-index overhead", |r| {
+                    r.fork_join_small_overhead_us.as_ref().map(|f| f.p50)
+                }),
+            ];
+            let mut fj = Vec::new();
+            for (name, pick) in variants {
+                let best_peer = results
+                    .iter()
+                    .filter(|r| {
+                        r.spec.threads == t && !matches!(r.spec.peer, PeerKind::Leanrt { .. })
+                    })
+                    .filter_map(|r| pick(r).map(|v| (r.label.clone(), v)))
+                    .min_by(|a, b| a.1.total_cmp(&b.1));
+                if let (Some(v), Some((pl, pv))) = (pick(mine), best_peer) {
+                    fj.push(format!("{name} {v:.2} vs {pv:.2} µs ({pl})"));
+                }
+            }
+            if !fj.is_empty() {
+                parts.push(format!(
+                    "fork-join p50 of {} vs the best peer: {}",
+                    mine.label,
+                    fj.join(", ")
                 ));
             }
         }
-        type Pick = fn(&CellResult) -> Option<f64>;
-        let variants: [(&str, Pick); 2] = [
-            ("tiny", |r| r.fork_join_us.as_ref().map(|f| f.p50)),
-            ("small-item overhead", |r| {
-                r.fork_join_small_overhead_us.as_ref().map(|f| f.p50)
-            }),
-        ];
-        for (name, pick) in variants {
-            let best = |leanrt: bool| {
-                results
-                    .iter()
-                    .filter(|r| {
-                        r.spec.threads == t
-                            && matches!(r.spec.peer, PeerKind::Leanrt { .. }) == leanrt
-                    })
-                    .filter_map(|r| pick(r).map(|v| (r.label.clone(), v)))
-                    .min_by(|a, b| a.1.total_cmp(&b.1))
-            };
-            if let (Some((ll, lv)), Some((pl, pv))) = (best(true), best(false)) {
-                let ratio = if pv > 0.0 {
-                    format!("{:.2}×", lv / pv)
-                } else {
-                    "n/a".into()
-                };
-                lines.push(format!(
-                    "pool headline ({t} threads): fork-join {name} p50 {lv:.2} µs ({ll}) vs best peer {pv:.2} µs ({pl}): {ratio}"
-                ));
-            }
+        if !parts.is_empty() {
+            lines.push(format!("pool headline ({t} threads): {}", parts.join("; ")));
         }
     }
     lines
