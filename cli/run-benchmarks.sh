@@ -20,10 +20,11 @@ else
   cargo build --release -p leanrt-cli --quiet
   B=target/release/leanrt
 fi
-run() { # name, args...
+FAILED=()
+run() { # name, args...   (a failing command is reported at the end; the others still run)
   local name=$1; shift
   echo "\$ leanrt $*" | tee "$OUT/$name.txt"
-  "$B" "$@" --json "$OUT/$name.json" --svg "$OUT/$name.svg" 2>&1 | tee -a "$OUT/$name.txt"
+  "$B" "$@" --json "$OUT/$name.json" --svg "$OUT/$name.svg" 2>&1 | tee -a "$OUT/$name.txt" || FAILED+=("$name")
 }
 echo "\$ leanrt info" | tee "$OUT/info.txt"
 "$B" info --json "$OUT/info.json" | tee -a "$OUT/info.txt"
@@ -39,3 +40,7 @@ PHYS=$("$B" info | awk -F: '/physical cores/ {gsub(/ /, "", $2); print $2}')
 THREADS=${THREADS:-1,$PHYS}
 run pool pool --threads "$THREADS" --config default,no_spin,spin_1000,backoff_8,spin_1000_backoff_8 --peers rayon,openmp
 echo "outputs in $OUT/"
+if ((${#FAILED[@]})); then
+  echo "failed: ${FAILED[*]}" >&2
+  exit 1
+fi
