@@ -34,6 +34,7 @@ run bind bind --window 16384,131072 --tasks 0,64,1024,16384 --runs 20
 run bandwidth-host bind --bandwidth --backend host --runs 20
 if [ -n "${BACKEND:-}" ]; then
   run "bind-${BACKEND//:/}" bind --backend "$BACKEND" --window 16384,131072 --tasks 0,64,1024,16384 --runs 20
+  run "bind-${BACKEND//:/}-pinned" bind --backend "$BACKEND" --pin-mirror --window 16384,131072 --tasks 64 --runs 20
   run "bandwidth-${BACKEND//:/}" bind --bandwidth --backend "$BACKEND" --runs 20
 fi
 PHYS=$("$B" info | awk -F: '/physical cores/ {gsub(/ /, "", $2); print $2}')

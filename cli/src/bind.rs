@@ -3,7 +3,9 @@
 //! runs, for each window, task count and upload policy; plus an H2D
 //! bandwidth mode (`--bandwidth`).
 use crate::api::device::{self, HostApi};
-use crate::api::staging::{self, MakerConfig, RuntimeMaker, UploadPolicy, MAKER_FRESH_MIRROR};
+use crate::api::staging::{
+    self, MakerConfig, RuntimeMaker, UploadPolicy, MAKER_FRESH_MIRROR, MAKER_PIN_MIRROR,
+};
 use crate::stats::{median, resident_bytes, usage};
 use crate::svg::{Bar, Chart, Group};
 use serde::Serialize;
@@ -29,7 +31,7 @@ impl Policy {
             Policy::Compact => "compact",
         }
     }
-    fn config(self, window: u64) -> MakerConfig {
+    fn config(self, window: u64, pin: bool) -> MakerConfig {
         let (policy, flags) = match self {
             Policy::FullFresh => (UploadPolicy::Full, MAKER_FRESH_MIRROR),
             Policy::Full => (UploadPolicy::Full, 0),
@@ -39,7 +41,7 @@ impl Policy {
         MakerConfig {
             task_window: window,
             policy,
-            flags,
+            flags: flags | if pin { MAKER_PIN_MIRROR } else { 0 },
         }
     }
 }
@@ -110,6 +112,8 @@ pub struct BindPlan {
     pub min_time_ms: u64,
     pub max_runs: u32,
     pub warmup: u32,
+    /// Makers created with LRT_MAKER_PIN_MIRROR (page-locked mirror).
+    pub pin_mirror: bool,
 }
 
 /// One run's figures.
@@ -154,6 +158,8 @@ pub struct BindCell {
     pub image_bytes: u64,
     pub tasks: u64,
     pub policy: Policy,
+    /// Created with LRT_MAKER_PIN_MIRROR.
+    pub pinned_mirror: bool,
     pub runs: u32,
     pub warmup_runs: u32,
     pub median: Medians,
@@ -279,7 +285,7 @@ fn run_cells(
     for &(w, n) in pairs {
         for &p in &plan.policies {
             tick(&format!("W={w} N={n} {}", p.name()));
-            let mut maker = RuntimeMaker::new(&p.config(w), api)
+            let mut maker = RuntimeMaker::new(&p.config(w, plan.pin_mirror), api)
                 .map_err(|e| format!("creating a maker (W={w}, {}): {e}", p.name()))?;
             let image_bytes = maker.segments().end;
             let rss_before = resident_bytes();
@@ -317,6 +323,7 @@ fn run_cells(
                 image_bytes,
                 tasks: n,
                 policy: p,
+                pinned_mirror: plan.pin_mirror,
                 runs: samples.len() as u32,
                 warmup_runs: plan.warmup.max(1),
                 median: medians(&samples),
@@ -375,10 +382,15 @@ pub fn table(cells: &[BindCell]) -> String {
         let key = (c.backend.clone(), c.window);
         if last.as_ref() != Some(&key) {
             s.push_str(&format!(
-                "\nstaging — backend {}, window {} (image {}), medians per run\n",
+                "\nstaging — backend {}, window {} (image {}){}, medians per run\n",
                 c.backend,
                 c.window,
                 fmt_bytes(c.image_bytes as f64),
+                if c.pinned_mirror {
+                    ", pinned mirror"
+                } else {
+                    ""
+                },
             ));
             s.push_str(&format!(
                 "{:>6} {:<10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10} {:>17} {:>12}\n",
@@ -759,6 +771,7 @@ mod tests {
             min_time_ms: 0,
             max_runs: 1,
             warmup: 1,
+            pin_mirror: false,
         };
         assert_eq!(pairs(&plan), vec![(4, 0), (16, 0), (16, 8), (16, 16)]);
     }

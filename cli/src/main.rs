@@ -107,6 +107,11 @@ struct BindArgs {
     /// Warm-up runs per cell (the first one's page faults are reported apart).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     warmup: u32,
+    /// Create the makers with LRT_MAKER_PIN_MIRROR (page-locked host mirror,
+    /// for faster DMA with cuda; on the host backend it mlocks, so touches,
+    /// the whole mirror).
+    #[arg(long)]
+    pin_mirror: bool,
     /// Instead: copy_to_device bandwidth from pageable and pinned host memory.
     #[arg(long)]
     bandwidth: bool,
@@ -314,6 +319,7 @@ fn cmd_bind(a: &BindArgs) -> Result<(), String> {
         min_time_ms: a.min_time_ms,
         max_runs: a.max_runs,
         warmup: a.warmup,
+        pin_mirror: a.pin_mirror,
     };
     let cells = run_bind(&plan, a.out.quiet)?;
     print!("{}", bind::table(&cells));
@@ -376,6 +382,7 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
         min_time_ms: if a.smoke { 0 } else { 100 },
         max_runs: 1000,
         warmup: 2,
+        pin_mirror: false,
     };
     let staging = run_bind(&plan, a.out.quiet)?;
     // Pool half: the five configurations of ORT's spin matrix and the peers,

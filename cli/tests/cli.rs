@@ -200,6 +200,7 @@ fn bind_smoke_json_and_svg() {
             assert!(c["ratio_to_full_fresh"].as_f64().unwrap() > 0.0);
         }
         assert!(c["rss_before"].as_u64().unwrap() > 0);
+        assert_eq!(c["pinned_mirror"], false);
         assert!(c["faults_per_run"].as_f64().unwrap() >= 0.0);
     }
     assert!(v["machine"]["cpu_model"].is_string());
@@ -234,6 +235,39 @@ fn bind_min_time_adds_runs_up_to_the_cap() {
         assert!((3..=40).contains(&runs), "{runs}");
         assert_eq!(c["samples"].as_array().unwrap().len() as u64, runs);
     }
+}
+
+#[test]
+fn bind_pin_mirror_is_recorded() {
+    let d = scratch("pin");
+    let j = d.join("p.json");
+    // Pinning may be refused (RLIMIT_MEMLOCK): the maker warns and goes on.
+    let o = leanrt(&[
+        "bind",
+        "--window",
+        "64",
+        "--tasks",
+        "8",
+        "--policy",
+        "bounded",
+        "--runs",
+        "1",
+        "--min-time-ms",
+        "0",
+        "--pin-mirror",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("pinned mirror"));
+    let v = read_json(&j);
+    let cells = v["staging"].as_array().unwrap();
+    assert_eq!(cells.len(), 1);
+    assert_eq!(cells[0]["pinned_mirror"], true);
+    assert_eq!(
+        cells[0]["median"]["bytes"].as_f64().unwrap(),
+        (320 + 4969 * 8) as f64
+    );
 }
 
 #[test]
