@@ -46,7 +46,8 @@ def staging(d, name):
     if not os.path.exists(p):
         return
     doc = json.load(open(p))
-    print(f"Command: `{command(d, name)}`\n")
+    pinned = any(c.get("pinned_mirror") for c in doc["staging"])
+    print(f"Command: `{command(d, name)}`" + (" (makers with LRT_MAKER_PIN_MIRROR)" if pinned else "") + "\n")
     print("| backend | W | N | policy | runs | total | zero | claim | relocate | copy | bytes | copies | faults/run | RSS before → after | FULL+fresh ÷ policy |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for c in doc["staging"]:
@@ -117,6 +118,8 @@ def staging_targets(d, name):
     if not os.path.exists(p):
         return
     cells = json.load(open(p))["staging"]
+    if any(c.get("pinned_mirror") for c in cells):
+        return  # the targets are about the default (unpinned) mirror
     get = lambda w, n, pol: next((c for c in cells if c["window"] == w and c["tasks"] == n and c["policy"] == pol), None)
     rows = []
     base = get(16384, 64, "full-fresh")
