@@ -195,7 +195,7 @@ def pool_targets(d, name):
 
 
 def main():
-    d = sys.argv[1] if len(sys.argv) > 1 else "bench-out"
+    d = sys.argv[1] if len(sys.argv) > 1 else "target/bench-out"
     info = os.path.join(d, "info.txt")
     if os.path.exists(info):
         print("```\n" + open(info).read().rstrip() + "\n```\n")

@@ -2,8 +2,8 @@
 # Runs the exact commands whose output docs/BENCHMARKS.md reports and keeps
 # their text, JSON and SVG output in one folder.
 #
-#   cli/run-benchmarks.sh [OUT_DIR]              this machine (host backend)
-#   THREADS=1,2,4,8,16 BACKEND=cuda:0 cli/run-benchmarks.sh out-h200
+#   cli/run-benchmarks.sh [OUT_DIR]              this machine (host backend; OUT_DIR defaults to target/bench-out)
+#   THREADS=1,2,4,8,16 BACKEND=cuda:0 cli/run-benchmarks.sh target/out-h200
 #
 # THREADS: thread counts of `leanrt pool` (default: 1 and the physical cores).
 # BACKEND: extra staging backend besides host (e.g. cuda:0); also runs the
@@ -12,7 +12,7 @@
 #          target/release/leanrt built elsewhere and carried over).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${1:-bench-out}
+OUT=${1:-target/bench-out}
 mkdir -p "$OUT"
 if [ -n "${LEANRT_BIN:-}" ]; then
   B=$LEANRT_BIN
