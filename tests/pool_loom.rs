@@ -11,7 +11,7 @@
 #![cfg(loom)]
 
 mod sync {
-    pub use loom::sync::atomic::{AtomicU64, Ordering};
+    pub use loom::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     pub use loom::sync::{Condvar, Mutex, MutexGuard};
 
     pub fn lock(m: &Mutex<()>) -> MutexGuard<'_, ()> {
@@ -21,14 +21,24 @@ mod sync {
     pub fn wait<'a>(cv: &Condvar, g: MutexGuard<'a, ()>) -> MutexGuard<'a, ()> {
         cv.wait(g).unwrap()
     }
+
+    pub fn spin_hint() {
+        loom::hint::spin_loop();
+    }
 }
 
 #[allow(dead_code)]
 #[path = "../src/pool/sleep.rs"]
 mod sleep;
 
+#[allow(dead_code)]
+#[path = "../src/pool/section.rs"]
+mod section;
+
+use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
+use section::Section;
 use sleep::EventCount;
 
 /// Takes one unit of work if there is any (a stand-in for a queue pop).
@@ -140,5 +150,129 @@ fn shutdown_wakes_everyone() {
         for t in threads {
             t.join().unwrap();
         }
+    });
+}
+
+/// A loop's shared state in the section models: `data` is written by the
+/// owner before publishing and after the join, read by helpers in between;
+/// loom reports a data race if a helper's read is not ordered between them.
+struct Payload {
+    data: UnsafeCell<usize>,
+}
+
+/// A pool worker in the section models: join the published section if it
+/// admits helpers, else sleep through the event count, until `stop`.
+fn section_worker(ec: &EventCount, sec: &Section<Payload>, stop: &AtomicBool) -> usize {
+    let mut helped = 0;
+    loop {
+        if let Some((p, _)) = sec.try_enter() {
+            // SAFETY (model): valid between try_enter and leave.
+            let v = unsafe { &*p }.data.with(|d| unsafe { *d });
+            assert!(v == 1 || v == 3, "payload read outside its section: {v}");
+            sec.leave();
+            helped += 1;
+            continue;
+        }
+        if stop.load(Ordering::Acquire) {
+            return helped;
+        }
+        let t = ec.prepare();
+        if stop.load(Ordering::Acquire) || sec.joinable() {
+            ec.cancel(t);
+            continue;
+        }
+        ec.wait(t);
+    }
+}
+
+/// The owner's side of one loop: publish, notify, close, wait, release.
+fn section_loop(ec: &EventCount, sec: &Section<Payload>, payload: &Payload, value: usize) {
+    payload.data.with_mut(|d| unsafe { *d = value });
+    if sec.try_open(payload, 1) {
+        ec.notify(1);
+        // No spinning: go straight to the parked wait.
+        sec.close_and_wait(0);
+        assert_eq!(sec.inside(), 0);
+        sec.release();
+    }
+    // After the join nobody may read it: loom checks this write.
+    payload.data.with_mut(|d| unsafe { *d = value + 1 });
+}
+
+#[test]
+fn section_join_and_owner_wakeup() {
+    // One helper that may join, sleep, or miss the section; the owner parks
+    // in close_and_wait if the helper is inside: it must be woken, and the
+    // payload must not be touched after the join.
+    builder().check(|| {
+        let ec = Arc::new(EventCount::new());
+        let sec = Arc::new(Section::<Payload>::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ec2, sec2, stop2) = (ec.clone(), sec.clone(), stop.clone());
+        let w = loom::thread::spawn(move || section_worker(&ec2, &sec2, &stop2));
+        let payload = Payload {
+            data: UnsafeCell::new(0),
+        };
+        section_loop(&ec, &sec, &payload, 1);
+        stop.store(true, Ordering::Release);
+        ec.notify(usize::MAX);
+        assert!(w.join().unwrap() <= 1);
+    });
+}
+
+#[test]
+fn section_reopened_for_a_second_loop() {
+    // Two loops in a row through the same slot with different payloads: a
+    // helper that read the gate of the first loop must never use the first
+    // payload after that loop's join, nor join the second one twice.
+    builder().check(|| {
+        let ec = Arc::new(EventCount::new());
+        let sec = Arc::new(Section::<Payload>::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ec2, sec2, stop2) = (ec.clone(), sec.clone(), stop.clone());
+        let w = loom::thread::spawn(move || section_worker(&ec2, &sec2, &stop2));
+        let first = Payload {
+            data: UnsafeCell::new(0),
+        };
+        section_loop(&ec, &sec, &first, 1);
+        let second = Payload {
+            data: UnsafeCell::new(0),
+        };
+        section_loop(&ec, &sec, &second, 3);
+        stop.store(true, Ordering::Release);
+        ec.notify(usize::MAX);
+        assert!(w.join().unwrap() <= 2);
+    });
+}
+
+#[test]
+fn section_has_one_owner() {
+    // Two threads start loops at once: exactly one of them owns the slot
+    // until it releases it.
+    builder().check(|| {
+        let sec = Arc::new(Section::<Payload>::new());
+        let owners = Arc::new(AtomicUsize::new(0));
+        let (sec2, owners2) = (sec.clone(), owners.clone());
+        let other = loom::thread::spawn(move || {
+            let p = Payload {
+                data: UnsafeCell::new(0),
+            };
+            if sec2.try_open(&p, 1) {
+                assert_eq!(owners2.fetch_add(1, Ordering::AcqRel), 0);
+                owners2.fetch_sub(1, Ordering::AcqRel);
+                sec2.close_and_wait(0);
+                sec2.release();
+            }
+        });
+        let p = Payload {
+            data: UnsafeCell::new(0),
+        };
+        if sec.try_open(&p, 1) {
+            assert_eq!(owners.fetch_add(1, Ordering::AcqRel), 0);
+            owners.fetch_sub(1, Ordering::AcqRel);
+            sec.close_and_wait(0);
+            sec.release();
+        }
+        other.join().unwrap();
     });
 }

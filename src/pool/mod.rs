@@ -14,6 +14,7 @@ pub mod cost;
 pub mod cpu;
 pub mod options;
 mod parallel;
+mod section;
 pub mod sleep;
 pub mod spin;
 mod sync;

@@ -2,18 +2,25 @@
 //! ORT's static helpers (`TryParallelFor` & co.).
 //!
 //! Fork-join protocol of one loop (`ThreadPool::run_loop`):
-//! 1. The caller builds a [`LoopState`] (body, counter, gate) and pushes up
-//!    to `k` `Help` jobs into other workers' injectors, then notifies.
+//! 1. The caller builds a [`LoopState`] (body, counter, gate). Common case:
+//!    it takes the pool's section slot (`super::section`) and publishes the
+//!    loop there with one store, then notifies (which only costs an RMW
+//!    when nobody sleeps); idle workers poll the slot and enter it with a
+//!    CAS, up to `k` of them. If the slot is taken (another loop is in
+//!    progress: a nested loop, or another thread's), it falls back to
+//!    pushing up to `k` `Help` jobs into other workers' injectors, then
+//!    notifies.
 //! 2. Everybody who takes part (the caller as participant 0, each helper
 //!    that *enters the gate*) claims blocks from the counter until it is
 //!    exhausted. The caller always takes part, so the loop finishes even if
 //!    no helper ever runs (all busy, or the caller is itself a worker that
 //!    nests a loop): no deadlock.
-//! 3. When the caller runs out of blocks it *closes the gate* and waits
-//!    until every participant that entered has left. A `Help` job that runs
-//!    after the gate closed does nothing.
+//! 3. When the caller runs out of blocks it *closes the gate* (the
+//!    section's, or the `LoopState`'s) and waits until every participant
+//!    that entered has left. A `Help` job that runs after the gate closed
+//!    does nothing; the section path leaves no job behind.
 //!
-//! Gate invariant: `gate = 2 * entered + closed`. A helper enters only with
+//! Gate invariant (the section's is the same, see `section.rs`): `gate = 2 * entered + closed`. A helper enters only with
 //! a CAS that sees `closed == 0`; the caller returns only after seeing
 //! `gate == closed` (nobody inside), so the borrowed loop body is never
 //! called after `run_loop` returned. Every block is claimed exactly once
@@ -29,6 +36,8 @@ use std::sync::{Arc, Mutex};
 const MAX_SHARDS: usize = 8;
 const CLOSED: usize = 1;
 const ENTERED: usize = 2;
+/// Polls of the section gate before the caller of a loop blocks.
+const CLOSE_SPINS: u32 = 200;
 
 /// How blocks are sized.
 #[derive(Clone, Copy, Debug)]
@@ -187,7 +196,7 @@ impl LoopState {
 
     /// Claims and runs blocks until the counter is exhausted. A panic in
     /// the body is kept for the caller to rethrow.
-    fn work(&self, participant: usize) {
+    pub(crate) fn work(&self, participant: usize) {
         let mut cursor = participant % self.counter.shards.len();
         let r = catch_unwind(AssertUnwindSafe(|| {
             while let Some((first, last)) = self.counter.claim(&mut cursor) {
@@ -245,39 +254,63 @@ impl ThreadPool {
             return;
         }
         // SAFETY: extends the borrow of `body` to 'static for the LoopState.
-        // The gate protocol (module docs) guarantees that no participant
+        // The gate protocols (module docs) guarantee that no participant
         // calls it after this function returns or unwinds: helpers call it
-        // only between a successful `enter` and `leave`, and we return only
-        // after `close_and_wait` saw nobody inside; our own use is wrapped
-        // in catch_unwind so we cannot unwind past that wait.
+        // only between a successful enter (`Section::try_enter` or
+        // `LoopState::enter`) and the matching leave, and we return only
+        // after the matching `close_and_wait` saw nobody inside; our own use
+        // is wrapped in catch_unwind, and nothing between publishing and
+        // that wait unwinds, so we cannot unwind past it. The same holds for
+        // the `LoopState` itself, which lives on this stack frame when it
+        // is published through the section slot.
         let body: &'static Body<'static> =
             unsafe { std::mem::transmute::<&'a Body<'a>, &'static Body<'static>>(body) };
-        let state = Arc::new(LoopState {
+        let state = LoopState {
             body,
             counter: Counter::new(total, blocks, wanted + 1),
             gate: AtomicUsize::new(0),
             owner: std::thread::current(),
             panic: Mutex::new(None),
-        });
+        };
         if shared.force_stop() {
             shared.loops_active.fetch_add(1, Ordering::Relaxed);
         }
-        let start = shared.next_victim.fetch_add(wanted, Ordering::Relaxed);
-        let mut pushed = 0;
-        for k in 0..workers {
-            if pushed == wanted {
-                break;
+        if shared.section.try_open(&state, wanted) {
+            // Common case: one store published the loop; spinning workers
+            // see it on their next poll, sleepers are woken.
+            shared.event.notify(wanted);
+            state.work(0);
+            shared.section.close_and_wait(CLOSE_SPINS);
+            shared.section.release();
+        } else {
+            // The slot is taken (a loop nested in a section helper, or
+            // another thread's loop): invite helpers through the queues.
+            let state = Arc::new(state);
+            let start = shared.next_victim.fetch_add(wanted, Ordering::Relaxed);
+            let mut pushed = 0;
+            for k in 0..workers {
+                if pushed == wanted {
+                    break;
+                }
+                let v = (start + k) % workers;
+                if Some(v) == me || shared.injectors[v].len() >= QUEUE_CAPACITY {
+                    continue;
+                }
+                pushed += 1;
+                shared.injectors[v].push(Job::Help(state.clone(), pushed));
             }
-            let v = (start + k) % workers;
-            if Some(v) == me || shared.injectors[v].len() >= QUEUE_CAPACITY {
-                continue;
-            }
-            pushed += 1;
-            shared.injectors[v].push(Job::Help(state.clone(), pushed));
+            shared.event.notify(pushed);
+            state.work(0);
+            state.close_and_wait();
+            self.finish_loop(&state);
+            return;
         }
-        shared.event.notify(pushed);
-        state.work(0);
-        state.close_and_wait();
+        self.finish_loop(&state);
+    }
+
+    /// After the join: loop accounting, then rethrow a panic of the body.
+    fn finish_loop(&self, state: &LoopState) {
+        let shared = &self.shared;
         if shared.force_stop() {
             shared.loops_active.fetch_sub(1, Ordering::Relaxed);
         }

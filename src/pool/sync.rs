@@ -3,7 +3,7 @@
 //! (`tests/pool_loom.rs`) compiles `sleep.rs` against its own facade with the
 //! same names, backed by loom, so the protocol that is model-checked is the
 //! very source that ships.
-pub use std::sync::atomic::{AtomicU64, Ordering};
+pub use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 pub use std::sync::{Condvar, Mutex};
 
 /// `Mutex::lock` that ignores poisoning (the guarded data is `()`).
@@ -14,4 +14,10 @@ pub fn lock(m: &Mutex<()>) -> std::sync::MutexGuard<'_, ()> {
 /// `Condvar::wait` that ignores poisoning.
 pub fn wait<'a>(cv: &Condvar, g: std::sync::MutexGuard<'a, ()>) -> std::sync::MutexGuard<'a, ()> {
     cv.wait(g).unwrap_or_else(|e| e.into_inner())
+}
+
+/// A spin-wait hint (`loom::hint::spin_loop` in the model).
+#[inline]
+pub fn spin_hint() {
+    std::hint::spin_loop();
 }

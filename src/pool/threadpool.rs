@@ -11,7 +11,8 @@
 //! Invariants (see README.md):
 //! * A worker only sleeps after `EventCount::prepare` followed by a scan of
 //!   every queue (and the shutdown flag) that found nothing.
-//! * Every push is followed by `EventCount::notify`.
+//! * Every push, and every loop published in the section slot, is followed
+//!   by `EventCount::notify`; the scan after `prepare` checks the slot too.
 //! * A worker only exits after shutdown was set *and* a full scan found no
 //!   job; jobs pushed later can only come from a still-running worker (to
 //!   its own queue) or be loop helpers, which that worker's loop no longer
@@ -19,6 +20,7 @@
 //!   scheduled task runs before destroy returns.
 use super::options::{CustomThreadHandle, JoinFnPtr, PoolOptions, FORCE_HYBRID_ENV};
 use super::parallel::LoopState;
+use super::section::Section;
 use super::sleep::EventCount;
 use super::spin::{Backoff, SpinPolicy};
 use super::{affinity, cpu};
@@ -88,6 +90,8 @@ pub(super) struct Shared {
     pub(super) injectors: Box<[Injector<Job>]>,
     stealers: Box<[Stealer<Job>]>,
     pub(super) event: EventCount,
+    /// The broadcast slot of the loop in progress (at most one at a time).
+    pub(super) section: Section<LoopState>,
     shutdown: AtomicBool,
     spin_enabled: AtomicBool,
     force_stop: bool,
@@ -216,6 +220,7 @@ impl ThreadPool {
             injectors: (0..workers).map(|_| Injector::new()).collect(),
             stealers: locals.iter().map(Worker::stealer).collect(),
             event: EventCount::new(),
+            section: Section::new(),
             shutdown: AtomicBool::new(false),
             spin_enabled: AtomicBool::new(true),
             force_stop: opts.force_spinning_stop,
@@ -456,6 +461,21 @@ fn has_work(shared: &Shared, me: &WorkerLocal) -> bool {
         || shared.stealers.iter().any(|s| !s.is_empty())
 }
 
+/// Joins the loop published in the section slot, if it still admits
+/// helpers, and works on it until its counter is exhausted.
+fn help_section(shared: &Shared) -> bool {
+    let Some((state, participant)) = shared.section.try_enter() else {
+        return false;
+    };
+    // SAFETY: the owner stored a pointer to its live `LoopState` before
+    // publishing, and keeps it alive until `close_and_wait` saw no helper
+    // inside; we are inside from `try_enter` until `leave`, and `work`
+    // catches panics from the body, so we cannot unwind past `leave`.
+    unsafe { &*state }.work(participant);
+    shared.section.leave();
+    true
+}
+
 /// Whether an idle worker may keep spinning now.
 fn may_spin(shared: &Shared) -> bool {
     shared.spin_enabled.load(Ordering::Relaxed)
@@ -474,7 +494,7 @@ fn spin(shared: &Shared, me: &WorkerLocal, counters: &Counters) -> bool {
     let (mut spent, mut iterations) = (0u64, 0u64);
     let mut found = false;
     while spent < budget && may_spin(shared) {
-        if has_work(shared, me) {
+        if shared.section.joinable() || has_work(shared, me) {
             found = true;
             break;
         }
@@ -521,6 +541,10 @@ fn worker_main(start: WorkerStart) {
     CURRENT.with(|c| *c.borrow_mut() = Some(me.clone()));
     let counters = &shared.counters[index].0;
     loop {
+        if help_section(&shared) {
+            bump(&counters.tasks_run, 1);
+            continue;
+        }
         if let Some(job) = find_job(&shared, &me, counters) {
             run_job(job);
             bump(&counters.tasks_run, 1);
@@ -534,7 +558,10 @@ fn worker_main(start: WorkerStart) {
         }
         // Sleep protocol: register, re-scan, then block or cancel.
         let ticket = shared.event.prepare();
-        if shared.shutdown.load(Ordering::Acquire) || has_work(&shared, &me) {
+        if shared.shutdown.load(Ordering::Acquire)
+            || shared.section.joinable()
+            || has_work(&shared, &me)
+        {
             shared.event.cancel(ticket);
             continue;
         }
