@@ -168,6 +168,40 @@ fn concurrent_callers() {
 }
 
 #[test]
+fn tiny_loops_from_several_threads_with_nesting() {
+    // Many tiny loops (the section slot's common case) from three threads
+    // at once, some nesting another loop: loops that do not get the slot
+    // take the Help-job path, and the join must not miss a helper's exit
+    // with or without spinning.
+    for spin in [0, 1, 50] {
+        let mut o = PoolOptions::default();
+        o.set_num_threads(4).unwrap();
+        o.set_spin_duration_us(spin).unwrap();
+        let p = ThreadPool::create(&o).unwrap().unwrap();
+        std::thread::scope(|s| {
+            for t in 0..3isize {
+                let p = &p;
+                s.spawn(move || {
+                    for round in 0..4000isize {
+                        let total = 2 + (round + t) % 4;
+                        let nest = round % 7 == 0;
+                        let h = Hits::new(total * 3);
+                        try_simple_parallel_for(Some(p), total, &|i| {
+                            if nest {
+                                try_simple_parallel_for(Some(p), 3, &|j| h.hit(i * 3 + j));
+                            } else {
+                                (0..3).for_each(|j| h.hit(i * 3 + j));
+                            }
+                        });
+                        h.assert_once("tiny loop");
+                    }
+                });
+            }
+        });
+    }
+}
+
+#[test]
 fn nested_loops_do_not_deadlock() {
     for threads in [2, 4, 8] {
         let p = make_pool(threads).unwrap();

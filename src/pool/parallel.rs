@@ -62,7 +62,10 @@ struct Shard {
 /// `p % shards` and moves on to the next shard when its own is exhausted,
 /// so participants mostly touch different cache lines.
 struct Counter {
-    shards: Box<[Padded<Shard>]>,
+    /// Inline, so that a loop allocates nothing; only the first `n` are
+    /// used.
+    shards: [Padded<Shard>; MAX_SHARDS],
+    n: usize,
     total: isize,
     blocks: Blocks,
 }
@@ -78,22 +81,28 @@ impl Counter {
             Blocks::Dynamic { .. } => total,
         };
         let n = participants.min(MAX_SHARDS).min(units as usize).max(1);
-        let shards = (0..n)
-            .map(|i| {
-                let (begin, end) = (split(units, n, i), split(units, n, i + 1));
-                let next = match blocks {
-                    Blocks::Fixed(_) => 0,
-                    Blocks::Dynamic { .. } => begin,
-                };
-                Padded(Shard {
-                    next: AtomicIsize::new(next),
-                    begin,
-                    end,
-                })
+        let shards = std::array::from_fn(|i| {
+            if i >= n {
+                return Padded(Shard {
+                    next: AtomicIsize::new(0),
+                    begin: 0,
+                    end: 0,
+                });
+            }
+            let (begin, end) = (split(units, n, i), split(units, n, i + 1));
+            let next = match blocks {
+                Blocks::Fixed(_) => 0,
+                Blocks::Dynamic { .. } => begin,
+            };
+            Padded(Shard {
+                next: AtomicIsize::new(next),
+                begin,
+                end,
             })
-            .collect();
+        });
         Counter {
             shards,
+            n,
             total,
             blocks,
         }
@@ -114,7 +123,7 @@ impl Counter {
                 Some((first, first + size.min(self.total - first)))
             }
             Blocks::Dynamic { dop, base } => {
-                let n = self.shards.len() as u128;
+                let n = self.n as u128;
                 let mut cur = shard.next.load(Ordering::Relaxed);
                 loop {
                     if cur >= shard.end {
@@ -141,7 +150,7 @@ impl Counter {
 
     /// Next block for a participant whose current shard is `*cursor`.
     fn claim(&self, cursor: &mut usize) -> Option<(isize, isize)> {
-        let n = self.shards.len();
+        let n = self.n;
         for _ in 0..n {
             if let Some(r) = self.claim_in(&self.shards[*cursor].0) {
                 return Some(r);
@@ -162,7 +171,9 @@ pub(crate) struct LoopState {
     body: &'static Body<'static>,
     counter: Counter,
     gate: AtomicUsize,
-    owner: std::thread::Thread,
+    /// The caller, unparked by the last helper to leave (Help-job path
+    /// only; the section has its own wake-up).
+    owner: Option<std::thread::Thread>,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
@@ -190,14 +201,16 @@ impl LoopState {
         // return. After this RMW the body must not be touched.
         let prev = self.gate.fetch_sub(ENTERED, Ordering::AcqRel);
         if prev == CLOSED + ENTERED {
-            self.owner.unpark();
+            if let Some(owner) = &self.owner {
+                owner.unpark();
+            }
         }
     }
 
     /// Claims and runs blocks until the counter is exhausted. A panic in
     /// the body is kept for the caller to rethrow.
     pub(crate) fn work(&self, participant: usize) {
-        let mut cursor = participant % self.counter.shards.len();
+        let mut cursor = participant % self.counter.n;
         let r = catch_unwind(AssertUnwindSafe(|| {
             while let Some((first, last)) = self.counter.claim(&mut cursor) {
                 (self.body)(first, last);
@@ -269,7 +282,7 @@ impl ThreadPool {
             body,
             counter: Counter::new(total, blocks, wanted + 1),
             gate: AtomicUsize::new(0),
-            owner: std::thread::current(),
+            owner: None,
             panic: Mutex::new(None),
         };
         if shared.force_stop() {
@@ -285,7 +298,10 @@ impl ThreadPool {
         } else {
             // The slot is taken (a loop nested in a section helper, or
             // another thread's loop): invite helpers through the queues.
-            let state = Arc::new(state);
+            let state = Arc::new(LoopState {
+                owner: Some(std::thread::current()),
+                ..state
+            });
             let start = shared.next_victim.fetch_add(wanted, Ordering::Relaxed);
             let mut pushed = 0;
             for k in 0..workers {
@@ -474,7 +490,7 @@ mod tests {
         let c = Counter::new(total, blocks, participants);
         let mut out = Vec::new();
         for p in 0..participants {
-            let mut cur = p % c.shards.len();
+            let mut cur = p % c.n;
             if let Some(r) = c.claim(&mut cur) {
                 out.push(r);
             }

@@ -5,56 +5,58 @@
 //! compile this same file against loom and model-check it. The full argument
 //! is in `src/pool/README.md`; in short:
 //!
-//! * `gate: AtomicU64` packs `CLOSED`, `PARKED`, `OWNED`, `inside` (helpers
-//!   in the section now), `joined` (helpers that ever entered), `cap` (most
-//!   helpers wanted) and a generation.
+//! * `gate: AtomicU64` packs `CLOSED`, `OWNED`, `joined` (helpers that
+//!   entered this loop), `cap` (most helpers wanted) and a generation.
+//!   `left: AtomicU64`, on its own cache line so that leaving does not
+//!   contend with entering, packs `PARKED` and the number of helpers that
+//!   left.
 //! * Owner (the thread starting a loop): [`Section::try_open`] takes the
 //!   slot with a CAS that sets `OWNED` (only possible while nobody owns it:
 //!   then it is closed and empty), stores the payload pointer, then
 //!   *publishes* with one release store: new generation, open, `cap`.
 //! * Helper: [`Section::try_enter`] is a CAS that requires the gate open and
-//!   `joined < cap` and adds one to `inside` and `joined`; only after that
-//!   CAS succeeded it reads the payload (the CAS read from the publishing
-//!   store's release sequence, so it sees the payload stored before it).
-//!   [`Section::leave`] takes one off `inside`.
+//!   `joined < cap` and adds one to `joined`; only after that CAS succeeded
+//!   it reads the payload (the CAS read from the publishing store's release
+//!   sequence, so it sees the payload stored before it).
+//!   [`Section::leave`] adds one to `left` (release).
 //! * Owner, once its own share is done: [`Section::close_and_wait`] sets
-//!   `CLOSED` (no helper can enter any more) and waits until `inside == 0`:
-//!   a brief spin, then it sets `PARKED` under the mutex and blocks on the
-//!   condition variable. A helper whose `leave` takes `inside` from 1 to 0
-//!   with `PARKED` set takes the mutex and signals. Then [`Section::release`]
-//!   clears `OWNED`.
+//!   `CLOSED` with an RMW that returns the final `joined` (no helper can
+//!   enter after it) and waits until `left == joined`: a brief spin, then
+//!   it sets `PARKED` in `left` under the mutex and blocks on the condition
+//!   variable. A helper whose `leave` sees `PARKED` takes the mutex and
+//!   signals. Then [`Section::release`] clears `OWNED`; `left` is reset by
+//!   the next `try_open` before it publishes.
 //!
 //! Invariant: the payload is only dereferenced by a helper between a
 //! successful `try_enter` and its `leave`, and the owner returns from
-//! `close_and_wait` only after it saw `inside == 0` with `CLOSED` set, so the
+//! `close_and_wait` only after every helper that entered has left, so the
 //! payload is never used after the owner is done with it.
 //!
 //! No lost wake-up of the owner: the owner's `PARKED` RMW and the last
-//! helper's `leave` RMW are ordered in `gate`'s modification order. If the
+//! helper's `leave` RMW are ordered in `left`'s modification order. If the
 //! `leave` comes first, the owner's RMW (or its re-check under the mutex)
-//! sees `inside == 0` and it does not block. If the owner's comes first, the
-//! helper sees `PARKED` and takes the mutex, which the owner holds from its
-//! RMW until it blocks in the condition variable, so the signal reaches it.
+//! sees `left == joined` and it does not block. If the owner's comes first,
+//! the helper sees `PARKED` and takes the mutex, which the owner holds from
+//! its RMW until it blocks in the condition variable, so the signal reaches
+//! it.
 use super::sync::{self, AtomicPtr, AtomicU64, Condvar, Mutex, Ordering};
 
 const CLOSED: u64 = 1;
-const PARKED: u64 = 1 << 1;
-const OWNED: u64 = 1 << 2;
+const OWNED: u64 = 1 << 1;
 const FIELD_BITS: u32 = 14;
 const FIELD_MASK: u64 = (1 << FIELD_BITS) - 1;
-const INSIDE_SHIFT: u32 = 3;
-const JOINED_SHIFT: u32 = INSIDE_SHIFT + FIELD_BITS;
+const JOINED_SHIFT: u32 = 2;
 const CAP_SHIFT: u32 = JOINED_SHIFT + FIELD_BITS;
 const GEN_SHIFT: u32 = CAP_SHIFT + FIELD_BITS;
-const INSIDE: u64 = 1 << INSIDE_SHIFT;
 const JOINED: u64 = 1 << JOINED_SHIFT;
+/// In `left`: the owner is blocked (or about to block) in the condvar.
+const PARKED: u64 = 1;
+/// In `left`: one helper left.
+const LEFT: u64 = 2;
 
 /// Most helpers one section admits.
 const MAX_HELPERS: usize = FIELD_MASK as usize;
 
-fn inside(g: u64) -> u64 {
-    (g >> INSIDE_SHIFT) & FIELD_MASK
-}
 fn joined(g: u64) -> u64 {
     (g >> JOINED_SHIFT) & FIELD_MASK
 }
@@ -65,11 +67,17 @@ fn open(g: u64) -> bool {
     g & CLOSED == 0 && joined(g) < cap(g)
 }
 
+/// Keeps a field on its own cache lines.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Line<T>(T);
+
 /// The broadcast slot. `T` is the loop's shared state; the slot only hands
 /// out the pointer the owner stored.
 #[derive(Debug)]
 pub struct Section<T> {
-    gate: AtomicU64,
+    gate: Line<AtomicU64>,
+    left: Line<AtomicU64>,
     payload: AtomicPtr<T>,
     lock: Mutex<()>,
     cv: Condvar,
@@ -85,7 +93,8 @@ impl<T> Section<T> {
     /// Not owned, closed, empty.
     pub fn new() -> Self {
         Section {
-            gate: AtomicU64::new(CLOSED),
+            gate: Line(AtomicU64::new(CLOSED)),
+            left: Line(AtomicU64::new(0)),
             payload: AtomicPtr::new(std::ptr::null_mut()),
             lock: Mutex::new(()),
             cv: Condvar::new(),
@@ -99,13 +108,13 @@ impl<T> Section<T> {
     /// [`release`](Self::release), and keep `payload` valid until
     /// `close_and_wait` returned.
     pub fn try_open(&self, payload: *const T, cap: usize) -> bool {
-        let mut g = self.gate.load(Ordering::Relaxed);
+        let mut g = self.gate.0.load(Ordering::Relaxed);
         loop {
             if g & OWNED != 0 {
                 return false;
             }
             // Not owned: closed and empty (release() runs after the wait).
-            match self.gate.compare_exchange_weak(
+            match self.gate.0.compare_exchange_weak(
                 g,
                 g | OWNED,
                 Ordering::Acquire,
@@ -116,10 +125,15 @@ impl<T> Section<T> {
             }
         }
         self.payload.store(payload as *mut T, Ordering::Relaxed);
+        // Every helper of the previous loop has left (its owner waited).
+        self.left.0.store(0, Ordering::Relaxed);
         let generation = (g >> GEN_SHIFT).wrapping_add(1) << GEN_SHIFT;
         let cap = (cap.min(MAX_HELPERS) as u64) << CAP_SHIFT;
-        // Release: the payload store happens-before every successful enter.
-        self.gate.store(generation | cap | OWNED, Ordering::Release);
+        // Release: the payload and `left` stores happen-before every
+        // successful enter.
+        self.gate
+            .0
+            .store(generation | cap | OWNED, Ordering::Release);
         true
     }
 
@@ -127,7 +141,7 @@ impl<T> Section<T> {
     /// idle workers; [`try_enter`](Self::try_enter) decides).
     #[inline]
     pub fn joinable(&self) -> bool {
-        open(self.gate.load(Ordering::Relaxed))
+        open(self.gate.0.load(Ordering::Relaxed))
     }
 
     /// Enters the open section: returns its payload and this helper's
@@ -135,14 +149,14 @@ impl<T> Section<T> {
     /// [`leave`](Self::leave), which must follow exactly once.
     #[inline]
     pub fn try_enter(&self) -> Option<(*const T, usize)> {
-        let mut g = self.gate.load(Ordering::Relaxed);
+        let mut g = self.gate.0.load(Ordering::Relaxed);
         loop {
             if !open(g) {
                 return None;
             }
-            match self.gate.compare_exchange_weak(
+            match self.gate.0.compare_exchange_weak(
                 g,
-                g + INSIDE + JOINED,
+                g + JOINED,
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
@@ -161,8 +175,8 @@ impl<T> Section<T> {
     #[inline]
     pub fn leave(&self) {
         // Release: the helper's writes happen-before the owner's return.
-        let prev = self.gate.fetch_sub(INSIDE, Ordering::AcqRel);
-        if prev & PARKED != 0 && inside(prev) == 1 {
+        let prev = self.left.0.fetch_add(LEFT, Ordering::AcqRel);
+        if prev & PARKED != 0 {
             // The owner blocks (or is about to, holding the mutex): taking
             // the mutex orders this signal after its check.
             drop(sync::lock(&self.lock));
@@ -170,24 +184,28 @@ impl<T> Section<T> {
         }
     }
 
-    /// Owner: closes the section and waits until no helper is inside
-    /// (`spins` polls first, then blocks).
+    /// Owner: closes the section and waits until every helper that
+    /// entered has left (`spins` polls first, then blocks).
     pub fn close_and_wait(&self, spins: u32) {
-        let prev = self.gate.fetch_or(CLOSED, Ordering::AcqRel);
-        if inside(prev) == 0 {
+        // After this RMW no helper can enter: `joined` is final.
+        let joined = joined(self.gate.0.fetch_or(CLOSED, Ordering::AcqRel));
+        let done = |l: u64| l / LEFT == joined;
+        // Acquire loads of the last `leave` RMW synchronise with every
+        // earlier one too (they form one release sequence).
+        if done(self.left.0.load(Ordering::Acquire)) {
             return;
         }
         for _ in 0..spins {
-            if inside(self.gate.load(Ordering::Acquire)) == 0 {
+            sync::spin_hint();
+            if done(self.left.0.load(Ordering::Acquire)) {
                 return;
             }
-            sync::spin_hint();
         }
         let mut guard = sync::lock(&self.lock);
-        let mut g = self.gate.fetch_or(PARKED, Ordering::AcqRel);
-        while inside(g) != 0 {
+        let mut l = self.left.0.fetch_or(PARKED, Ordering::AcqRel);
+        while !done(l) {
             guard = sync::wait(&self.cv, guard);
-            g = self.gate.load(Ordering::Acquire);
+            l = self.left.0.load(Ordering::Acquire);
         }
         drop(guard);
     }
@@ -195,13 +213,14 @@ impl<T> Section<T> {
     /// Owner, after [`close_and_wait`](Self::close_and_wait): frees the
     /// slot for the next loop.
     pub fn release(&self) {
-        self.gate.fetch_and(!(OWNED | PARKED), Ordering::Release);
+        self.gate.0.fetch_and(!OWNED, Ordering::Release);
     }
 
     /// Helpers inside right now (for tests).
     #[cfg(any(test, loom))]
     pub fn inside(&self) -> usize {
-        inside(self.gate.load(Ordering::Acquire)) as usize
+        let joined = joined(self.gate.0.load(Ordering::Acquire));
+        (joined - self.left.0.load(Ordering::Acquire) / LEFT) as usize
     }
 }
 

@@ -412,7 +412,9 @@ fn run_job(job: Job) {
 
 /// Finds a job: own deque, own injector, then the other workers' injectors
 /// and deques starting at a random one. `None` only after a scan in which
-/// every queue was empty (no `Retry` left unresolved).
+/// every queue was empty (no `Retry` left unresolved), or early when a loop
+/// was published in the section slot meanwhile (the caller checks the slot
+/// next, and its later scans cover the queues).
 fn find_job(shared: &Shared, me: &WorkerLocal, counters: &Counters) -> Option<Job> {
     if let Some(j) = me.local.pop() {
         return Some(j);
@@ -430,6 +432,9 @@ fn find_job(shared: &Shared, me: &WorkerLocal, counters: &Counters) -> Option<Jo
             let v = (start + k) % n;
             if v == me.index {
                 continue;
+            }
+            if shared.section.joinable() {
+                return None;
             }
             // Evaluated one at a time: a steal that succeeds hands over a job.
             for from_deque in [false, true] {
@@ -550,7 +555,15 @@ fn worker_main(start: WorkerStart) {
             bump(&counters.tasks_run, 1);
             continue;
         }
+        if shared.section.joinable() {
+            continue;
+        }
         if shared.shutdown.load(Ordering::Acquire) {
+            // `find_job` may have stopped its scan early: exit only if
+            // every queue is empty.
+            if has_work(&shared, &me) {
+                continue;
+            }
             break;
         }
         if spin(&shared, &me, counters) {
