@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The README's test command: every check CI runs, in order.
+#   scripts/test.sh            all stages
+# On a fresh Debian machine as root it first installs what is missing
+# (cmake, pkg-config, a C/C++ compiler, valgrind). Rust crates come through cargo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+export PATH="$HOME/.cargo/bin:$PATH"
+BUILD_DIR=${LEANRT_BUILD_DIR:-$ROOT/build/ci}
+JOBS=${LEANRT_JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+stage() { printf '\n==> %s\n' "$*"; STAGE_START=$(date +%s); }
+done_stage() { printf '    (%ss)\n' "$(( $(date +%s) - STAGE_START ))"; }
+
+# ---- system packages -------------------------------------------------------
+need=()
+command -v cmake >/dev/null || need+=(cmake)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v cc >/dev/null || need+=(gcc)
+command -v c++ >/dev/null || need+=(g++)
+command -v valgrind >/dev/null || need+=(valgrind)
+command -v nm >/dev/null && command -v readelf >/dev/null || need+=(binutils)
+if ((${#need[@]})); then
+  stage "installing ${need[*]}"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  else
+    echo "missing ${need[*]}: install them (apt-get install ${need[*]}) or run as root" >&2
+    exit 1
+  fi
+  done_stage
+fi
+
+# ---- Rust ------------------------------------------------------------------
+stage "cargo fmt --check"
+cargo fmt --all -- --check
+done_stage
+
+stage "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+done_stage
+
+stage "cargo test"
+cargo test --workspace
+done_stage
+
+if [ -f tests/pool_loom.rs ]; then
+  stage "loom model of the pool's sleep/wake protocol"
+  RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \
+    cargo test -p leanrt --release --test pool_loom
+  done_stage
+fi
+
+# ---- C and C++ through CMake/ctest -----------------------------------------
+stage "cmake build ($BUILD_DIR)"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
+cmake --build "$BUILD_DIR" -j "$JOBS"
+done_stage
+
+stage "ctest"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+done_stage
+
+# ---- hardening stages (sanitizers, valgrind, short soak) -------------------
+for s in sanitize valgrind soak; do
+  if [ -x "scripts/$s.sh" ]; then
+    stage "scripts/$s.sh (CI size)"
+    "scripts/$s.sh"
+    done_stage
+  fi
+done
+
+echo
+echo "all stages passed"
