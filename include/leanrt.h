@@ -7,6 +7,36 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#if defined(_MSC_VER)
+#define LRT_ALIGNED(n) __declspec(align(n))
+#else
+#define LRT_ALIGNED(n) __attribute__((aligned(n)))
+#endif
+
+/**
+ * Number of fanin ids a payload holds.
+ */
+#define LRT_MAX_FANIN 128
+
+/**
+ * Number of tensors a payload holds.
+ */
+#define LRT_MAX_TENSORS 32
+
+/**
+ * Number of 64-bit scalars a payload holds.
+ */
+#define LRT_MAX_SCALARS 16
+
+/**
+ * Page-lock the host mirror (and COMPACT's staging buffer) once at create.
+ */
+#define LRT_MAKER_PIN_MIRROR 1
+
+/**
+ * Map a fresh mirror for every run instead of reusing one (baseline only).
+ */
+#define LRT_MAKER_FRESH_MIRROR 2
 
 /**
  * Status codes of the C ABI. `LRT_OK` is 0; every other value names an
@@ -49,6 +79,31 @@ typedef enum lrt_status {
 } lrt_status;
 
 /**
+ * How `lrt_runtime_maker_upload` ships the image.
+ */
+typedef enum lrt_upload_policy {
+  /**
+   * The old path: zero the whole mirror, ship the whole image (baseline).
+   */
+  LRT_UPLOAD_FULL = 0,
+  /**
+   * Init-on-write; ship header + descriptors[0,N), payloads[0,N),
+   * slot_states[0,N), flags[0,N): 320 + 4969*N bytes in at most 4 copies.
+   */
+  LRT_UPLOAD_BOUNDED = 1,
+  /**
+   * Gather the live prefixes into one image pitched to N; one copy.
+   */
+  LRT_UPLOAD_COMPACT = 2,
+} lrt_upload_policy;
+
+/**
+ * The runtime maker. `Send` (a maker may move between threads) but not
+ * `Sync`: one thread uses it at a time.
+ */
+typedef struct lrt_runtime_maker lrt_runtime_maker;
+
+/**
  * The four device callbacks, in the same order and with the same signatures
  * as the reference runtime's HostApiOps, so a host's functions plug in
  * unchanged. `copy_*` return 0 on success.
@@ -67,6 +122,187 @@ typedef struct lrt_host_api {
   void *ctx;
   const struct lrt_host_api_ops *ops;
 } lrt_host_api;
+
+/**
+ * Byte offsets of the segments of an image for one window.
+ */
+typedef struct lrt_sm_segments {
+  uint64_t header;
+  uint64_t descriptors;
+  uint64_t payloads;
+  uint64_t slot_states;
+  uint64_t completion_flags;
+  /**
+   * Total image size in bytes.
+   */
+  uint64_t end;
+} lrt_sm_segments;
+
+/**
+ * Maker configuration; fill with `lrt_maker_config_init` first.
+ */
+typedef struct lrt_maker_config {
+  /**
+   * Slots in the ring; 0: env PTO2_RING_TASK_WINDOW, else 16384.
+   */
+  uint64_t task_window;
+  /**
+   * Default `LRT_UPLOAD_BOUNDED`.
+   */
+  enum lrt_upload_policy policy;
+  /**
+   * `LRT_MAKER_PIN_MIRROR | LRT_MAKER_FRESH_MIRROR`.
+   */
+  uint32_t flags;
+} lrt_maker_config;
+
+/**
+ * One task descriptor (40 bytes).
+ */
+typedef struct lrt_task_descriptor {
+  uint64_t task_id;
+  /**
+   * Kernel per subtask slot; -1 = none.
+   */
+  int32_t kernel_id[3];
+  uint8_t _pad0[4];
+  void *packed_buffer_base;
+  void *packed_buffer_end;
+} lrt_task_descriptor;
+
+/**
+ * One task payload (4864 bytes, align 64). The device reads the counts,
+ * `fanin_local_ids[0, fanin_count)`, the early-dispatch and predicate state,
+ * `tensors[0, tensor_count)` and `scalars[0, scalar_count)`.
+ */
+typedef struct LRT_ALIGNED(64) lrt_task_payload {
+  int32_t tensor_count;
+  int32_t scalar_count;
+  int32_t fanin_count;
+  int32_t fanin_local_ids[LRT_MAX_FANIN];
+  uint8_t reserved[12];
+  /**
+   * Early-dispatch state, zeroed when the slot is claimed.
+   */
+  uint64_t early_dispatch[5];
+  /**
+   * Predicate state, zeroed when the slot is claimed.
+   */
+  uint64_t predicate[3];
+  uint8_t _pad0[40];
+  /**
+   * Tensor records, 128 bytes each.
+   */
+  uint64_t tensors[LRT_MAX_TENSORS][16];
+  uint64_t scalars[LRT_MAX_SCALARS];
+} lrt_task_payload;
+
+/**
+ * The scheduler's per-slot state (64 bytes, align 64).
+ */
+typedef struct LRT_ALIGNED(64) lrt_task_slot_state {
+  int32_t last_consumer_local_id;
+  int32_t task_state;
+  /**
+   * The slot's payload (host mirror address on the host, device address in
+   * the device image).
+   */
+  struct lrt_task_payload *payload;
+  /**
+   * The slot's descriptor (same rule as `payload`).
+   */
+  struct lrt_task_descriptor *task;
+  struct lrt_task_slot_state *wake_list_head;
+  struct lrt_task_slot_state *next_in_wake_list;
+  uint8_t active_mask;
+  uint8_t task_attrs;
+  uint8_t any_subtask_deferred;
+  uint8_t task_kind;
+  uint16_t completed_subtasks;
+  uint16_t total_required_subtasks;
+  uint16_t logical_block_num;
+  uint16_t next_block_idx;
+  int32_t graph_node_index;
+  void *graph_context;
+} lrt_task_slot_state;
+
+/**
+ * The SM header: ring flow control (each counter on its own cache line),
+ * the window constants, the segment pointers and the error words.
+ */
+typedef struct LRT_ALIGNED(64) lrt_sm_header {
+  /**
+   * Next slot the orchestrator will claim; `total_tasks` at upload.
+   */
+  int32_t current_task_index;
+  uint8_t _pad0[60];
+  int32_t last_task_alive;
+  uint8_t _pad1[60];
+  int32_t completed_watermark;
+  uint8_t _pad2[60];
+  uint64_t task_window_size;
+  uint64_t task_window_mask;
+  uint64_t heap_size;
+  /**
+   * Byte offset of the descriptor segment from the header.
+   */
+  uint64_t task_descriptors_offset;
+  struct lrt_task_descriptor *task_descriptors;
+  struct lrt_task_payload *task_payloads;
+  struct lrt_task_slot_state *slot_states;
+  uint8_t *completion_flags;
+  int32_t orchestrator_done;
+  uint8_t _pad3[4];
+  /**
+   * Size in bytes of the image the pointers above describe.
+   */
+  uint64_t total_size;
+  int32_t orch_error_code;
+  int32_t sched_error_bitmap;
+  int32_t sched_error_code;
+  int32_t sched_error_thread;
+  uint8_t _pad4[32];
+} lrt_sm_header;
+
+/**
+ * A claimed slot: its index and host-mirror addresses.
+ */
+typedef struct lrt_task_slot {
+  int32_t index;
+  struct lrt_task_descriptor *descriptor;
+  struct lrt_task_payload *payload;
+  struct lrt_task_slot_state *slot_state;
+} lrt_task_slot;
+
+/**
+ * What one upload did.
+ */
+typedef struct lrt_upload_report {
+  /**
+   * `current_task_index` at upload: the live slots `[0, N)`.
+   */
+  int32_t total_tasks;
+  /**
+   * `copy_to_device` calls made.
+   */
+  uint32_t copies;
+  /**
+   * Bytes shipped.
+   */
+  uint64_t bytes;
+  /**
+   * Zeroing done by the `begin_run` of this run.
+   */
+  uint64_t zero_ns;
+  /**
+   * Validating and rewriting host pointers to device addresses.
+   */
+  uint64_t relocate_ns;
+  /**
+   * Gathering (COMPACT) and copying to the device.
+   */
+  uint64_t copy_ns;
+} lrt_upload_report;
 
 #ifdef __cplusplus
 extern "C" {
@@ -122,6 +358,115 @@ enum lrt_status lrt_host_api_cuda(int device, struct lrt_host_api *out);
  * `api` is NULL or points to an `lrt_host_api` filled by leanrt (or zeroed).
  */
 void lrt_host_api_release(struct lrt_host_api *api);
+
+/**
+ * Writes the segment offsets of the image for window `task_window` to
+ * `*out`. `LRT_ERR_INVALID_ARGUMENT` unless the window is a power of two in
+ * [4, INT32_MAX] whose image fits in INT32_MAX bytes.
+ *
+ * # Safety
+ * `out` is NULL or valid for a write of `lrt_sm_segments`.
+ */
+enum lrt_status lrt_sm_ring_segment_offsets(uint64_t task_window, struct lrt_sm_segments *out);
+
+/**
+ * Sets `*cfg` to the defaults: window 0 (env, else 16384), BOUNDED, no
+ * flags. NULL is ignored (and recorded for `lrt_last_error`).
+ *
+ * # Safety
+ * `cfg` is NULL or valid for a write of `lrt_maker_config`.
+ */
+void lrt_maker_config_init(struct lrt_maker_config *cfg);
+
+/**
+ * Creates a maker: resolves the window (config, then env
+ * PTO2_RING_TASK_WINDOW, then 16384), allocates the device image once
+ * through `api` and reserves the untouched host mirror. `*out` is written
+ * only on success. `LRT_ERR_INVALID_ARGUMENT` for NULL arguments, an
+ * unknown policy or flag, a bad window or an incomplete `api`;
+ * `LRT_ERR_NO_MEMORY` when `device_malloc` returns NULL (nothing leaked).
+ * `api->ops` must outlive the maker.
+ *
+ * # Safety
+ * `cfg`, `api` and `out` are NULL or valid for their reads/write.
+ */
+enum lrt_status lrt_runtime_maker_create(const struct lrt_maker_config *cfg,
+                                         const struct lrt_host_api *api,
+                                         struct lrt_runtime_maker **out);
+
+/**
+ * Starts a run: zeroes the header (FULL: the whole mirror), stamps the
+ * constants and array pointers, sets `current_task_index = 0`, and writes
+ * the mirror's header to `*host_sm`.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker; `host_sm` is NULL or valid for a write.
+ */
+enum lrt_status lrt_runtime_maker_begin_run(struct lrt_runtime_maker *maker,
+                                            struct lrt_sm_header **host_sm);
+
+/**
+ * Claims slot `current_task_index`, initializing everything the device
+ * reads for it, and writes its index and mirror addresses to `*out`.
+ * `LRT_ERR_OUT_OF_RANGE` when the window is full, `LRT_ERR_STATE` before
+ * `begin_run`.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker; `out` is NULL or valid for a write.
+ */
+enum lrt_status lrt_runtime_maker_claim_slot(struct lrt_runtime_maker *maker,
+                                             struct lrt_task_slot *out);
+
+/**
+ * Validates `total_tasks = current_task_index` (in [0, W], else
+ * `LRT_ERR_OUT_OF_RANGE`) and the live slots' pointers (else
+ * `LRT_ERR_INVALID_ARGUMENT`) before copying anything, relocates them to
+ * device addresses, ships the image per policy and restores the mirror.
+ * A failing `copy_to_device` is `LRT_ERR_DEVICE`; the next run still works.
+ * `report` may be NULL.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker; `report` is NULL or valid for a write.
+ */
+enum lrt_status lrt_runtime_maker_upload(struct lrt_runtime_maker *maker,
+                                         struct lrt_upload_report *report);
+
+/**
+ * Copies the device header back and writes 0, or the negated
+ * `orch_error_code`, else the negated `sched_error_code`, to
+ * `*runtime_status`. `LRT_ERR_STATE` before a successful upload.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker; `runtime_status` is NULL or valid for a write.
+ */
+enum lrt_status lrt_runtime_maker_read_status(struct lrt_runtime_maker *maker,
+                                              int32_t *runtime_status);
+
+/**
+ * Writes the full image's segment offsets to `*out`.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker; `out` is NULL or valid for a write.
+ */
+enum lrt_status lrt_runtime_maker_segments(const struct lrt_runtime_maker *maker,
+                                           struct lrt_sm_segments *out);
+
+/**
+ * The device image (its header is at offset 0 under every policy); NULL
+ * for a NULL maker.
+ *
+ * # Safety
+ * `maker` is NULL or a live maker.
+ */
+void *lrt_runtime_maker_device_image(const struct lrt_runtime_maker *maker);
+
+/**
+ * Frees the device image and the mirror (unpinning it). NULL is a no-op.
+ *
+ * # Safety
+ * `maker` is NULL or a maker from `lrt_runtime_maker_create`, not used again.
+ */
+void lrt_runtime_maker_destroy(struct lrt_runtime_maker *maker);
 
 #ifdef __cplusplus
 }  // extern "C"

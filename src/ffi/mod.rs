@@ -12,6 +12,7 @@
 #[macro_use]
 pub mod boundary;
 pub mod device;
+pub mod staging;
 pub mod status;
 
 pub use boundary::{lrt_last_error, lrt_status_str, lrt_version};

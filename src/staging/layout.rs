@@ -1,0 +1,303 @@
+//! The SM image layout, byte-compatible with the reference runtime.
+//!
+//! An image for a task window `W` is five segments, each starting on a
+//! 64-byte boundary: the header, then `W` descriptors, `W` payloads, `W` slot
+//! states and `W` one-byte completion flags. Sizes, alignments and field
+//! offsets are fixed by the design contract and pinned below by static
+//! assertions (and by the C test `c_tests/staging/layout.c`).
+use std::ffi::c_void;
+use std::mem::{align_of, size_of};
+
+use static_assertions::{const_assert, const_assert_eq};
+
+use crate::{Error, Result};
+
+/// Number of fanin ids a payload holds.
+pub const MAX_FANIN: usize = 128;
+/// Number of tensors a payload holds.
+pub const MAX_TENSORS: usize = 32;
+/// Number of 64-bit scalars a payload holds.
+pub const MAX_SCALARS: usize = 16;
+/// Bytes of one tensor record in a payload.
+pub(crate) const TENSOR_BYTES: usize = 128;
+/// The window used when neither the config nor the environment sets one.
+pub(crate) const DEFAULT_TASK_WINDOW: u64 = 16384;
+/// Bytes shipped per live slot by a bounded upload: descriptor + payload +
+/// slot state + completion flag.
+pub(crate) const BYTES_PER_SLOT: u64 = 40 + 4864 + 64 + 1;
+
+/// The SM header: ring flow control (each counter on its own cache line),
+/// the window constants, the segment pointers and the error words.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug)]
+pub struct SmHeader {
+    /// Next slot the orchestrator will claim; `total_tasks` at upload.
+    pub current_task_index: i32,
+    pub _pad0: [u8; 60],
+    pub last_task_alive: i32,
+    pub _pad1: [u8; 60],
+    pub completed_watermark: i32,
+    pub _pad2: [u8; 60],
+    pub task_window_size: u64,
+    pub task_window_mask: u64,
+    pub heap_size: u64,
+    /// Byte offset of the descriptor segment from the header.
+    pub task_descriptors_offset: u64,
+    pub task_descriptors: *mut TaskDescriptor,
+    pub task_payloads: *mut TaskPayload,
+    pub slot_states: *mut TaskSlotState,
+    pub completion_flags: *mut u8,
+    pub orchestrator_done: i32,
+    pub _pad3: [u8; 4],
+    /// Size in bytes of the image the pointers above describe.
+    pub total_size: u64,
+    pub orch_error_code: i32,
+    pub sched_error_bitmap: i32,
+    pub sched_error_code: i32,
+    pub sched_error_thread: i32,
+    pub _pad4: [u8; 32],
+}
+
+/// One task descriptor (40 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TaskDescriptor {
+    pub task_id: u64,
+    /// Kernel per subtask slot; -1 = none.
+    pub kernel_id: [i32; 3],
+    pub _pad0: [u8; 4],
+    pub packed_buffer_base: *mut c_void,
+    pub packed_buffer_end: *mut c_void,
+}
+
+/// One task payload (4864 bytes, align 64). The device reads the counts,
+/// `fanin_local_ids[0, fanin_count)`, the early-dispatch and predicate state,
+/// `tensors[0, tensor_count)` and `scalars[0, scalar_count)`.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug)]
+pub struct TaskPayload {
+    pub tensor_count: i32,
+    pub scalar_count: i32,
+    pub fanin_count: i32,
+    pub fanin_local_ids: [i32; MAX_FANIN],
+    pub reserved: [u8; 12],
+    /// Early-dispatch state, zeroed when the slot is claimed.
+    pub early_dispatch: [u64; 5],
+    /// Predicate state, zeroed when the slot is claimed.
+    pub predicate: [u64; 3],
+    pub _pad0: [u8; 40],
+    /// Tensor records, 128 bytes each.
+    pub tensors: [[u64; 16]; MAX_TENSORS],
+    pub scalars: [u64; MAX_SCALARS],
+}
+
+/// The scheduler's per-slot state (64 bytes, align 64).
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug)]
+pub struct TaskSlotState {
+    pub last_consumer_local_id: i32,
+    pub task_state: i32,
+    /// The slot's payload (host mirror address on the host, device address in
+    /// the device image).
+    pub payload: *mut TaskPayload,
+    /// The slot's descriptor (same rule as `payload`).
+    pub task: *mut TaskDescriptor,
+    pub wake_list_head: *mut TaskSlotState,
+    pub next_in_wake_list: *mut TaskSlotState,
+    pub active_mask: u8,
+    pub task_attrs: u8,
+    pub any_subtask_deferred: u8,
+    pub task_kind: u8,
+    pub completed_subtasks: u16,
+    pub total_required_subtasks: u16,
+    pub logical_block_num: u16,
+    pub next_block_idx: u16,
+    pub graph_node_index: i32,
+    pub graph_context: *mut c_void,
+}
+
+/// Byte offsets of the segments of an image for one window.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SmSegments {
+    pub header: u64,
+    pub descriptors: u64,
+    pub payloads: u64,
+    pub slot_states: u64,
+    pub completion_flags: u64,
+    /// Total image size in bytes.
+    pub end: u64,
+}
+
+macro_rules! assert_offset {
+    ($t:ty, $field:ident, $off:expr) => {
+        const_assert_eq!(std::mem::offset_of!($t, $field), $off);
+    };
+}
+
+const_assert_eq!(size_of::<SmHeader>(), 320);
+const_assert_eq!(align_of::<SmHeader>(), 64);
+assert_offset!(SmHeader, current_task_index, 0);
+assert_offset!(SmHeader, last_task_alive, 64);
+assert_offset!(SmHeader, completed_watermark, 128);
+assert_offset!(SmHeader, task_window_size, 192);
+assert_offset!(SmHeader, task_window_mask, 200);
+assert_offset!(SmHeader, heap_size, 208);
+assert_offset!(SmHeader, task_descriptors_offset, 216);
+assert_offset!(SmHeader, task_descriptors, 224);
+assert_offset!(SmHeader, task_payloads, 232);
+assert_offset!(SmHeader, slot_states, 240);
+assert_offset!(SmHeader, completion_flags, 248);
+assert_offset!(SmHeader, orchestrator_done, 256);
+assert_offset!(SmHeader, total_size, 264);
+assert_offset!(SmHeader, orch_error_code, 272);
+assert_offset!(SmHeader, sched_error_bitmap, 276);
+assert_offset!(SmHeader, sched_error_code, 280);
+assert_offset!(SmHeader, sched_error_thread, 284);
+
+const_assert_eq!(size_of::<TaskDescriptor>(), 40);
+assert_offset!(TaskDescriptor, task_id, 0);
+assert_offset!(TaskDescriptor, kernel_id, 8);
+assert_offset!(TaskDescriptor, packed_buffer_base, 24);
+assert_offset!(TaskDescriptor, packed_buffer_end, 32);
+
+const_assert_eq!(size_of::<TaskPayload>(), 4864);
+const_assert_eq!(align_of::<TaskPayload>(), 64);
+assert_offset!(TaskPayload, tensor_count, 0);
+assert_offset!(TaskPayload, scalar_count, 4);
+assert_offset!(TaskPayload, fanin_count, 8);
+assert_offset!(TaskPayload, fanin_local_ids, 12);
+assert_offset!(TaskPayload, reserved, 524);
+assert_offset!(TaskPayload, early_dispatch, 536);
+assert_offset!(TaskPayload, predicate, 576);
+assert_offset!(TaskPayload, tensors, 640);
+assert_offset!(TaskPayload, scalars, 4736);
+const_assert_eq!(size_of::<[u64; 5]>(), 40);
+const_assert_eq!(size_of::<[u64; 3]>(), 24);
+const_assert_eq!(size_of::<[u64; 16]>(), TENSOR_BYTES);
+
+const_assert_eq!(size_of::<TaskSlotState>(), 64);
+const_assert_eq!(align_of::<TaskSlotState>(), 64);
+assert_offset!(TaskSlotState, last_consumer_local_id, 0);
+assert_offset!(TaskSlotState, task_state, 4);
+assert_offset!(TaskSlotState, payload, 8);
+assert_offset!(TaskSlotState, task, 16);
+assert_offset!(TaskSlotState, wake_list_head, 24);
+assert_offset!(TaskSlotState, next_in_wake_list, 32);
+assert_offset!(TaskSlotState, active_mask, 40);
+assert_offset!(TaskSlotState, task_attrs, 41);
+assert_offset!(TaskSlotState, any_subtask_deferred, 42);
+assert_offset!(TaskSlotState, task_kind, 43);
+assert_offset!(TaskSlotState, completed_subtasks, 44);
+assert_offset!(TaskSlotState, total_required_subtasks, 46);
+assert_offset!(TaskSlotState, logical_block_num, 48);
+assert_offset!(TaskSlotState, next_block_idx, 50);
+assert_offset!(TaskSlotState, graph_node_index, 52);
+assert_offset!(TaskSlotState, graph_context, 56);
+
+const_assert_eq!(size_of::<SmSegments>(), 48);
+// The layout is for 64-bit hosts (8-byte pointers), like the reference runtime.
+const_assert!(size_of::<*mut c_void>() == 8);
+const_assert_eq!(
+    BYTES_PER_SLOT as usize,
+    size_of::<TaskDescriptor>() + size_of::<TaskPayload>() + size_of::<TaskSlotState>() + 1
+);
+
+const SEGMENT_ALIGN: u64 = 64;
+
+const fn align_up(x: u64) -> u64 {
+    (x + SEGMENT_ALIGN - 1) & !(SEGMENT_ALIGN - 1)
+}
+
+/// Segment offsets for `slots` slots, without validating `slots` (it is at
+/// most `i32::MAX`, so nothing overflows `u64`). Used for a full window and
+/// for a compact image pitched to the live task count.
+pub(crate) const fn offsets_for(slots: u64) -> SmSegments {
+    let descriptors = align_up(size_of::<SmHeader>() as u64);
+    let payloads = align_up(descriptors + slots * size_of::<TaskDescriptor>() as u64);
+    let slot_states = align_up(payloads + slots * size_of::<TaskPayload>() as u64);
+    let completion_flags = align_up(slot_states + slots * size_of::<TaskSlotState>() as u64);
+    SmSegments {
+        header: 0,
+        descriptors,
+        payloads,
+        slot_states,
+        completion_flags,
+        end: completion_flags + slots,
+    }
+}
+
+/// The segment offsets of the image for window `task_window`.
+///
+/// `task_window` must be a power of two in `[4, i32::MAX]` and the whole
+/// image at most `i32::MAX` bytes (so `W <= 262144`); anything else is
+/// `ErrorKind::InvalidArgument`.
+pub fn segment_offsets(task_window: u64) -> Result<SmSegments> {
+    if task_window < 4 || task_window > i32::MAX as u64 {
+        return Err(Error::invalid_argument(format!(
+            "task window {task_window} is outside [4, {}]",
+            i32::MAX
+        )));
+    }
+    if !task_window.is_power_of_two() {
+        return Err(Error::invalid_argument(format!(
+            "task window {task_window} is not a power of two"
+        )));
+    }
+    let segments = offsets_for(task_window);
+    if segments.end > i32::MAX as u64 {
+        return Err(Error::invalid_argument(format!(
+            "task window {task_window} needs a {}-byte image, more than {} bytes",
+            segments.end,
+            i32::MAX
+        )));
+    }
+    Ok(segments)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goldens_at_16384() {
+        let s = segment_offsets(16384).unwrap();
+        assert_eq!(
+            (
+                s.header,
+                s.descriptors,
+                s.payloads,
+                s.slot_states,
+                s.completion_flags,
+                s.end
+            ),
+            (0, 320, 655_680, 80_347_456, 81_396_032, 81_412_416)
+        );
+    }
+
+    #[test]
+    fn rejects_bad_windows() {
+        for w in [
+            0,
+            1,
+            2,
+            3,
+            5,
+            12,
+            16385,
+            1 << 19,
+            1 << 30,
+            1 << 31,
+            u64::MAX,
+        ] {
+            assert!(segment_offsets(w).is_err(), "{w}");
+        }
+        for w in [4, 8, 1024, 1 << 18] {
+            let s = segment_offsets(w).unwrap();
+            assert!(s.end <= i32::MAX as u64);
+            assert_eq!(s.payloads % 64, 0);
+            assert_eq!(s.slot_states % 64, 0);
+            assert_eq!(s.completion_flags % 64, 0);
+        }
+    }
+}

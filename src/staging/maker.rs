@@ -1,0 +1,677 @@
+//! The runtime maker: builds a run's SM image in an init-on-write host mirror
+//! and ships to the device only what the device will read.
+//!
+//! Lifecycle of one run (one thread at a time, enforced by `&mut self`):
+//! `begin_run` (zero the header, stamp the constants) -> `claim_slot` x N
+//! (initialize slot i's device-read fields) -> the host writes the tasks ->
+//! `upload` (validate N, relocate, ship per policy, restore) -> the device
+//! runs -> `read_status`.
+//!
+//! Invariants:
+//! * The mirror is never pre-touched. A reused mirror's slots hold whatever
+//!   an earlier run left; only the header and claimed slots are written, so
+//!   nothing outside `[0, N)` may be shipped or trusted (init-on-write).
+//! * Between calls the mirror holds *host* addresses (header arrays, slot
+//!   `payload`/`task`); `upload` rewrites them to device addresses only for
+//!   the duration of the copy and restores them before returning, on success
+//!   and on failure alike.
+//! * `upload` validates everything (`N`, every live slot pointer) before it
+//!   changes or copies a byte; a rejected upload leaves the mirror and the
+//!   device image as they were.
+use std::ffi::c_void;
+use std::mem::size_of;
+use std::time::Instant;
+
+use super::layout::{
+    offsets_for, segment_offsets, SmHeader, SmSegments, TaskDescriptor, TaskPayload, TaskSlotState,
+    DEFAULT_TASK_WINDOW,
+};
+use super::mirror::Mapping;
+use crate::device::{self, HostApi, HostApiOps, PinnedRegion};
+use crate::{Error, Result};
+
+/// Page-lock the host mirror (and COMPACT's staging buffer) once at create.
+pub const MAKER_PIN_MIRROR: u32 = 1;
+/// Map a fresh mirror for every run instead of reusing one (baseline only).
+pub const MAKER_FRESH_MIRROR: u32 = 2;
+const KNOWN_FLAGS: u32 = MAKER_PIN_MIRROR | MAKER_FRESH_MIRROR;
+
+/// The environment variable read when the config leaves the window at 0.
+pub const TASK_WINDOW_ENV: &str = "PTO2_RING_TASK_WINDOW";
+
+/// How `upload` ships the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UploadPolicy {
+    /// The old path: zero the whole mirror each run, ship the whole image.
+    Full,
+    /// Init-on-write; ship the header + descriptors, payloads, slot states
+    /// and flags of slots `[0, N)`: `320 + 4969 * N` bytes in at most 4 copies.
+    Bounded,
+    /// Gather the live prefixes into one image pitched to `N`; one copy.
+    Compact,
+}
+
+impl UploadPolicy {
+    /// The policy for a raw C value (`LRT_UPLOAD_*`).
+    pub fn from_raw(raw: u32) -> Result<Self> {
+        match raw {
+            0 => Ok(UploadPolicy::Full),
+            1 => Ok(UploadPolicy::Bounded),
+            2 => Ok(UploadPolicy::Compact),
+            _ => Err(Error::invalid_argument(format!(
+                "unknown upload policy {raw} (expected 0, 1 or 2)"
+            ))),
+        }
+    }
+}
+
+/// What a maker is created with.
+#[derive(Clone, Copy, Debug)]
+pub struct MakerConfig {
+    /// Slots in the ring; 0 = env `PTO2_RING_TASK_WINDOW`, else 16384.
+    pub task_window: u64,
+    pub policy: UploadPolicy,
+    /// `MAKER_PIN_MIRROR | MAKER_FRESH_MIRROR`.
+    pub flags: u32,
+}
+
+impl Default for MakerConfig {
+    fn default() -> Self {
+        MakerConfig {
+            task_window: 0,
+            policy: UploadPolicy::Bounded,
+            flags: 0,
+        }
+    }
+}
+
+/// A claimed slot: its index and host-mirror addresses.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TaskSlot {
+    pub index: i32,
+    pub descriptor: *mut TaskDescriptor,
+    pub payload: *mut TaskPayload,
+    pub slot_state: *mut TaskSlotState,
+}
+
+/// What one upload did.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UploadReport {
+    /// `current_task_index` at upload: the live slots `[0, N)`.
+    pub total_tasks: i32,
+    /// `copy_to_device` calls made.
+    pub copies: u32,
+    /// Bytes shipped.
+    pub bytes: u64,
+    /// Zeroing done by the `begin_run` of this run.
+    pub zero_ns: u64,
+    /// Validating and rewriting host pointers to device addresses.
+    pub relocate_ns: u64,
+    /// Gathering (COMPACT) and copying to the device.
+    pub copy_ns: u64,
+}
+
+/// Resolves the task window: config, then the environment, then the default.
+/// An unusable environment value is ignored with a warning on stderr; an
+/// unusable final window is `InvalidArgument`.
+fn resolve_window(configured: u64) -> Result<u64> {
+    if configured != 0 {
+        segment_offsets(configured)?;
+        return Ok(configured);
+    }
+    if let Some(raw) = std::env::var_os(TASK_WINDOW_ENV) {
+        let text = raw.to_string_lossy();
+        match text.trim().parse::<u64>() {
+            Ok(w) if segment_offsets(w).is_ok() => return Ok(w),
+            _ => eprintln!(
+                "leanrt: warning: ignoring {TASK_WINDOW_ENV}={text:?} (not a power of two in \
+                 [4, 262144]); using {DEFAULT_TASK_WINDOW}"
+            ),
+        }
+    }
+    Ok(DEFAULT_TASK_WINDOW)
+}
+
+fn elapsed_ns(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn pin_or_warn(api: &HostApi, map: &Mapping, what: &str) -> Option<PinnedRegion> {
+    match device::pin_host_memory(api, map.as_ptr(), map.len()) {
+        Ok(region) => Some(region),
+        Err(e) => {
+            eprintln!("leanrt: warning: could not pin the {what}, continuing unpinned: {e}");
+            None
+        }
+    }
+}
+
+/// Maps pointers into the live prefix `[0, n)` of one segment from one base
+/// address to another (host mirror <-> device image).
+#[derive(Clone, Copy)]
+struct Rebase {
+    from: usize,
+    to: usize,
+    elem: usize,
+    n: usize,
+}
+
+impl Rebase {
+    /// `Some(new address)` for NULL (stays NULL) or the start of an element
+    /// in `[0, n)`; `None` for anything else.
+    fn map(&self, addr: usize) -> Option<usize> {
+        if addr == 0 {
+            return Some(0);
+        }
+        let off = addr.checked_sub(self.from)?;
+        (off % self.elem == 0 && off / self.elem < self.n).then_some(self.to + off)
+    }
+}
+
+/// The runtime maker. `Send` (a maker may move between threads) but not
+/// `Sync`: one thread uses it at a time.
+pub struct RuntimeMaker {
+    api: HostApi,
+    ops: HostApiOps,
+    window: u64,
+    policy: UploadPolicy,
+    flags: u32,
+    seg: SmSegments,
+    mirror: Mapping,
+    mirror_pin: Option<PinnedRegion>,
+    /// COMPACT's gather buffer (same size as the mirror, untouched until used).
+    staging: Option<Mapping>,
+    staging_pin: Option<PinnedRegion>,
+    device: *mut u8,
+    /// `begin_run` has been called (claim/upload allowed).
+    run_open: bool,
+    /// The last upload succeeded (the device holds a complete image).
+    uploaded: bool,
+    /// Nanoseconds the last `begin_run` spent zeroing.
+    last_zero_ns: u64,
+}
+
+// SAFETY: every pointer the maker holds (mirror, staging, device image) is
+// owned by it and reached only through `&mut self` or `&self` reads of plain
+// addresses; the host api's callbacks are required to be callable from any
+// thread (as the reference runtime's are). Not Sync: no `&self` method is
+// meant to run concurrently with another call.
+unsafe impl Send for RuntimeMaker {}
+
+impl RuntimeMaker {
+    /// Resolves the window, maps the (untouched) mirror, allocates the device
+    /// image once and pins the mirror if asked. On error nothing is leaked.
+    pub fn new(cfg: &MakerConfig, api: HostApi) -> Result<Self> {
+        if cfg.flags & !KNOWN_FLAGS != 0 {
+            return Err(Error::invalid_argument(format!(
+                "unknown maker flags {:#x}",
+                cfg.flags & !KNOWN_FLAGS
+            )));
+        }
+        let ops = *api.validate()?;
+        let window = resolve_window(cfg.task_window)?;
+        let seg = segment_offsets(window)?;
+        let len = seg.end as usize;
+        let mirror = Mapping::new(len)?;
+        let staging = match cfg.policy {
+            UploadPolicy::Compact => Some(Mapping::new(len)?),
+            _ => None,
+        };
+        let malloc = ops
+            .device_malloc
+            .ok_or_else(|| Error::internal("validated"))?;
+        // SAFETY: the host api contract: device_malloc(ctx, size) returns a
+        // device allocation of `size` bytes or NULL.
+        let device = unsafe { malloc(api.ctx, len) }.cast::<u8>();
+        if device.is_null() {
+            return Err(Error::no_memory(format!(
+                "device_malloc({len}) returned NULL"
+            )));
+        }
+        let mut maker = RuntimeMaker {
+            api,
+            ops,
+            window,
+            policy: cfg.policy,
+            flags: cfg.flags,
+            seg,
+            mirror,
+            mirror_pin: None,
+            staging,
+            staging_pin: None,
+            device,
+            run_open: false,
+            uploaded: false,
+            last_zero_ns: 0,
+        };
+        if maker.flags & MAKER_PIN_MIRROR != 0 {
+            maker.mirror_pin = pin_or_warn(&maker.api, &maker.mirror, "host mirror");
+            if let Some(staging) = &maker.staging {
+                maker.staging_pin = pin_or_warn(&maker.api, staging, "staging buffer");
+            }
+        }
+        Ok(maker)
+    }
+
+    /// Segment offsets of the full image.
+    pub fn segments(&self) -> SmSegments {
+        self.seg
+    }
+    /// The resolved task window.
+    pub fn task_window(&self) -> u64 {
+        self.window
+    }
+    /// The upload policy.
+    pub fn policy(&self) -> UploadPolicy {
+        self.policy
+    }
+    /// The device image (its header is at offset 0 under every policy).
+    pub fn device_image(&self) -> *mut c_void {
+        self.device.cast::<c_void>()
+    }
+
+    fn header_ptr(&self) -> *mut SmHeader {
+        self.mirror.as_ptr().cast::<SmHeader>()
+    }
+
+    fn mirror_at<T>(&self, offset: u64) -> *mut T {
+        self.mirror
+            .as_ptr()
+            .wrapping_add(offset as usize)
+            .cast::<T>()
+    }
+
+    /// Starts a run: zeroes the header (FULL: the whole mirror; FRESH: on a
+    /// newly mapped mirror), stamps the constants and host array pointers,
+    /// sets `current_task_index = 0`. Returns the mirror's header.
+    pub fn begin_run(&mut self) -> Result<*mut SmHeader> {
+        let t0 = Instant::now();
+        if self.flags & MAKER_FRESH_MIRROR != 0 {
+            // The baseline's "allocate a new image every run".
+            let fresh = Mapping::new(self.seg.end as usize)?;
+            self.mirror_pin = None; // unpin before the old mapping goes away
+            self.mirror = fresh;
+            if self.flags & MAKER_PIN_MIRROR != 0 {
+                self.mirror_pin = pin_or_warn(&self.api, &self.mirror, "host mirror");
+            }
+        }
+        let zero_len = match self.policy {
+            UploadPolicy::Full => self.mirror.len(),
+            _ => size_of::<SmHeader>(),
+        };
+        // SAFETY: the mirror is a live read/write mapping of at least
+        // `seg.end >= zero_len` bytes owned by self.
+        unsafe { std::ptr::write_bytes(self.mirror.as_ptr(), 0, zero_len) };
+        self.last_zero_ns = elapsed_ns(t0);
+        let host = self.host_arrays();
+        // SAFETY: the header lies at the start of the mapping, suitably
+        // aligned (page-aligned), and every bit pattern is a valid SmHeader;
+        // no other reference to it is live during this call.
+        let h = unsafe { &mut *self.header_ptr() };
+        self.stamp_header(h, host, self.seg.end);
+        h.current_task_index = 0;
+        self.run_open = true;
+        Ok(self.header_ptr())
+    }
+
+    /// The host mirror's segment bases.
+    fn host_arrays(&self) -> [usize; 4] {
+        let base = self.mirror.as_ptr() as usize;
+        [
+            base + self.seg.descriptors as usize,
+            base + self.seg.payloads as usize,
+            base + self.seg.slot_states as usize,
+            base + self.seg.completion_flags as usize,
+        ]
+    }
+
+    /// Writes the window constants and the four array pointers.
+    fn stamp_header(&self, h: &mut SmHeader, arrays: [usize; 4], total_size: u64) {
+        h.task_window_size = self.window;
+        h.task_window_mask = self.window - 1;
+        h.task_descriptors_offset = self.seg.descriptors;
+        h.task_descriptors = arrays[0] as *mut TaskDescriptor;
+        h.task_payloads = arrays[1] as *mut TaskPayload;
+        h.slot_states = arrays[2] as *mut TaskSlotState;
+        h.completion_flags = arrays[3] as *mut u8;
+        h.total_size = total_size;
+    }
+
+    /// Reads `current_task_index` from the mirror.
+    fn current_index(&self) -> i32 {
+        // SAFETY: in-bounds, aligned read of plain data in the owned mapping.
+        unsafe { (*self.header_ptr()).current_task_index }
+    }
+
+    /// Claims slot `current_task_index`: initializes every field the device
+    /// reads for it (descriptor id and pointers, payload counts,
+    /// early-dispatch and predicate state, the whole slot state, its
+    /// completion flag) and advances the index.
+    pub fn claim_slot(&mut self) -> Result<TaskSlot> {
+        if !self.run_open {
+            return Err(Error::state("claim_slot before begin_run"));
+        }
+        let idx = self.current_index();
+        if idx < 0 || idx as u64 >= self.window {
+            return Err(Error::out_of_range(format!(
+                "cannot claim slot {idx}: the window holds slots [0, {})",
+                self.window
+            )));
+        }
+        let i = idx as u64;
+        let desc_p: *mut TaskDescriptor =
+            self.mirror_at(self.seg.descriptors + i * size_of::<TaskDescriptor>() as u64);
+        let pay_p: *mut TaskPayload =
+            self.mirror_at(self.seg.payloads + i * size_of::<TaskPayload>() as u64);
+        let state_p: *mut TaskSlotState =
+            self.mirror_at(self.seg.slot_states + i * size_of::<TaskSlotState>() as u64);
+        let flag_p: *mut u8 = self.mirror_at(self.seg.completion_flags + i);
+        // SAFETY: i < W, so the four elements lie inside the owned mapping at
+        // their natural alignment (segments are 64-aligned, the mapping is
+        // page-aligned); all are plain data valid for any bit pattern, and no
+        // other reference to them is live during this call.
+        let (desc, pay, state, flag) =
+            unsafe { (&mut *desc_p, &mut *pay_p, &mut *state_p, &mut *flag_p) };
+        *desc = TaskDescriptor {
+            task_id: i,
+            kernel_id: [-1; 3],
+            _pad0: [0; 4],
+            packed_buffer_base: std::ptr::null_mut(),
+            packed_buffer_end: std::ptr::null_mut(),
+        };
+        // Only the fixed part: fanin ids, tensors and scalars are read up to
+        // their counts, which the host writes with the content.
+        pay.tensor_count = 0;
+        pay.scalar_count = 0;
+        pay.fanin_count = 0;
+        pay.reserved = [0; 12];
+        pay.early_dispatch = [0; 5];
+        pay.predicate = [0; 3];
+        *state = TaskSlotState {
+            last_consumer_local_id: -1,
+            task_state: 0,
+            payload: pay_p,
+            task: desc_p,
+            wake_list_head: std::ptr::null_mut(),
+            next_in_wake_list: std::ptr::null_mut(),
+            active_mask: 0,
+            task_attrs: 0,
+            any_subtask_deferred: 0,
+            task_kind: 0,
+            completed_subtasks: 0,
+            total_required_subtasks: 0,
+            logical_block_num: 1,
+            next_block_idx: 0,
+            graph_node_index: -1,
+            graph_context: std::ptr::null_mut(),
+        };
+        *flag = 0;
+        // SAFETY: as in current_index, a write.
+        unsafe { (*self.header_ptr()).current_task_index = idx + 1 };
+        Ok(TaskSlot {
+            index: idx,
+            descriptor: desc_p,
+            payload: pay_p,
+            slot_state: state_p,
+        })
+    }
+
+    /// The device-side segment offsets for `n` live tasks under this policy.
+    fn device_layout(&self, n: u64) -> SmSegments {
+        match self.policy {
+            UploadPolicy::Compact => offsets_for(n),
+            _ => self.seg,
+        }
+    }
+
+    /// Host->device and device->host rebasings of the payload and descriptor
+    /// prefixes for `n` live slots.
+    fn rebases(&self, n: usize, dev: &SmSegments) -> [Rebase; 2] {
+        let host = self.mirror.as_ptr() as usize;
+        let device = self.device as usize;
+        [
+            Rebase {
+                from: host + self.seg.payloads as usize,
+                to: device + dev.payloads as usize,
+                elem: size_of::<TaskPayload>(),
+                n,
+            },
+            Rebase {
+                from: host + self.seg.descriptors as usize,
+                to: device + dev.descriptors as usize,
+                elem: size_of::<TaskDescriptor>(),
+                n,
+            },
+        ]
+    }
+
+    fn slot_state_ptr(&self, i: usize) -> *mut TaskSlotState {
+        self.mirror_at(self.seg.slot_states + (i * size_of::<TaskSlotState>()) as u64)
+    }
+
+    /// Rewrites the `payload`/`task` pointers of slots `[0, n)` with `pay`
+    /// and `task`; every pointer must map (checked beforehand).
+    fn rewrite_slots(&mut self, n: usize, pay: Rebase, task: Rebase) {
+        for i in 0..n {
+            // SAFETY: i < n <= W: an aligned slot state inside the mapping;
+            // plain data, no other live reference.
+            let s = unsafe { &mut *self.slot_state_ptr(i) };
+            s.payload = pay.map(s.payload as usize).unwrap_or(0) as *mut TaskPayload;
+            s.task = task.map(s.task as usize).unwrap_or(0) as *mut TaskDescriptor;
+        }
+    }
+
+    fn copy_to_device(&self, dev_off: u64, src: *const u8, len: u64) -> Result<()> {
+        let copy = self
+            .ops
+            .copy_to_device
+            .ok_or_else(|| Error::internal("validated"))?;
+        let dst = self.device.wrapping_add(dev_off as usize);
+        // SAFETY: host api contract: dst..dst+len lies in the device image
+        // (dev_off + len <= end, checked by the callers' layouts) and src is
+        // valid for len bytes of the mirror or staging buffer.
+        let rc = unsafe { copy(self.api.ctx, dst.cast(), src.cast(), len as usize) };
+        if rc != 0 {
+            return Err(Error::device(format!(
+                "copy_to_device({len} bytes at device offset {dev_off}) failed with {rc}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Validates `total_tasks = current_task_index` and every live slot
+    /// pointer, relocates, ships the image per policy and restores the
+    /// mirror's host pointers.
+    pub fn upload(&mut self) -> Result<UploadReport> {
+        if !self.run_open {
+            return Err(Error::state("upload before begin_run"));
+        }
+        let t_reloc = Instant::now();
+        let total = self.current_index();
+        if total < 0 || total as u64 > self.window {
+            return Err(Error::out_of_range(format!(
+                "total_tasks (current_task_index) {total} is outside [0, {}]",
+                self.window
+            )));
+        }
+        let n = total as usize;
+        let dev = self.device_layout(n as u64);
+        let [pay, task] = self.rebases(n, &dev);
+        for i in 0..n {
+            // SAFETY: i < n <= W; aligned plain-data read inside the mapping.
+            let s = unsafe { &*self.slot_state_ptr(i) };
+            if pay.map(s.payload as usize).is_none() {
+                return Err(Error::invalid_argument(format!(
+                    "slot {i}: payload pointer {:p} is not a live payload [0, {n}) of the mirror",
+                    s.payload
+                )));
+            }
+            if task.map(s.task as usize).is_none() {
+                return Err(Error::invalid_argument(format!(
+                    "slot {i}: task pointer {:p} is not a live descriptor [0, {n}) of the mirror",
+                    s.task
+                )));
+            }
+        }
+        // Everything is valid: relocate.
+        // SAFETY: the header is plain data at the start of the mapping.
+        let saved_header = unsafe { *self.header_ptr() };
+        let device = self.device as usize;
+        let dev_arrays = [
+            device + dev.descriptors as usize,
+            device + dev.payloads as usize,
+            device + dev.slot_states as usize,
+            device + dev.completion_flags as usize,
+        ];
+        // SAFETY: as in begin_run.
+        let h = unsafe { &mut *self.header_ptr() };
+        self.stamp_header(h, dev_arrays, dev.end);
+        self.rewrite_slots(n, pay, task);
+        let relocate_ns = elapsed_ns(t_reloc);
+
+        let t_copy = Instant::now();
+        let shipped = self.ship(n as u64, &dev);
+        let copy_ns = elapsed_ns(t_copy);
+
+        // Restore the host view, whatever the copy did.
+        let back = |r: Rebase| Rebase {
+            from: r.to,
+            to: r.from,
+            ..r
+        };
+        self.rewrite_slots(n, back(pay), back(task));
+        // SAFETY: as in begin_run.
+        unsafe { *self.header_ptr() = saved_header };
+
+        let (copies, bytes) = match shipped {
+            Ok(v) => v,
+            Err(e) => {
+                self.uploaded = false;
+                return Err(e);
+            }
+        };
+        self.uploaded = true;
+        Ok(UploadReport {
+            total_tasks: total,
+            copies,
+            bytes,
+            zero_ns: self.last_zero_ns,
+            relocate_ns,
+            copy_ns,
+        })
+    }
+
+    /// Ships the (relocated) image; returns (copies, bytes).
+    fn ship(&self, n: u64, dev: &SmSegments) -> Result<(u32, u64)> {
+        let seg = self.seg;
+        let base = self.mirror.as_ptr();
+        let d = size_of::<TaskDescriptor>() as u64;
+        let p = size_of::<TaskPayload>() as u64;
+        let s = size_of::<TaskSlotState>() as u64;
+        match self.policy {
+            UploadPolicy::Full => {
+                self.copy_to_device(0, base, seg.end)?;
+                Ok((1, seg.end))
+            }
+            UploadPolicy::Bounded => {
+                // Header and descriptors are adjacent (descriptors at 320).
+                let parts = [
+                    (0, seg.descriptors + n * d),
+                    (seg.payloads, n * p),
+                    (seg.slot_states, n * s),
+                    (seg.completion_flags, n),
+                ];
+                let (mut copies, mut bytes) = (0, 0);
+                for (off, len) in parts {
+                    if len == 0 {
+                        continue;
+                    }
+                    self.copy_to_device(off, base.wrapping_add(off as usize), len)?;
+                    copies += 1;
+                    bytes += len;
+                }
+                Ok((copies, bytes))
+            }
+            UploadPolicy::Compact => {
+                let staging = self
+                    .staging
+                    .as_ref()
+                    .ok_or_else(|| Error::internal("COMPACT maker without staging buffer"))?;
+                let out = staging.as_ptr();
+                let parts = [
+                    (0, 0, seg.descriptors),
+                    (seg.descriptors, dev.descriptors, n * d),
+                    (seg.payloads, dev.payloads, n * p),
+                    (seg.slot_states, dev.slot_states, n * s),
+                    (seg.completion_flags, dev.completion_flags, n),
+                ];
+                for (from, to, len) in parts {
+                    // SAFETY: `from + len <= seg.end` in the mirror and
+                    // `to + len <= dev.end <= seg.end` in the staging buffer
+                    // (a compact layout for n <= W is never larger); the two
+                    // mappings are distinct.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            base.add(from as usize),
+                            out.add(to as usize),
+                            len as usize,
+                        )
+                    };
+                }
+                self.copy_to_device(0, out, dev.end)?;
+                Ok((1, dev.end))
+            }
+        }
+    }
+
+    /// Copies the device header back: 0, or the negated `orch_error_code`,
+    /// else the negated `sched_error_code`.
+    pub fn read_status(&mut self) -> Result<i32> {
+        if !self.uploaded {
+            return Err(Error::state("read_status before a successful upload"));
+        }
+        let copy = self
+            .ops
+            .copy_from_device
+            .ok_or_else(|| Error::internal("validated"))?;
+        let mut h = std::mem::MaybeUninit::<SmHeader>::zeroed();
+        // SAFETY: host api contract: reads size_of::<SmHeader>() bytes from
+        // the start of the device image into a local buffer of that size.
+        let rc = unsafe {
+            copy(
+                self.api.ctx,
+                h.as_mut_ptr().cast(),
+                self.device.cast::<c_void>(),
+                size_of::<SmHeader>(),
+            )
+        };
+        if rc != 0 {
+            return Err(Error::device(format!(
+                "copy_from_device of the header failed with {rc}"
+            )));
+        }
+        // SAFETY: zero-initialized, then overwritten with plain data; any bit
+        // pattern is a valid SmHeader.
+        let h = unsafe { h.assume_init() };
+        Ok(if h.orch_error_code != 0 {
+            h.orch_error_code.wrapping_neg()
+        } else {
+            h.sched_error_code.wrapping_neg()
+        })
+    }
+}
+
+impl Drop for RuntimeMaker {
+    fn drop(&mut self) {
+        // Unpin before the mappings are unmapped (fields drop afterwards).
+        self.mirror_pin = None;
+        self.staging_pin = None;
+        if let Some(free) = self.ops.device_free {
+            // SAFETY: the device image came from this api's device_malloc and
+            // is freed exactly once, here.
+            unsafe { free(self.api.ctx, self.device.cast()) };
+        }
+    }
+}
