@@ -118,7 +118,11 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
     let mut out = Outcome::default();
     let context = format!("policy {policy} flags {flags} fail {fail:?}");
     let api = sim.api();
-    let cfg = RawCfg { task_window: W, policy, flags };
+    let cfg = RawCfg {
+        task_window: W,
+        policy,
+        flags,
+    };
 
     // create (retried once after an injected failure)
     let maker: *mut RuntimeMaker = loop {
@@ -126,14 +130,25 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
         let mut m = 0x42 as *mut RuntimeMaker;
         mark_last_error();
         // SAFETY: valid config, api and out; the sim outlives the maker.
-        let st = unsafe { ffi::lrt_runtime_maker_create((&cfg as *const RawCfg).cast(), &api, &mut m) } as i32;
+        let st =
+            unsafe { ffi::lrt_runtime_maker_create((&cfg as *const RawCfg).cast(), &api, &mut m) }
+                as i32;
         out.c_calls += 1;
         match hit(&sim, &before) {
             Some(op) => {
-                assert_eq!(st, expected_status(op), "{context}: create: {}", last_error());
+                assert_eq!(
+                    st,
+                    expected_status(op),
+                    "{context}: create: {}",
+                    last_error()
+                );
                 assert_eq!(m as usize, 0x42, "{context}: create wrote *out on failure");
                 assert_error_names("lrt_runtime_maker_create", &context);
-                assert_eq!(sim.live_count(), 0, "{context}: failed create leaked device memory");
+                assert_eq!(
+                    sim.live_count(),
+                    0,
+                    "{context}: failed create leaked device memory"
+                );
                 out.met = Some("create");
             }
             None => {
@@ -153,7 +168,12 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
         assert_eq!(st, OK, "{context}: begin_run {r}: {}", last_error());
         let h = hdr.cast::<u8>();
         for i in 0..n {
-            let mut slot = TaskSlot { index: -1, descriptor: null_mut(), payload: null_mut(), slot_state: null_mut() };
+            let mut slot = TaskSlot {
+                index: -1,
+                descriptor: null_mut(),
+                payload: null_mut(),
+                slot_state: null_mut(),
+            };
             // SAFETY: live maker, valid out.
             let st = unsafe { ffi::lrt_runtime_maker_claim_slot(maker, &mut slot) } as i32;
             out.c_calls += 1;
@@ -162,17 +182,34 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
             wr_u64(slot.payload.cast(), P_SCALARS, tag(r, i, 2));
             wr_u64(slot.payload.cast(), P_SCALARS + 8 * 15, tag(r, i, 3));
         }
-        let image = sim.state().live.keys().next().copied().expect("device image");
+        let image = sim
+            .state()
+            .live
+            .keys()
+            .next()
+            .copied()
+            .expect("device image");
         sim.with_alloc(image as *mut c_void, |b| b.fill(POISON));
         let before = counts(&sim);
-        let mut report = UploadReport { total_tasks: -9, ..Default::default() };
+        let mut report = UploadReport {
+            total_tasks: -9,
+            ..Default::default()
+        };
         mark_last_error();
         // SAFETY: live maker, valid report.
         let st = unsafe { ffi::lrt_runtime_maker_upload(maker, &mut report) } as i32;
         out.c_calls += 1;
         if let Some(op) = hit(&sim, &before) {
-            assert_eq!(st, expected_status(op), "{context}: upload {r}: {}", last_error());
-            assert_eq!(report.total_tasks, -9, "{context}: report written on failure");
+            assert_eq!(
+                st,
+                expected_status(op),
+                "{context}: upload {r}: {}",
+                last_error()
+            );
+            assert_eq!(
+                report.total_tasks, -9,
+                "{context}: report written on failure"
+            );
             assert_error_names("lrt_runtime_maker_upload", &context);
             out.met = Some("upload");
             // The host makes the run again: the maker must be usable.
@@ -185,17 +222,50 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
         sim.with_alloc(image as *mut c_void, |dev| {
             let base = dev.as_mut_ptr();
             let lo = base as u64;
-            assert_eq!(rd_i32(base, H_CTI), n as i32, "{context}: run {r}: device cti");
-            assert_eq!(rd_u64(base, H_WINDOW), W, "{context}: run {r}: device window");
+            assert_eq!(
+                rd_i32(base, H_CTI),
+                n as i32,
+                "{context}: run {r}: device cti"
+            );
+            assert_eq!(
+                rd_u64(base, H_WINDOW),
+                W,
+                "{context}: run {r}: device window"
+            );
             let off = |f: usize| rd_u64(base, f).wrapping_sub(lo) as usize;
-            let (d0, p0, s0, f0) = (off(H_DESC_PTR), off(H_PAY_PTR), off(H_SS_PTR), off(H_FLAGS_PTR));
+            let (d0, p0, s0, f0) = (
+                off(H_DESC_PTR),
+                off(H_PAY_PTR),
+                off(H_SS_PTR),
+                off(H_FLAGS_PTR),
+            );
             for i in 0..n {
                 let (d, p, s) = (d0 + i * DESC, p0 + i * PAY, s0 + i * SS);
-                assert_eq!(rd_i32(base, d + D_KERNEL), tag(r, i, 1) as i32, "{context}: run {r} slot {i} kernel");
-                assert_eq!(rd_u64(base, p + P_SCALARS), tag(r, i, 2), "{context}: run {r} slot {i} scalar0");
-                assert_eq!(rd_u64(base, p + P_SCALARS + 120), tag(r, i, 3), "{context}: run {r} slot {i} scalar15");
-                assert_eq!(rd_u64(base, s + S_PAYLOAD), lo + p as u64, "{context}: run {r} slot {i} payload ptr");
-                assert_eq!(rd_u64(base, s + S_TASK), lo + d as u64, "{context}: run {r} slot {i} task ptr");
+                assert_eq!(
+                    rd_i32(base, d + D_KERNEL),
+                    tag(r, i, 1) as i32,
+                    "{context}: run {r} slot {i} kernel"
+                );
+                assert_eq!(
+                    rd_u64(base, p + P_SCALARS),
+                    tag(r, i, 2),
+                    "{context}: run {r} slot {i} scalar0"
+                );
+                assert_eq!(
+                    rd_u64(base, p + P_SCALARS + 120),
+                    tag(r, i, 3),
+                    "{context}: run {r} slot {i} scalar15"
+                );
+                assert_eq!(
+                    rd_u64(base, s + S_PAYLOAD),
+                    lo + p as u64,
+                    "{context}: run {r} slot {i} payload ptr"
+                );
+                assert_eq!(
+                    rd_u64(base, s + S_TASK),
+                    lo + d as u64,
+                    "{context}: run {r} slot {i} task ptr"
+                );
                 assert_eq!(dev[f0 + i], 0, "{context}: run {r} slot {i} flag");
             }
             // The device reports an error code for this run.
@@ -210,8 +280,16 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
             let st = unsafe { ffi::lrt_runtime_maker_read_status(maker, &mut status) } as i32;
             out.c_calls += 1;
             if let Some(op) = hit(&sim, &before) {
-                assert_eq!(st, expected_status(op), "{context}: read_status {r}: {}", last_error());
-                assert_eq!(status, 0x7777, "{context}: read_status wrote *out on failure");
+                assert_eq!(
+                    st,
+                    expected_status(op),
+                    "{context}: read_status {r}: {}",
+                    last_error()
+                );
+                assert_eq!(
+                    status, 0x7777,
+                    "{context}: read_status wrote *out on failure"
+                );
                 assert_error_names("lrt_runtime_maker_read_status", &context);
                 out.met = Some("read_status");
                 continue;
@@ -226,10 +304,17 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
     // SAFETY: live maker, not used again.
     unsafe { ffi::lrt_runtime_maker_destroy(maker) };
     out.c_calls += 1;
-    assert_eq!(sim.live_count(), 0, "{context}: destroy leaked device memory");
+    assert_eq!(
+        sim.live_count(),
+        0,
+        "{context}: destroy leaked device memory"
+    );
     {
         let st = sim.state();
-        assert_eq!(st.total_allocs, st.total_frees, "{context}: allocations unbalanced");
+        assert_eq!(
+            st.total_allocs, st.total_frees,
+            "{context}: allocations unbalanced"
+        );
     }
     sim.assert_clean(&context);
     out
@@ -246,13 +331,19 @@ fn every_kth_device_call_fails_cleanly() {
             assert!(dry.met.is_none());
             c_calls += dry.c_calls;
             for &(op, total) in &dry.calls {
-                assert!(op != Op::Malloc || total >= 1, "create allocates the device image");
+                assert!(
+                    op != Op::Malloc || total >= 1,
+                    "create allocates the device image"
+                );
                 // k = total + 1 is never reached: the script must still pass.
                 for k in 1..=total + 1 {
                     let o = script(policy, flags, Some((op, k)));
                     c_calls += o.c_calls;
                     if k <= total {
-                        assert!(o.met.is_some(), "policy {policy} flags {flags}: failure {op:?}#{k} not met");
+                        assert!(
+                            o.met.is_some(),
+                            "policy {policy} flags {flags}: failure {op:?}#{k} not met"
+                        );
                         injected += 1;
                     } else {
                         assert!(o.met.is_none());
@@ -261,6 +352,8 @@ fn every_kth_device_call_fails_cleanly() {
             }
         }
     }
-    eprintln!("fault_staging: {injected} injected device failures, {c_calls} C calls, all recovered");
+    eprintln!(
+        "fault_staging: {injected} injected device failures, {c_calls} C calls, all recovered"
+    );
     assert!(injected > 0);
 }

@@ -62,7 +62,16 @@ fn fuzz_core_c_abi() {
                 let len = rng.below(full.len() as u64 + 8) as usize;
                 let mut buf = vec![0x7f as c_char; len + 16];
                 // SAFETY: buf is valid for len + 16 >= len bytes.
-                let n = unsafe { lrt_last_error(if len == 0 && rng.chance(1, 2) { null_mut() } else { buf.as_mut_ptr() }, len) };
+                let n = unsafe {
+                    lrt_last_error(
+                        if len == 0 && rng.chance(1, 2) {
+                            null_mut()
+                        } else {
+                            buf.as_mut_ptr()
+                        },
+                        len,
+                    )
+                };
                 calls += 1;
                 assert_eq!(n, full.len(), "lrt_last_error returns the full length");
                 if len > 0 {
@@ -72,9 +81,15 @@ fn fuzz_core_c_abi() {
                     assert_eq!(got, &full.as_bytes()[..k], "truncated message");
                     assert_eq!(buf[k], 0);
                 }
-                assert!(buf[len.max(1)..].iter().all(|&b| b == 0x7f || len == 0), "wrote past len");
+                assert!(
+                    buf[len.max(1)..].iter().all(|&b| b == 0x7f || len == 0),
+                    "wrote past len"
+                );
                 if len == 0 {
-                    assert!(buf.iter().all(|&b| b == 0x7f), "len 0 wrote into the buffer");
+                    assert!(
+                        buf.iter().all(|&b| b == 0x7f),
+                        "len 0 wrote into the buffer"
+                    );
                 }
             }
             2 => {
@@ -89,7 +104,9 @@ fn fuzz_core_c_abi() {
                 let null_out = rng.chance(1, 4);
                 mark_last_error();
                 // SAFETY: out valid or NULL.
-                let st = unsafe { dev::lrt_host_api_cuda(device, if null_out { null_mut() } else { &mut out }) } as i32;
+                let st = unsafe {
+                    dev::lrt_host_api_cuda(device, if null_out { null_mut() } else { &mut out })
+                } as i32;
                 calls += 1;
                 if null_out {
                     assert_eq!(st, INVALID);
@@ -99,10 +116,17 @@ fn fuzz_core_c_abi() {
                     // SAFETY: filled by leanrt.
                     unsafe { dev::lrt_host_api_release(&mut out) };
                     calls += 1;
-                    assert!(out.ops.is_null() && out.ctx.is_null(), "release clears the api");
+                    assert!(
+                        out.ops.is_null() && out.ctx.is_null(),
+                        "release clears the api"
+                    );
                 } else {
                     assert!(st == UNAVAILABLE || st == INVALID, "cuda({device}): {st}");
-                    assert_eq!((out.ctx as usize, out.ops as usize), (0x1111, 0x2222), "out written on failure");
+                    assert_eq!(
+                        (out.ctx as usize, out.ops as usize),
+                        (0x1111, 0x2222),
+                        "out written on failure"
+                    );
                     assert_error_names("lrt_host_api_cuda", "no CUDA");
                 }
             }
@@ -126,7 +150,10 @@ fn fuzz_core_c_abi() {
                 // SAFETY: NULL is a no-op.
                 unsafe { dev::lrt_host_api_release(null_mut()) };
                 // A zeroed api: releasing it is a no-op.
-                let mut z = HostApi { ctx: null_mut(), ops: null() };
+                let mut z = HostApi {
+                    ctx: null_mut(),
+                    ops: null(),
+                };
                 // SAFETY: a zeroed api is allowed.
                 unsafe { dev::lrt_host_api_release(&mut z) };
                 calls += 2;

@@ -43,14 +43,44 @@ const KNOWN_KEYS: &[&str] = &[
 /// A config value: valid-looking, boundary or malformed.
 fn random_value(rng: &mut Rng) -> Vec<u8> {
     let s: String = match rng.below(12) {
-        0 => rng.pick(&["0", "1", "-1", "2", "8", "64", "65", "1000", "100000"]).to_string(),
-        1 => rng.pick(&["", " ", "1 ", " 1", "+1", "-", "--1", "0x10", "1e3", "1.5", "NaN", "true", "yes"]).to_string(),
-        2 => rng.pick(&["2147483647", "2147483648", "-2147483648", "-2147483649", "99999999999999999999"]).to_string(),
+        0 => rng
+            .pick(&["0", "1", "-1", "2", "8", "64", "65", "1000", "100000"])
+            .to_string(),
+        1 => rng
+            .pick(&[
+                "", " ", "1 ", " 1", "+1", "-", "--1", "0x10", "1e3", "1.5", "NaN", "true", "yes",
+            ])
+            .to_string(),
+        2 => rng
+            .pick(&[
+                "2147483647",
+                "2147483648",
+                "-2147483648",
+                "-2147483649",
+                "99999999999999999999",
+            ])
+            .to_string(),
         3 => rng.edgy_i32().to_string(),
-        4 => rng.pick(&["0,1", "1;2", "0-1", "1,2;3,4", "", ";", ",", "a-b", "4294967295", "0-99999", "1-0"]).to_string(),
+        4 => rng
+            .pick(&[
+                "0,1",
+                "1;2",
+                "0-1",
+                "1,2;3,4",
+                "",
+                ";",
+                ",",
+                "a-b",
+                "4294967295",
+                "0-99999",
+                "1-0",
+            ])
+            .to_string(),
         5 => {
             let len = rng.below(300) as usize;
-            (0..len).map(|_| (b' ' + rng.below(95) as u8) as char).collect()
+            (0..len)
+                .map(|_| (b' ' + rng.below(95) as u8) as char)
+                .collect()
         }
         6 => {
             // raw bytes (non-UTF-8 too), returned below
@@ -75,7 +105,15 @@ fn random_key(rng: &mut Rng) -> Vec<u8> {
                 _ => k[..rng.below(k.len() as u64) as usize].to_string(),
             }
         }
-        7 => rng.pick(&["", "session.", "session.intra_op.", "session.inter_op.allow_spinning", "x"]).to_string(),
+        7 => rng
+            .pick(&[
+                "",
+                "session.",
+                "session.intra_op.",
+                "session.inter_op.allow_spinning",
+                "x",
+            ])
+            .to_string(),
         8 => {
             let len = rng.below(16) as usize;
             return (0..len).map(|_| 1 + rng.below(255) as u8).collect();
@@ -121,7 +159,11 @@ impl Counters {
         }
     }
     fn assert_exactly_once(&self, total: isize, context: &str) {
-        assert_eq!(self.bad.load(Ordering::Relaxed), 0, "{context}: index outside [0, total)");
+        assert_eq!(
+            self.bad.load(Ordering::Relaxed),
+            0,
+            "{context}: index outside [0, total)"
+        );
         for (i, c) in self.hits.iter().enumerate() {
             let want = if (i as isize) < total { 1 } else { 0 };
             let got = c.load(Ordering::Relaxed);
@@ -144,7 +186,13 @@ fn nest(c: &Counters) {
     let inner = Counters::new(8);
     // SAFETY: pool is live for the duration of the outer loop; inner outlives the call.
     unsafe {
-        ffi::lrt_pool_try_parallel_for(pool, 8, 1e6, Some(range_cb), &inner as *const Counters as *mut c_void)
+        ffi::lrt_pool_try_parallel_for(
+            pool,
+            8,
+            1e6,
+            Some(range_cb),
+            &inner as *const Counters as *mut c_void,
+        )
     };
     inner.assert_exactly_once(8, "nested loop");
     c.nested_ok.fetch_add(1, Ordering::Relaxed);
@@ -264,12 +312,22 @@ impl Fuzz {
     }
 
     /// A setter call: on failure nothing changed and a message exists.
-    fn setter(&mut self, o: *mut PoolOptions, name: &str, must_fail: bool, call: impl FnOnce() -> leanrt::ffi::lrt_status) -> i32 {
+    fn setter(
+        &mut self,
+        o: *mut PoolOptions,
+        name: &str,
+        must_fail: bool,
+        call: impl FnOnce() -> leanrt::ffi::lrt_status,
+    ) -> i32 {
         let before = snapshot(o);
         mark_last_error();
         let s = self.st(call());
         if s != OK {
-            assert_eq!(before, snapshot(o), "{name}: rejected call changed the options");
+            assert_eq!(
+                before,
+                snapshot(o),
+                "{name}: rejected call changed the options"
+            );
             assert_error_names("lrt_pool_options_", name);
             self.rejected += 1;
         } else {
@@ -286,11 +344,18 @@ impl Fuzz {
                 // SAFETY: valid out pointer.
                 let s = self.st(unsafe { ffi::lrt_pool_options_create(&mut o) });
                 assert_eq!(s, OK);
-                assert_eq!(snapshot(o), PoolOptions::default(), "fresh options are the defaults");
+                assert_eq!(
+                    snapshot(o),
+                    PoolOptions::default(),
+                    "fresh options are the defaults"
+                );
                 self.opts.push(o);
             }
             // SAFETY: NULL out must be rejected.
-            assert_eq!(self.st(unsafe { ffi::lrt_pool_options_create(null_mut()) }), INVALID);
+            assert_eq!(
+                self.st(unsafe { ffi::lrt_pool_options_create(null_mut()) }),
+                INVALID
+            );
             return;
         }
         if r == 1 {
@@ -306,14 +371,19 @@ impl Fuzz {
         }
         let o = self.pick_opts().unwrap();
         let v = self.rng.edgy_i32();
-        let o_or_null = if self.rng.chance(1, 12) { null_mut() } else { o };
+        let o_or_null = if self.rng.chance(1, 12) {
+            null_mut()
+        } else {
+            o
+        };
         if o_or_null.is_null() {
             // Every setter with a NULL handle: INVALID, nothing else happens.
             let key = CString::new(KNOWN_KEYS[0]).unwrap();
             // SAFETY: NULL handles must be rejected without dereference.
             let r = unsafe {
                 [
-                    ffi::lrt_pool_options_set_config(null_mut(), key.as_ptr(), c"1".as_ptr()) as i32,
+                    ffi::lrt_pool_options_set_config(null_mut(), key.as_ptr(), c"1".as_ptr())
+                        as i32,
                     ffi::lrt_pool_options_set_num_threads(null_mut(), 2) as i32,
                     ffi::lrt_pool_options_set_spin_control(null_mut(), 1) as i32,
                     ffi::lrt_pool_options_set_spin_duration_us(null_mut(), 10) as i32,
@@ -322,7 +392,12 @@ impl Fuzz {
                     ffi::lrt_pool_options_set_affinity(null_mut(), c"0".as_ptr()) as i32,
                     ffi::lrt_pool_options_set_denormal_as_zero(null_mut(), 1) as i32,
                     ffi::lrt_pool_options_set_name(null_mut(), c"x".as_ptr()) as i32,
-                    ffi::lrt_pool_options_set_custom_thread_fns(null_mut(), Some(custom_create), null_mut(), Some(custom_join)) as i32,
+                    ffi::lrt_pool_options_set_custom_thread_fns(
+                        null_mut(),
+                        Some(custom_create),
+                        null_mut(),
+                        Some(custom_join),
+                    ) as i32,
                 ]
             };
             self.calls += 10;
@@ -353,7 +428,10 @@ impl Fuzz {
                         assert!(val == "0" || val == "1", "allow_spinning accepted {val:?}");
                     }
                     if key != "session.intra_op_thread_affinities" {
-                        assert!(val.parse::<i64>().is_ok(), "{key} accepted non-integer {val:?}");
+                        assert!(
+                            val.parse::<i64>().is_ok(),
+                            "{key} accepted non-integer {val:?}"
+                        );
                     }
                     self.accepted_configs += 1;
                 } else {
@@ -398,7 +476,9 @@ impl Fuzz {
                 let nul = self.rng.chance(1, 10);
                 self.setter(o, "set_affinity", nul, || {
                     // SAFETY: live handle; string or NULL.
-                    unsafe { ffi::lrt_pool_options_set_affinity(o, if nul { null() } else { a.as_ptr() }) }
+                    unsafe {
+                        ffi::lrt_pool_options_set_affinity(o, if nul { null() } else { a.as_ptr() })
+                    }
                 });
             }
             9 => {
@@ -406,7 +486,9 @@ impl Fuzz {
                 let nul = self.rng.chance(1, 10);
                 self.setter(o, "set_name", nul, || {
                     // SAFETY: live handle; string or NULL.
-                    unsafe { ffi::lrt_pool_options_set_name(o, if nul { null() } else { a.as_ptr() }) }
+                    unsafe {
+                        ffi::lrt_pool_options_set_name(o, if nul { null() } else { a.as_ptr() })
+                    }
                 });
             }
             _ => {
@@ -419,7 +501,9 @@ impl Fuzz {
                 };
                 self.setter(o, "set_custom_thread_fns", which == 0, || {
                     // SAFETY: live handle; valid function pointers or NULL.
-                    unsafe { ffi::lrt_pool_options_set_custom_thread_fns(o, c, 0xAB as *mut c_void, j) }
+                    unsafe {
+                        ffi::lrt_pool_options_set_custom_thread_fns(o, c, 0xAB as *mut c_void, j)
+                    }
                 });
             }
         }
@@ -436,11 +520,17 @@ impl Fuzz {
         // Keep thread counts small (the fuzzer may have set anything).
         let n = self.rng.range_i64(1, 4) as i32;
         // SAFETY: live handle.
-        assert_eq!(self.st(unsafe { ffi::lrt_pool_options_set_num_threads(o, n) }), OK);
+        assert_eq!(
+            self.st(unsafe { ffi::lrt_pool_options_set_num_threads(o, n) }),
+            OK
+        );
         // and spinning short: the fuzzer may have configured 35 minutes.
         let spin = *self.rng.pick(&[-1, 0, 10, 200]);
         // SAFETY: live handle.
-        assert_eq!(self.st(unsafe { ffi::lrt_pool_options_set_spin_duration_us(o, spin) }), OK);
+        assert_eq!(
+            self.st(unsafe { ffi::lrt_pool_options_set_spin_duration_us(o, spin) }),
+            OK
+        );
         let null_opts = self.rng.chance(1, 12);
         let null_out = self.rng.chance(1, 12);
         let fail_create = self.rng.chance(1, 6) && n > 2;
@@ -456,7 +546,10 @@ impl Fuzz {
         mark_last_error();
         // SAFETY: live options or NULL; out valid or NULL.
         let s = self.st(unsafe {
-            ffi::lrt_pool_create(if null_opts { null() } else { o }, if null_out { null_mut() } else { &mut out })
+            ffi::lrt_pool_create(
+                if null_opts { null() } else { o },
+                if null_out { null_mut() } else { &mut out },
+            )
         });
         CUSTOM_FAIL_AT.store(0, Ordering::SeqCst);
         assert_eq!(before, snapshot(o), "pool_create changed its options");
@@ -545,13 +638,24 @@ impl Fuzz {
             _ => self.rng.below(1_000_000) as f64,
         };
         let kind = self.rng.below(6);
-        let context = format!("loop kind {kind} total {total} cost {cost} null_fn {null_fn} pool {pool:p}");
+        let context =
+            format!("loop kind {kind} total {total} cost {cost} null_fn {null_fn} pool {pool:p}");
         // SAFETY: pool is live or NULL; ctx outlives the call; fn valid or NULL.
         unsafe {
             match kind {
-                0 => ffi::lrt_pool_try_parallel_for(pool, total, cost, if null_fn { None } else { Some(range_cb) }, ctx),
+                0 => ffi::lrt_pool_try_parallel_for(
+                    pool,
+                    total,
+                    cost,
+                    if null_fn { None } else { Some(range_cb) },
+                    ctx,
+                ),
                 1 => {
-                    let tc = TensorOpCost { bytes_loaded: cost, bytes_stored: cost / 2.0, compute_cycles: cost * 3.0 };
+                    let tc = TensorOpCost {
+                        bytes_loaded: cost,
+                        bytes_stored: cost / 2.0,
+                        compute_cycles: cost * 3.0,
+                    };
                     let null_cost = self.rng.chance(1, 10);
                     ffi::lrt_pool_try_parallel_for_cost(
                         pool,
@@ -567,20 +671,37 @@ impl Fuzz {
                         return;
                     }
                 }
-                2 => ffi::lrt_pool_try_simple_parallel_for(pool, total, if null_fn { None } else { Some(index_cb) }, ctx),
+                2 => ffi::lrt_pool_try_simple_parallel_for(
+                    pool,
+                    total,
+                    if null_fn { None } else { Some(index_cb) },
+                    ctx,
+                ),
                 3 => {
                     let nb = match self.rng.below(4) {
                         0 => -(self.rng.below(3) as isize),
                         1 => isize::MAX - self.rng.below(2) as isize,
                         _ => self.rng.below(70) as isize,
                     };
-                    ffi::lrt_pool_try_batch_parallel_for(pool, total, if null_fn { None } else { Some(index_cb) }, ctx, nb)
+                    ffi::lrt_pool_try_batch_parallel_for(
+                        pool,
+                        total,
+                        if null_fn { None } else { Some(index_cb) },
+                        ctx,
+                        nb,
+                    )
                 }
                 4 => {
                     let t = total.max(0) as usize;
                     let nb = self.rng.edgy_u64() as usize % 100;
                     mark_last_error();
-                    let s = ffi::lrt_kernel_parallel_for(pool, if null_fn { None } else { Some(kernel_cb) }, t, nb, ctx) as i32;
+                    let s = ffi::lrt_kernel_parallel_for(
+                        pool,
+                        if null_fn { None } else { Some(kernel_cb) },
+                        t,
+                        nb,
+                        ctx,
+                    ) as i32;
                     if null_fn {
                         assert_eq!(s, INVALID, "{context}: kernel_parallel_for NULL fn");
                         assert_error_names("lrt_kernel_parallel_for", &context);
@@ -596,14 +717,20 @@ impl Fuzz {
                         None => &inline,
                     };
                     for _ in 0..n {
-                        ffi::lrt_pool_schedule(pool, if null_fn { None } else { Some(task_cb) }, counter as *mut c_void);
+                        ffi::lrt_pool_schedule(
+                            pool,
+                            if null_fn { None } else { Some(task_cb) },
+                            counter as *mut c_void,
+                        );
                     }
                     if !null_fn {
                         self.scheduled += n;
                         match which {
                             Some(i) => self.pools[i].scheduled += n,
                             // The NULL pool runs each task inline.
-                            None => assert_eq!(inline.load(Ordering::SeqCst), n, "NULL-pool schedule"),
+                            None => {
+                                assert_eq!(inline.load(Ordering::SeqCst), n, "NULL-pool schedule")
+                            }
                         }
                     } else {
                         assert_eq!(inline.load(Ordering::SeqCst), 0);
@@ -617,13 +744,19 @@ impl Fuzz {
         self.loops += 1;
         c.assert_exactly_once(if null_fn { 0 } else { total }, &context);
         if total > 0 && !null_fn && kind <= 3 && c.nest_pool.load(Ordering::Relaxed) != 0 {
-            assert!(c.nested_ok.load(Ordering::Relaxed) >= 1, "{context}: nested loop did not run");
+            assert!(
+                c.nested_ok.load(Ordering::Relaxed) >= 1,
+                "{context}: nested loop did not run"
+            );
         }
     }
 
     fn fuzz_queries(&mut self) {
         let (_, pool) = self.pick_pool();
-        let mut stats = PoolStats { tasks_run: 77, ..Default::default() };
+        let mut stats = PoolStats {
+            tasks_run: 77,
+            ..Default::default()
+        };
         let null_out = self.rng.chance(1, 4);
         // SAFETY: pool live or NULL; stats valid or NULL.
         unsafe {
@@ -635,10 +768,14 @@ impl Fuzz {
             if pool.is_null() {
                 assert_eq!((dop, par), (1, 0), "NULL pool is serial");
             } else {
-                assert!(dop >= 2 && par == 1 && n >= 1, "pool dop {dop} par {par} n {n}");
+                assert!(
+                    dop >= 2 && par == 1 && n >= 1,
+                    "pool dop {dop} par {par} n {n}"
+                );
             }
             mark_last_error();
-            let s = ffi::lrt_pool_stats(pool, if null_out { null_mut() } else { &mut stats }) as i32;
+            let s =
+                ffi::lrt_pool_stats(pool, if null_out { null_mut() } else { &mut stats }) as i32;
             if pool.is_null() || null_out {
                 assert_eq!(s, INVALID, "stats with NULL");
                 assert_eq!(stats.tasks_run, 77);
@@ -693,7 +830,11 @@ fn fuzz_pool_c_abi() {
         unsafe { ffi::lrt_pool_options_destroy(o) };
     }
     let threads = wait_threads_at_most(base.threads, Duration::from_secs(5));
-    assert!(threads <= base.threads, "worker threads not joined: {} -> {threads}", base.threads);
+    assert!(
+        threads <= base.threads,
+        "worker threads not joined: {} -> {threads}",
+        base.threads
+    );
     drop(dog);
     eprintln!(
         "fuzz_pool_c_abi: {} C calls in {iters} steps, {:?} ({} loops checked, {} tasks scheduled, {} configs accepted, {} calls rejected)",

@@ -162,8 +162,11 @@ struct Maker {
     phase: Phase,
     /// What each claimed slot of the current run holds.
     slots: Vec<SlotContent>,
-    /// Whether a successful upload has happened since create.
-    uploaded_once: bool,
+    /// `LRT_MAKER_FRESH_MIRROR`: a new mirror every run.
+    fresh: bool,
+    /// Whether the last upload that got to copying succeeded (read_status
+    /// is allowed only then).
+    uploaded: bool,
 }
 
 struct Fuzz {
@@ -228,7 +231,12 @@ impl Fuzz {
                 assert_error_names("lrt_sm_ring_segment_offsets", "bad window");
             }
             (Some(e), false) => {
-                assert_eq!(st, OK, "segment_offsets rejected valid window {w}: {}", last_error());
+                assert_eq!(
+                    st,
+                    OK,
+                    "segment_offsets rejected valid window {w}: {}",
+                    last_error()
+                );
                 let got = seg_array(&out);
                 assert_eq!(got[0], 0);
                 assert_eq!(&got[1..5], &e[..4], "W={w}");
@@ -264,7 +272,7 @@ impl Fuzz {
         let sim = Box::new(DeviceSim::new());
         let mut cfg = cfg_for(&mut self.rng);
         // Mostly small windows (fast); sometimes the default (0 = 16384).
-        if self.rng.chance(1, 30) {
+        if self.rng.chance(1, 100) {
             cfg.task_window = 0;
         }
         let fail_malloc = self.rng.chance(1, 12);
@@ -297,29 +305,30 @@ impl Fuzz {
         let sentinel = 0x5a5a_usize as *mut RuntimeMaker;
         let mut out = sentinel;
         let window_ok = cfg.task_window == 0 || expected_segments(cfg.task_window).is_some();
-        let policy_ok = cfg.policy < 3;
+        let policy_ok = cfg.policy < 3 && cfg.flags & !3 == 0;
         mark_last_error();
         // SAFETY: every pointer is NULL or valid; the sim outlives the maker.
         let st = self.status(unsafe {
             ffi::lrt_runtime_maker_create(
-                if null_cfg { null() } else { (&cfg as *const RawCfg).cast() },
+                if null_cfg {
+                    null()
+                } else {
+                    (&cfg as *const RawCfg).cast()
+                },
                 if null_api { null() } else { &api },
                 if null_out { null_mut() } else { &mut out },
             )
         });
-        let must_fail = null_out
-            || null_api
-            || api_kind <= 1
-            || (!null_cfg && (!window_ok || !policy_ok))
-            || fail_malloc;
+        let invalid = null_cfg || null_out || null_api || api_kind <= 1 || !window_ok || !policy_ok;
+        let must_fail = invalid || fail_malloc;
         let context = format!(
             "create(cfg={cfg:?} null_cfg={null_cfg} null_api={null_api} null_out={null_out} api_kind={api_kind} fail_malloc={fail_malloc})"
         );
         if st != OK {
-            assert!(must_fail || cfg.flags > 3, "{context}: unexpected {st}: {}", last_error());
+            assert!(must_fail, "{context}: unexpected {st}: {}", last_error());
             assert_eq!(out, sentinel, "{context}: *out written on failure");
             assert_error_names("lrt_runtime_maker_create", &context);
-            if null_out || null_api || api_kind <= 1 || (!null_cfg && (!window_ok || !policy_ok)) {
+            if invalid {
                 assert_eq!(st, INVALID, "{context}: {}", last_error());
             } else if fail_malloc {
                 assert_eq!(st, NO_MEMORY, "{context}: {}", last_error());
@@ -357,7 +366,8 @@ impl Fuzz {
         let image = unsafe { ffi::lrt_runtime_maker_device_image(out) };
         self.calls += 1;
         assert!(
-            sim.with_alloc(image, |b| b.len() as u64 >= e[4]).unwrap_or(false),
+            sim.with_alloc(image, |b| b.len() as u64 >= e[4])
+                .unwrap_or(false),
             "{context}: device_image is not the allocation"
         );
         self.created += 1;
@@ -365,12 +375,13 @@ impl Fuzz {
             h: out,
             sim,
             window,
-            policy: if null_cfg { 1 } else { cfg.policy },
+            policy: cfg.policy,
+            fresh: cfg.flags & 2 != 0,
             segs: e,
             header: null_mut(),
             phase: Phase::Fresh,
             slots: Vec::new(),
-            uploaded_once: false,
+            uploaded: false,
         });
     }
 
@@ -404,7 +415,10 @@ impl Fuzz {
         }
         assert_eq!(st, OK, "begin_run: {}", last_error());
         let h = hdr.cast::<u8>();
-        assert!(m.header.is_null() || m.header == h, "mirror moved");
+        assert!(
+            m.header.is_null() || m.header == h || m.fresh,
+            "mirror moved"
+        );
         m.header = h;
         let w = m.window;
         assert_eq!(rd_i32(h, H_CTI), 0);
@@ -416,7 +430,11 @@ impl Fuzz {
             (H_SS_PTR, m.segs[2]),
             (H_FLAGS_PTR, m.segs[3]),
         ] {
-            assert_eq!(rd_u64(h, off), h as u64 + seg, "header array pointer @{off}");
+            assert_eq!(
+                rd_u64(h, off),
+                h as u64 + seg,
+                "header array pointer @{off}"
+            );
         }
         assert_eq!(rd_i32(h, H_ORCH_ERR), 0);
         m.phase = Phase::InRun;
@@ -440,13 +458,17 @@ impl Fuzz {
             slot_state: null_mut(),
         };
         let before = (!m.header.is_null()).then(|| bytes(m.header, 0, HDR));
+        let cti = if m.header.is_null() {
+            -1
+        } else {
+            rd_i32(m.header, H_CTI)
+        };
         mark_last_error();
         // SAFETY: live maker; out valid or NULL.
         let st = unsafe {
             ffi::lrt_runtime_maker_claim_slot(m.h, if null_out { null_mut() } else { &mut out })
         } as i32;
         self.calls += 1;
-        let cti = if m.header.is_null() { -1 } else { rd_i32(m.header, H_CTI) };
         let expect = if null_out {
             INVALID
         } else if m.phase == Phase::Fresh {
@@ -468,7 +490,11 @@ impl Fuzz {
             );
             assert_eq!(out.index, -77, "claim_slot wrote *out on failure");
             if let Some(b) = before {
-                assert_eq!(b, bytes(m.header, 0, HDR), "claim_slot changed the header on failure");
+                assert_eq!(
+                    b,
+                    bytes(m.header, 0, HDR),
+                    "claim_slot changed the header on failure"
+                );
             }
             assert_error_names("lrt_runtime_maker_claim_slot", "rejected claim");
             self.rejected += 1;
@@ -477,7 +503,11 @@ impl Fuzz {
         let h = m.header;
         let idx = cti as usize;
         assert_eq!(out.index, idx as i32, "claim_slot index");
-        assert_eq!(rd_i32(h, H_CTI), idx as i32 + 1, "current_task_index not incremented");
+        assert_eq!(
+            rd_i32(h, H_CTI),
+            idx as i32 + 1,
+            "current_task_index not incremented"
+        );
         let d = out.descriptor.cast::<u8>();
         let p = out.payload.cast::<u8>();
         let s = out.slot_state.cast::<u8>();
@@ -487,7 +517,11 @@ impl Fuzz {
         assert_eq!(rd_u64(s, S_PAYLOAD), p as u64, "slot payload pointer");
         assert_eq!(rd_u64(s, S_TASK), d as u64, "slot task pointer");
         // SAFETY: flags segment of the live mirror.
-        assert_eq!(unsafe { *h.add(m.segs[3] as usize + idx) }, 0, "completion flag");
+        assert_eq!(
+            unsafe { *h.add(m.segs[3] as usize + idx) },
+            0,
+            "completion flag"
+        );
         m.slots.truncate(idx);
         if write {
             wr_i32(d, D_KERNEL, content.kernel0);
@@ -526,17 +560,46 @@ impl Fuzz {
                     );
                     p.wrapping_sub(dev_lo) as usize
                 };
-                let (d0, p0, s0, f0) = (ptr(H_DESC_PTR), ptr(H_PAY_PTR), ptr(H_SS_PTR), ptr(H_FLAGS_PTR));
+                let (d0, p0, s0, f0) = (
+                    ptr(H_DESC_PTR),
+                    ptr(H_PAY_PTR),
+                    ptr(H_SS_PTR),
+                    ptr(H_FLAGS_PTR),
+                );
                 for (k, c) in m.slots.iter().take(n).enumerate() {
                     let d = d0 + k * DESC;
                     let p = p0 + k * PAY;
                     let s = s0 + k * SS;
-                    assert_eq!(rd_i32(base, d + D_KERNEL), c.kernel0, "{context}: slot {k} kernel");
-                    assert_eq!(rd_u64(base, p + P_SCALARS), c.scalar0, "{context}: slot {k} scalar0");
-                    assert_eq!(rd_u64(base, p + P_SCALARS + 120), c.scalar15, "{context}: slot {k} scalar15");
-                    assert_eq!(rd_i32(base, s + S_GRAPH_NODE), c.graph_node, "{context}: slot {k} node");
-                    assert_eq!(rd_u64(base, s + S_PAYLOAD), dev_lo + p as u64, "{context}: slot {k} payload ptr");
-                    assert_eq!(rd_u64(base, s + S_TASK), dev_lo + d as u64, "{context}: slot {k} task ptr");
+                    assert_eq!(
+                        rd_i32(base, d + D_KERNEL),
+                        c.kernel0,
+                        "{context}: slot {k} kernel"
+                    );
+                    assert_eq!(
+                        rd_u64(base, p + P_SCALARS),
+                        c.scalar0,
+                        "{context}: slot {k} scalar0"
+                    );
+                    assert_eq!(
+                        rd_u64(base, p + P_SCALARS + 120),
+                        c.scalar15,
+                        "{context}: slot {k} scalar15"
+                    );
+                    assert_eq!(
+                        rd_i32(base, s + S_GRAPH_NODE),
+                        c.graph_node,
+                        "{context}: slot {k} node"
+                    );
+                    assert_eq!(
+                        rd_u64(base, s + S_PAYLOAD),
+                        dev_lo + p as u64,
+                        "{context}: slot {k} payload ptr"
+                    );
+                    assert_eq!(
+                        rd_u64(base, s + S_TASK),
+                        dev_lo + d as u64,
+                        "{context}: slot {k} task ptr"
+                    );
                     assert_eq!(dev[f0 + k], 0, "{context}: slot {k} flag");
                 }
             })
@@ -561,7 +624,11 @@ impl Fuzz {
             let cti = rd_i32(h, H_CTI);
             match corrupt {
                 0 => {
-                    let v = if bad_cti != 0 { bad_cti } else { m.window as i32 + 1 + (garbage_ptr % 97) as i32 };
+                    let v = if bad_cti != 0 {
+                        bad_cti
+                    } else {
+                        m.window as i32 + 1 + (garbage_ptr % 97) as i32
+                    };
                     wr_i32(h, H_CTI, v);
                     expect_reject = Some((OUT_OF_RANGE, cti));
                 }
@@ -570,7 +637,12 @@ impl Fuzz {
                     // host (this test) then repairs it.
                     let k = (garbage_ptr % cti as u64) as usize;
                     let off = m.segs[2] as usize + k * SS;
-                    let off = off + if garbage_ptr % 16 == 0 { S_PAYLOAD } else { S_TASK };
+                    let off = off
+                        + if garbage_ptr % 16 == 0 {
+                            S_PAYLOAD
+                        } else {
+                            S_TASK
+                        };
                     let old = rd_u64(h, off);
                     wr_u64(h, off, garbage_ptr);
                     self.upload_rejected(i, null_report, cti);
@@ -606,7 +678,10 @@ impl Fuzz {
         } as i32;
         self.calls += 1;
         m.sim.state().fail_always.retain(|&o| o != Op::ToDevice);
-        let context = format!("upload(phase {:?}, corrupt {corrupt}, fail_copy {fail_copy})", m.phase);
+        let context = format!(
+            "upload(phase {:?}, corrupt {corrupt}, fail_copy {fail_copy})",
+            m.phase
+        );
         if m.phase == Phase::Fresh {
             assert_eq!(st, STATE, "{context}: {}", last_error());
         } else if let Some((code, cti)) = expect_reject {
@@ -619,9 +694,16 @@ impl Fuzz {
         }
         if st != OK {
             assert_error_names("lrt_runtime_maker_upload", &context);
-            assert_eq!(report.total_tasks, -5, "{context}: report written on failure");
+            assert_eq!(
+                report.total_tasks, -5,
+                "{context}: report written on failure"
+            );
             if st != DEVICE {
-                assert_eq!(m.sim.calls(Op::ToDevice), copies_before, "{context}: copied before rejecting");
+                assert_eq!(
+                    m.sim.calls(Op::ToDevice),
+                    copies_before,
+                    "{context}: copied before rejecting"
+                );
                 if let (Some(b), false) = (hdr_before, h.is_null()) {
                     let mut after = bytes(h, 0, HDR);
                     // the test itself restored the index above
@@ -631,6 +713,7 @@ impl Fuzz {
                 self.rejected += 1;
             } else {
                 m.phase = Phase::AfterFailure;
+                m.uploaded = false;
             }
             m.sim.assert_clean(&context);
             return;
@@ -638,8 +721,14 @@ impl Fuzz {
         let n = rd_i32(h, H_CTI) as usize;
         let shipped = m.sim.state().bytes_to_device - bytes_before;
         if !null_report {
-            assert_eq!(report.total_tasks, n as i32, "{context}: report.total_tasks");
-            assert_eq!(report.bytes, shipped, "{context}: report.bytes vs bytes copied");
+            assert_eq!(
+                report.total_tasks, n as i32,
+                "{context}: report.total_tasks"
+            );
+            assert_eq!(
+                report.bytes, shipped,
+                "{context}: report.bytes vs bytes copied"
+            );
             assert_eq!(
                 report.copies as u64,
                 m.sim.calls(Op::ToDevice) - copies_before,
@@ -648,7 +737,10 @@ impl Fuzz {
         }
         let copies = m.sim.calls(Op::ToDevice) - copies_before;
         match m.policy {
-            0 => assert!(shipped >= m.segs[4] - 64, "{context}: FULL shipped {shipped}"),
+            0 => assert!(
+                shipped >= m.segs[4] - 64,
+                "{context}: FULL shipped {shipped}"
+            ),
             1 => {
                 assert_eq!(shipped, 320 + 4969 * n as u64, "{context}: BOUNDED bytes");
                 assert!(copies <= 4, "{context}: BOUNDED copies {copies}");
@@ -660,7 +752,7 @@ impl Fuzz {
             Self::check_device(m, n, &context);
         }
         m.phase = Phase::Uploaded;
-        m.uploaded_once = true;
+        m.uploaded = true;
         self.uploads_ok += 1;
     }
 
@@ -671,7 +763,10 @@ impl Fuzz {
         let n = cti as usize;
         let ss_off = m.segs[2] as usize;
         let mirror_before = (bytes(h, 0, HDR), bytes(h, ss_off, n * SS));
-        let mut report = UploadReport { total_tasks: -5, ..Default::default() };
+        let mut report = UploadReport {
+            total_tasks: -5,
+            ..Default::default()
+        };
         mark_last_error();
         // SAFETY: live maker; report valid or NULL.
         let st = unsafe {
@@ -685,7 +780,11 @@ impl Fuzz {
         );
         assert_error_names("lrt_runtime_maker_upload", "bad slot pointer");
         assert_eq!(report.total_tasks, -5);
-        assert_eq!(m.sim.calls(Op::ToDevice), copies_before, "copied before rejecting a bad pointer");
+        assert_eq!(
+            m.sim.calls(Op::ToDevice),
+            copies_before,
+            "copied before rejecting a bad pointer"
+        );
         assert_eq!(
             mirror_before,
             (bytes(h, 0, HDR), bytes(h, ss_off, n * SS)),
@@ -700,11 +799,14 @@ impl Fuzz {
         let codes = match self.rng.below(4) {
             0 => (self.rng.range_i64(1, 1000) as i32, 0),
             1 => (0, self.rng.range_i64(1, 1000) as i32),
-            2 => (self.rng.range_i64(1, 9) as i32, self.rng.range_i64(1, 9) as i32),
+            2 => (
+                self.rng.range_i64(1, 9) as i32,
+                self.rng.range_i64(1, 9) as i32,
+            ),
             _ => (0, 0),
         };
         let m = self.makers[i].as_mut().unwrap();
-        let can_poke = m.phase == Phase::Uploaded;
+        let can_poke = m.uploaded;
         if can_poke {
             let image = m.sim.state().live.keys().next().copied().unwrap();
             m.sim.with_alloc(image as *mut c_void, |b| {
@@ -723,11 +825,17 @@ impl Fuzz {
         } as i32;
         self.calls += 1;
         m.sim.state().fail_always.retain(|&o| o != Op::FromDevice);
-        let context = format!("read_status(null_out {null_out}, fail {fail}, phase {:?})", m.phase);
+        let context = format!(
+            "read_status(null_out {null_out}, fail {fail}, phase {:?})",
+            m.phase
+        );
         if null_out {
             assert_eq!(st, INVALID, "{context}");
-        } else if !m.uploaded_once && m.phase == Phase::Fresh {
-            assert!(st == STATE || st == OK || (fail && st == DEVICE), "{context}: {st}");
+        } else if !m.uploaded {
+            assert_eq!(
+                st, STATE,
+                "{context}: read_status before a successful upload"
+            );
         } else if fail {
             assert_eq!(st, DEVICE, "{context}: {}", last_error());
         } else if can_poke {
@@ -769,7 +877,7 @@ impl Fuzz {
         }
         self.calls += 8;
         assert!(hdr.is_null() && slot.index == -77 && status == 9 && segments_untouched(&segs));
-        assert_error_names("lrt_runtime_maker_", "NULL handle");
+        assert_error_names("lrt_maker_config_init", "NULL config");
     }
 
     fn fuzz_segments_of(&mut self, i: usize) {
@@ -777,7 +885,9 @@ impl Fuzz {
         let m = self.makers[i].as_ref().unwrap();
         let mut segs = filled_segments();
         // SAFETY: live maker; out valid or NULL.
-        let st = unsafe { ffi::lrt_runtime_maker_segments(m.h, if null_out { null_mut() } else { &mut segs }) } as i32;
+        let st = unsafe {
+            ffi::lrt_runtime_maker_segments(m.h, if null_out { null_mut() } else { &mut segs })
+        } as i32;
         self.calls += 1;
         if null_out {
             assert_eq!(st, INVALID);
@@ -794,11 +904,19 @@ impl Fuzz {
             (0..=4, _) => self.fuzz_segment_offsets(),
             (5..=9, _) => self.fuzz_null_handle(),
             (10..=11, _) => {
-                let mut cfg = RawCfg { task_window: 99, policy: 99, flags: 99 };
+                let mut cfg = RawCfg {
+                    task_window: 99,
+                    policy: 99,
+                    flags: 99,
+                };
                 // SAFETY: cfg has the layout of lrt_maker_config.
                 unsafe { ffi::lrt_maker_config_init((&mut cfg as *mut RawCfg).cast()) };
                 self.calls += 1;
-                assert_eq!((cfg.task_window, cfg.policy, cfg.flags), (0, 1, 0), "config_init");
+                assert_eq!(
+                    (cfg.task_window, cfg.policy, cfg.flags),
+                    (0, 1, 0),
+                    "config_init"
+                );
             }
             (12..=19, _) | (_, None) => self.fuzz_create(),
             (20..=23, Some(i)) => self.fuzz_destroy(i),
@@ -833,11 +951,97 @@ fn fuzz_staging_c_abi() {
             f.fuzz_destroy(i);
         }
     }
+    // Repeated create / run / destroy cycles with the built-in host backend
+    // and the checked device: resident memory must not grow.
+    let fuzz_calls = f.calls;
+    let rss = cycles_rss(&mut f);
     let threads_after = wait_threads_at_most(threads_before, Duration::from_secs(2));
-    assert!(threads_after <= threads_before, "threads grew: {threads_before} -> {threads_after}");
+    assert!(
+        threads_after <= threads_before,
+        "threads grew: {threads_before} -> {threads_after}"
+    );
     eprintln!(
-        "fuzz_staging_c_abi: {} C calls in {iters} steps ({} makers created, {} uploads ok, {} calls rejected)",
+        "fuzz_staging_c_abi: {fuzz_calls} random C calls in {iters} steps, {} with the cycles ({} makers created, {} uploads ok, {} calls rejected)",
         f.calls, f.created, f.uploads_ok, f.rejected
     );
-    assert!(f.uploads_ok > 0 && f.created > 0 && f.rejected > 0, "the fuzzer did not reach every state");
+    eprintln!(
+        "fuzz_staging_c_abi: RSS over {CYCLES} create/run/destroy cycles: {} KiB -> {} KiB",
+        rss.0, rss.1
+    );
+    assert!(
+        f.uploads_ok > 0 && f.created > 0 && f.rejected > 0,
+        "the fuzzer did not reach every state"
+    );
+}
+
+const CYCLES: usize = 300;
+
+/// Create, run (claim all of a 256-slot window, upload, read_status) and
+/// destroy a maker `CYCLES` times, alternating the built-in host backend
+/// and the checked device; returns RSS (KiB) after the first tenth and at
+/// the end, and fails if it grew by more than 2 MiB.
+fn cycles_rss(f: &mut Fuzz) -> (u64, u64) {
+    let mut host = HostApi {
+        ctx: null_mut(),
+        ops: null(),
+    };
+    // SAFETY: valid out.
+    assert_eq!(
+        unsafe { leanrt::ffi::device::lrt_host_api_host(&mut host) } as i32,
+        OK
+    );
+    let mut early = 0;
+    for c in 0..CYCLES {
+        if c == CYCLES / 10 {
+            early = proc_status().rss_kib;
+        }
+        let sim = DeviceSim::new();
+        let api = if c % 2 == 0 { host } else { sim.api() };
+        let cfg = RawCfg {
+            task_window: 256,
+            policy: (c % 3) as u32,
+            flags: if c % 5 == 0 { 2 } else { 0 },
+        };
+        let mut m = null_mut();
+        let mut hdr = null_mut();
+        let mut slot = TaskSlot {
+            index: 0,
+            descriptor: null_mut(),
+            payload: null_mut(),
+            slot_state: null_mut(),
+        };
+        let mut status = 1;
+        // SAFETY: valid arguments; the sim outlives the maker.
+        unsafe {
+            assert_eq!(
+                ffi::lrt_runtime_maker_create((&cfg as *const RawCfg).cast(), &api, &mut m) as i32,
+                OK
+            );
+            assert_eq!(ffi::lrt_runtime_maker_begin_run(m, &mut hdr) as i32, OK);
+            for _ in 0..256 {
+                assert_eq!(ffi::lrt_runtime_maker_claim_slot(m, &mut slot) as i32, OK);
+            }
+            assert_eq!(
+                ffi::lrt_runtime_maker_claim_slot(m, &mut slot) as i32,
+                OUT_OF_RANGE
+            );
+            assert_eq!(ffi::lrt_runtime_maker_upload(m, null_mut()) as i32, OK);
+            assert_eq!(
+                ffi::lrt_runtime_maker_read_status(m, &mut status) as i32,
+                OK
+            );
+            assert_eq!(status, 0);
+            ffi::lrt_runtime_maker_destroy(m);
+        }
+        f.calls += 263;
+        assert_eq!(sim.live_count(), 0);
+    }
+    let late = proc_status().rss_kib;
+    // SAFETY: filled by leanrt.
+    unsafe { leanrt::ffi::device::lrt_host_api_release(&mut host) };
+    assert!(
+        late <= early + 2048,
+        "RSS grew over {CYCLES} maker cycles: {early} KiB -> {late} KiB"
+    );
+    (early, late)
 }

@@ -68,10 +68,17 @@ impl LoopCtx {
         }
     }
     fn check(&self, what: &str) {
-        assert_eq!(self.bad.load(Ordering::Relaxed), 0, "{what}: index out of range");
+        assert_eq!(
+            self.bad.load(Ordering::Relaxed),
+            0,
+            "{what}: index out of range"
+        );
         for (i, h) in self.hits.iter().enumerate() {
             let n = h.load(Ordering::Relaxed);
-            assert_eq!(n, 1, "{what}: index {i} ran {n} times (lost or duplicated work)");
+            assert_eq!(
+                n, 1,
+                "{what}: index {i} ran {n} times (lost or duplicated work)"
+            );
         }
     }
 }
@@ -85,7 +92,13 @@ unsafe extern "C" fn range_cb(ctx: *mut c_void, first: isize, last: isize) {
         let inner = LoopCtx::new(16, null_mut());
         // SAFETY: the pool outlives the outer loop; inner outlives this call.
         unsafe {
-            ffi::lrt_pool_try_parallel_for(c.nest, 16, 5e4, Some(range_cb), &inner as *const LoopCtx as *mut c_void)
+            ffi::lrt_pool_try_parallel_for(
+                c.nest,
+                16,
+                5e4,
+                Some(range_cb),
+                &inner as *const LoopCtx as *mut c_void,
+            )
         };
         inner.check("nested loop");
     }
@@ -117,19 +130,43 @@ fn one_loop(rng: &mut Rng, pool: *mut ThreadPool) -> u64 {
     // SAFETY: pool live (or NULL); ctx outlives the call.
     unsafe {
         match rng.below(5) {
-            0 => ffi::lrt_pool_try_parallel_for(pool, total as isize, rng.below(200_000) as f64, Some(range_cb), ctx),
+            0 => ffi::lrt_pool_try_parallel_for(
+                pool,
+                total as isize,
+                rng.below(200_000) as f64,
+                Some(range_cb),
+                ctx,
+            ),
             1 => {
                 let cost = TensorOpCost {
                     bytes_loaded: rng.below(1000) as f64,
                     bytes_stored: rng.below(1000) as f64,
                     compute_cycles: rng.below(100_000) as f64,
                 };
-                ffi::lrt_pool_try_parallel_for_cost(pool, total as isize, &cost, Some(range_cb), ctx)
+                ffi::lrt_pool_try_parallel_for_cost(
+                    pool,
+                    total as isize,
+                    &cost,
+                    Some(range_cb),
+                    ctx,
+                )
             }
             2 => ffi::lrt_pool_try_simple_parallel_for(pool, total as isize, Some(index_cb), ctx),
-            3 => ffi::lrt_pool_try_batch_parallel_for(pool, total as isize, Some(index_cb), ctx, rng.range_i64(-1, 9) as isize),
+            3 => ffi::lrt_pool_try_batch_parallel_for(
+                pool,
+                total as isize,
+                Some(index_cb),
+                ctx,
+                rng.range_i64(-1, 9) as isize,
+            ),
             _ => {
-                let st = ffi::lrt_kernel_parallel_for(pool, Some(kernel_cb), total, rng.below(9) as usize, ctx) as i32;
+                let st = ffi::lrt_kernel_parallel_for(
+                    pool,
+                    Some(kernel_cb),
+                    total,
+                    rng.below(9) as usize,
+                    ctx,
+                ) as i32;
                 assert_eq!(st, 0, "kernel_parallel_for: {}", last_error());
             }
         }
@@ -174,14 +211,27 @@ fn make_pool(threads: i32, spin_us: i32, custom: bool) -> *mut ThreadPool {
     unsafe {
         assert_eq!(ffi::lrt_pool_options_create(&mut o) as i32, 0);
         assert_eq!(ffi::lrt_pool_options_set_num_threads(o, threads) as i32, 0);
-        assert_eq!(ffi::lrt_pool_options_set_spin_duration_us(o, spin_us) as i32, 0);
+        assert_eq!(
+            ffi::lrt_pool_options_set_spin_duration_us(o, spin_us) as i32,
+            0
+        );
         if custom {
             assert_eq!(
-                ffi::lrt_pool_options_set_custom_thread_fns(o, Some(custom_create), null_mut(), Some(custom_join)) as i32,
+                ffi::lrt_pool_options_set_custom_thread_fns(
+                    o,
+                    Some(custom_create),
+                    null_mut(),
+                    Some(custom_join)
+                ) as i32,
                 0
             );
         }
-        assert_eq!(ffi::lrt_pool_create(o, &mut p) as i32, 0, "pool_create: {}", last_error());
+        assert_eq!(
+            ffi::lrt_pool_create(o, &mut p) as i32,
+            0,
+            "pool_create: {}",
+            last_error()
+        );
         ffi::lrt_pool_options_destroy(o);
     }
     p
@@ -223,7 +273,13 @@ fn soak_pool_c_abi() {
                 let burst = rng.below(2000);
                 for _ in 0..burst {
                     // SAFETY: live pool; ran outlives the pool (joined below).
-                    unsafe { ffi::lrt_pool_schedule(pool.0, Some(task_cb), Arc::as_ptr(&ran) as *mut c_void) };
+                    unsafe {
+                        ffi::lrt_pool_schedule(
+                            pool.0,
+                            Some(task_cb),
+                            Arc::as_ptr(&ran) as *mut c_void,
+                        )
+                    };
                 }
                 scheduled.fetch_add(burst, Ordering::Relaxed);
                 std::thread::sleep(Duration::from_micros(rng.below(3000)));
@@ -256,19 +312,33 @@ fn soak_pool_c_abi() {
         handles.push(std::thread::spawn(move || {
             let mut rng = Rng::new(seed ^ 0xc4u64);
             while !stop.load(Ordering::Relaxed) {
-                let p = make_pool(rng.range_i64(2, 3) as i32, *rng.pick(&[0, 10, 100]), rng.chance(1, 3));
+                let p = make_pool(
+                    rng.range_i64(2, 3) as i32,
+                    *rng.pick(&[0, 10, 100]),
+                    rng.chance(1, 3),
+                );
                 let ran = AtomicU64::new(0);
                 let n = rng.below(200);
                 for _ in 0..n {
                     // SAFETY: live pool; ran outlives it.
-                    unsafe { ffi::lrt_pool_schedule(p, Some(task_cb), &ran as *const AtomicU64 as *mut c_void) };
+                    unsafe {
+                        ffi::lrt_pool_schedule(
+                            p,
+                            Some(task_cb),
+                            &ran as *const AtomicU64 as *mut c_void,
+                        )
+                    };
                 }
                 for _ in 0..rng.below(4) {
                     one_loop(&mut rng, p);
                 }
                 // SAFETY: live pool, not used again.
                 unsafe { ffi::lrt_pool_destroy(p) };
-                assert_eq!(ran.load(Ordering::SeqCst), n, "churned pool lost scheduled tasks");
+                assert_eq!(
+                    ran.load(Ordering::SeqCst),
+                    n,
+                    "churned pool lost scheduled tasks"
+                );
                 churned.fetch_add(1, Ordering::Relaxed);
             }
         }));
@@ -276,7 +346,9 @@ fn soak_pool_c_abi() {
 
     // Resident memory: sampled after a warm-up and at the end.
     let start = Instant::now();
-    let warm = Duration::from_secs(secs).mul_f64(0.25).max(Duration::from_millis(500));
+    let warm = Duration::from_secs(secs)
+        .mul_f64(0.25)
+        .max(Duration::from_millis(500));
     std::thread::sleep(warm);
     let early = proc_status();
     let mut peak_threads = early.threads;
@@ -292,10 +364,20 @@ fn soak_pool_c_abi() {
     // SAFETY: every user has been joined; not used again.
     unsafe { ffi::lrt_pool_destroy(pool.0) };
     let (sched, done) = (scheduled.load(Ordering::SeqCst), ran.load(Ordering::SeqCst));
-    assert_eq!(done, sched, "scheduled tasks lost: {sched} scheduled, {done} ran");
-    assert_eq!(CUSTOM_CREATES.load(Ordering::SeqCst), CUSTOM_JOINS.load(Ordering::SeqCst));
+    assert_eq!(
+        done, sched,
+        "scheduled tasks lost: {sched} scheduled, {done} ran"
+    );
+    assert_eq!(
+        CUSTOM_CREATES.load(Ordering::SeqCst),
+        CUSTOM_JOINS.load(Ordering::SeqCst)
+    );
     let threads = wait_threads_at_most(base.threads, Duration::from_secs(5));
-    assert!(threads <= base.threads, "threads not joined: {} before, {threads} after", base.threads);
+    assert!(
+        threads <= base.threads,
+        "threads not joined: {} before, {threads} after",
+        base.threads
+    );
     // 1 MiB per minute of soak plus 4 MiB for allocator caches and stacks.
     let allowance = 4096 + 1024 * secs / 60;
     assert!(
