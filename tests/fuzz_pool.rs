@@ -247,7 +247,7 @@ unsafe extern "C" fn custom_create(
     options: *mut c_void,
     worker: Option<unsafe extern "C" fn(*mut c_void)>,
     param: *mut c_void,
-) -> *const leanrt::ffi::pool::lrt_custom_thread_handle_t {
+) -> leanrt::pool::CustomThreadHandle {
     assert_eq!(options as usize, 0xAB, "create_options not passed through");
     let n = CUSTOM_CALLS.fetch_add(1, Ordering::SeqCst) + 1;
     if CUSTOM_FAIL_AT.load(Ordering::SeqCst) == n {
@@ -264,7 +264,7 @@ unsafe extern "C" fn custom_create(
     Box::into_raw(Box::new(Worker(handle))).cast()
 }
 
-unsafe extern "C" fn custom_join(h: *const leanrt::ffi::pool::lrt_custom_thread_handle_t) {
+unsafe extern "C" fn custom_join(h: leanrt::pool::CustomThreadHandle) {
     assert!(!h.is_null(), "join of NULL handle");
     // SAFETY: h came from custom_create's Box::into_raw and is joined once.
     let w = unsafe { Box::from_raw(h as *mut Worker) };

@@ -185,7 +185,7 @@ unsafe extern "C" fn custom_create(
     _options: *mut c_void,
     worker: Option<unsafe extern "C" fn(*mut c_void)>,
     param: *mut c_void,
-) -> *const ffi::lrt_custom_thread_handle_t {
+) -> leanrt::pool::CustomThreadHandle {
     let worker = worker.expect("worker fn");
     let p = SendPtr(param);
     let h = std::thread::spawn(move || {
@@ -197,7 +197,7 @@ unsafe extern "C" fn custom_create(
     Box::into_raw(Box::new(h)).cast()
 }
 
-unsafe extern "C" fn custom_join(h: *const ffi::lrt_custom_thread_handle_t) {
+unsafe extern "C" fn custom_join(h: leanrt::pool::CustomThreadHandle) {
     // SAFETY: made by custom_create, joined once.
     let h = unsafe { Box::from_raw(h as *mut std::thread::JoinHandle<()>) };
     h.join().expect("worker panicked");
