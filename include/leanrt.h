@@ -13,6 +13,58 @@
 #define LRT_ALIGNED(n) __attribute__((aligned(n)))
 #endif
 
+
+
+/**
+ * Cycles per loaded byte.
+ */
+#define LRT_COST_LOAD_CYCLES (11.0 / 64.0)
+
+/**
+ * Cycles per stored byte.
+ */
+#define LRT_COST_STORE_CYCLES (11.0 / 64.0)
+
+/**
+ * Cycles to start a parallel region.
+ */
+#define LRT_COST_STARTUP_CYCLES 100000.0
+
+/**
+ * Cycles each extra thread costs.
+ */
+#define LRT_COST_PER_THREAD_CYCLES 100000.0
+
+/**
+ * Cycles a task should take.
+ */
+#define LRT_COST_TASK_SIZE 40000.0
+
+/**
+ * Most threads a pool may have.
+ */
+#define LRT_POOL_MAX_THREADS 1024
+
+/**
+ * Largest `spin_duration_us` accepted (10 s).
+ */
+#define LRT_POOL_MAX_SPIN_US 10000000
+
+/**
+ * `spin_duration_us = -1`: the legacy count, 2^20 pause iterations.
+ */
+#define LRT_POOL_LEGACY_SPIN_PAUSES (1 << 20)
+
+/**
+ * Upper bound of `spin_backoff_max`.
+ */
+#define LRT_POOL_MAX_BACKOFF 64
+
+/**
+ * Most jobs one queue holds before Schedule runs a task inline.
+ */
+#define LRT_POOL_QUEUE_CAPACITY 1024
+
 /**
  * Number of fanin ids a payload holds.
  */
@@ -98,10 +150,31 @@ typedef enum lrt_upload_policy {
 } lrt_upload_policy;
 
 /**
+ * The opaque type a custom thread handle points to (ORT's
+ * `OrtCustomHandleType`).
+ */
+typedef struct lrt_custom_thread_handle_t lrt_custom_thread_handle_t;
+
+/**
+ * Thread pool options. `Default` is ONNX Runtime's: thread count 0
+ * (physical cores), spinning allowed, legacy spin count, no backoff, fixed
+ * (Eigen) blocks, no affinity, denormals untouched, no custom threads.
+ */
+typedef struct lrt_pool_options lrt_pool_options;
+
+/**
  * The runtime maker. `Send` (a maker may move between threads) but not
  * `Sync`: one thread uses it at a time.
  */
 typedef struct lrt_runtime_maker lrt_runtime_maker;
+
+/**
+ * An intra-op thread pool with ONNX Runtime's semantics. `Send + Sync`:
+ * any thread may start loops or schedule tasks; dropping it runs every
+ * scheduled task, then joins the workers. Must not be dropped from one of
+ * its own workers.
+ */
+typedef struct lrt_pool lrt_pool;
 
 /**
  * The four device callbacks, in the same order and with the same signatures
@@ -122,6 +195,99 @@ typedef struct lrt_host_api {
   void *ctx;
   const struct lrt_host_api_ops *ops;
 } lrt_host_api;
+
+/**
+ * ORT's `OrtCustomThreadHandle`: what a custom create function returns.
+ */
+typedef const struct lrt_custom_thread_handle_t *lrt_custom_thread_handle;
+
+/**
+ * ORT's `OrtThreadWorkerFn`: the function a custom thread must run.
+ */
+typedef void (*lrt_thread_worker_fn)(void *param);
+
+/**
+ * ORT's `OrtCustomCreateThreadFn`: starts a thread that calls
+ * `worker(param)` once; returns its handle, NULL on failure.
+ */
+typedef lrt_custom_thread_handle (*lrt_custom_create_thread_fn)(void *options,
+                                                                lrt_thread_worker_fn worker,
+                                                                void *param);
+
+/**
+ * ORT's `OrtCustomJoinThreadFn`: waits for a thread made by the create
+ * function to finish.
+ */
+typedef void (*lrt_custom_join_thread_fn)(lrt_custom_thread_handle handle);
+
+/**
+ * Loop body over a block `[first, last)`.
+ */
+typedef void (*lrt_range_fn)(void *ctx, ptrdiff_t first, ptrdiff_t last);
+
+/**
+ * Cost of one loop iteration, as ORT's `TensorOpCost`.
+ */
+typedef struct lrt_tensor_op_cost {
+  /**
+   * Bytes read per iteration.
+   */
+  double bytes_loaded;
+  /**
+   * Bytes written per iteration.
+   */
+  double bytes_stored;
+  /**
+   * Compute cycles per iteration.
+   */
+  double compute_cycles;
+} lrt_tensor_op_cost;
+
+/**
+ * Loop body over one index.
+ */
+typedef void (*lrt_index_fn)(void *ctx, ptrdiff_t index);
+
+/**
+ * A scheduled task.
+ */
+typedef void (*lrt_task_fn)(void *ctx);
+
+/**
+ * `KernelContext_ParallelFor`'s body.
+ */
+typedef void (*lrt_kernel_fn)(void *usr_data, size_t index);
+
+/**
+ * Statistics of a pool, summed over its workers (`lrt_pool_stats`).
+ */
+typedef struct lrt_pool_stats {
+  /**
+   * Jobs run by worker threads (scheduled tasks and loop helper jobs;
+   * tasks run inline on a caller are not counted).
+   */
+  uint64_t tasks_run;
+  /**
+   * Jobs a worker took from another worker's queues.
+   */
+  uint64_t steals;
+  /**
+   * Spin iterations (polls of the queues while spinning).
+   */
+  uint64_t spin_iterations;
+  /**
+   * Times a worker went to sleep.
+   */
+  uint64_t parks;
+  /**
+   * Times a sleeping worker was woken.
+   */
+  uint64_t wakeups;
+  /**
+   * Workers asleep right now.
+   */
+  uint64_t workers_asleep;
+} lrt_pool_stats;
 
 /**
  * Byte offsets of the segments of an image for one window.
@@ -358,6 +524,266 @@ enum lrt_status lrt_host_api_cuda(int device, struct lrt_host_api *out);
  * `api` is NULL or points to an `lrt_host_api` filled by leanrt (or zeroed).
  */
 void lrt_host_api_release(struct lrt_host_api *api);
+
+/**
+ * Creates pool options with ONNX Runtime's defaults.
+ *
+ * # Safety
+ * `out` is NULL or valid for a write of a pointer.
+ */
+enum lrt_status lrt_pool_options_create(struct lrt_pool_options **out);
+
+/**
+ * Destroys options; NULL is a no-op.
+ *
+ * # Safety
+ * `opts` is NULL or came from `lrt_pool_options_create`, not used again.
+ */
+void lrt_pool_options_destroy(struct lrt_pool_options *opts);
+
+/**
+ * Sets an option by its ONNX Runtime session config key (see DESIGN.md);
+ * unknown key or malformed value: `LRT_ERR_INVALID_ARGUMENT`, unchanged.
+ *
+ * # Safety
+ * `opts` is NULL or live; `key`/`value` are NULL or NUL-terminated.
+ */
+enum lrt_status lrt_pool_options_set_config(struct lrt_pool_options *opts,
+                                            const char *key,
+                                            const char *value);
+
+/**
+ * Degree of parallelism (SetIntraOpNumThreads): 0 = physical cores,
+ * 1 = no pool (NULL), n = n-1 workers + the caller; at most 1024.
+ *
+ * # Safety
+ * `opts` is NULL or a live `lrt_pool_options`.
+ */
+enum lrt_status lrt_pool_options_set_num_threads(struct lrt_pool_options *opts, int n);
+
+/**
+ * Allow spinning: 0 or 1.
+ *
+ * # Safety
+ * `opts` is NULL or a live `lrt_pool_options`.
+ */
+enum lrt_status lrt_pool_options_set_spin_control(struct lrt_pool_options *opts, int allow);
+
+/**
+ * Spin budget: -1 = legacy 2^20 pauses, 0 = no spinning, > 0 = calibrated
+ * microseconds (at most 10000000).
+ *
+ * # Safety
+ * `opts` is NULL or a live `lrt_pool_options`.
+ */
+enum lrt_status lrt_pool_options_set_spin_duration_us(struct lrt_pool_options *opts, int us);
+
+/**
+ * Backoff: 1 = off; >= 2: 1, 2, 4, ... pauses per spin iteration up to this
+ * cap (values above 64 are capped at 64).
+ *
+ * # Safety
+ * `opts` is NULL or a live `lrt_pool_options`.
+ */
+enum lrt_status lrt_pool_options_set_spin_backoff_max(struct lrt_pool_options *opts, int max);
+
+/**
+ * 0 = Eigen's fixed blocks; > 0 = ORT's dynamic blocks of
+ * remaining / (degree of parallelism * base).
+ *
+ * # Safety
+ * `opts` is NULL or a live `lrt_pool_options`.
+ */
+enum lrt_status lrt_pool_options_set_dynamic_block_base(struct lrt_pool_options *opts, int base);
+
+/**
+ * Worker affinities in ONNX Runtime's format (`"1,2;3-4"`, 1-based ids).
+ *
+ * # Safety
+ * `opts` is NULL or live; `affinity` is NULL or NUL-terminated.
+ */
+enum lrt_status lrt_pool_options_set_affinity(struct lrt_pool_options *opts, const char *affinity);
+
+/**
+ * Flush denormals to zero (FTZ/DAZ) on the workers: 0 or 1.
+ *
+ * # Safety
+ * `opts` is NULL or a live `lrt_pool_options`.
+ */
+enum lrt_status lrt_pool_options_set_denormal_as_zero(struct lrt_pool_options *opts, int on);
+
+/**
+ * Worker thread name prefix (non-empty).
+ *
+ * # Safety
+ * `opts` is NULL or live; `name` is NULL or NUL-terminated.
+ */
+enum lrt_status lrt_pool_options_set_name(struct lrt_pool_options *opts, const char *name);
+
+/**
+ * Custom thread functions with ORT's signatures: `create` is called once
+ * per worker thread (n-1 times) and must return non-NULL; `join` is called
+ * for each at destroy. `create` without `join` is
+ * `LRT_ERR_INVALID_ARGUMENT`; both NULL restores the built-in threads.
+ *
+ * # Safety
+ * `opts` is NULL or live; the functions, if set, follow ORT's contract.
+ */
+enum lrt_status lrt_pool_options_set_custom_thread_fns(struct lrt_pool_options *opts,
+                                                       lrt_custom_create_thread_fn create,
+                                                       void *create_options,
+                                                       lrt_custom_join_thread_fn join);
+
+/**
+ * Creates a pool. With a resolved thread count of 1, `*out = NULL` and
+ * `LRT_OK` (a NULL pool runs everything on the caller).
+ *
+ * # Safety
+ * `opts` is NULL or live; `out` is NULL or valid for a pointer write.
+ */
+enum lrt_status lrt_pool_create(const struct lrt_pool_options *opts, struct lrt_pool **out);
+
+/**
+ * Runs every scheduled task, joins the workers, frees the pool. NULL is a
+ * no-op. Must not be called from a task or loop body of the same pool.
+ *
+ * # Safety
+ * `pool` is NULL or came from `lrt_pool_create`, not used again.
+ */
+void lrt_pool_destroy(struct lrt_pool *pool);
+
+/**
+ * ORT's `TryParallelFor` with `cost_per_unit` compute cycles per
+ * iteration: `fn(ctx, first, last)` over blocks covering `[0, total)`.
+ * NULL `fn`: nothing runs, the error is recorded for `lrt_last_error`.
+ *
+ * # Safety
+ * `pool` is NULL or live; `fn` is safe to call concurrently with `ctx`.
+ */
+void lrt_pool_try_parallel_for(struct lrt_pool *pool,
+                               ptrdiff_t total,
+                               double cost_per_unit,
+                               lrt_range_fn func,
+                               void *ctx);
+
+/**
+ * ORT's `TryParallelFor` with a `TensorOpCost`.
+ *
+ * # Safety
+ * As `lrt_pool_try_parallel_for`; `cost` is NULL or valid.
+ */
+void lrt_pool_try_parallel_for_cost(struct lrt_pool *pool,
+                                    ptrdiff_t total,
+                                    const struct lrt_tensor_op_cost *cost,
+                                    lrt_range_fn func,
+                                    void *ctx);
+
+/**
+ * ORT's `TrySimpleParallelFor`: `fn(ctx, i)` for every i in `[0, total)`.
+ *
+ * # Safety
+ * `pool` is NULL or live; `fn` is safe to call concurrently with `ctx`.
+ */
+void lrt_pool_try_simple_parallel_for(struct lrt_pool *pool,
+                                      ptrdiff_t total,
+                                      lrt_index_fn func,
+                                      void *ctx);
+
+/**
+ * ORT's `TryBatchParallelFor`: `[0, total)` in `num_batches` batches
+ * (<= 0: degree of parallelism).
+ *
+ * # Safety
+ * `pool` is NULL or live; `fn` is safe to call concurrently with `ctx`.
+ */
+void lrt_pool_try_batch_parallel_for(struct lrt_pool *pool,
+                                     ptrdiff_t total,
+                                     lrt_index_fn func,
+                                     void *ctx,
+                                     ptrdiff_t num_batches);
+
+/**
+ * ORT's `Schedule`: runs `fn(ctx)` on a worker; inline on a NULL pool or
+ * when the target queue is full. Destroy runs every scheduled task.
+ *
+ * # Safety
+ * `pool` is NULL or live; `fn(ctx)` may run on another thread.
+ */
+void lrt_pool_schedule(struct lrt_pool *pool, lrt_task_fn func, void *ctx);
+
+/**
+ * ORT's `KernelContext_ParallelFor`: `fn(usr_data, i)` for i in
+ * `[0, total)`; `num_batch` 0 = one index per task (TrySimpleParallelFor),
+ * else TryBatchParallelFor with `num_batch` batches. NULL `fn`, or a
+ * count above PTRDIFF_MAX: `LRT_ERR_INVALID_ARGUMENT`, nothing runs.
+ *
+ * # Safety
+ * `pool` is NULL or live; `fn` is safe to call concurrently.
+ */
+enum lrt_status lrt_kernel_parallel_for(struct lrt_pool *pool,
+                                        lrt_kernel_fn func,
+                                        size_t total,
+                                        size_t num_batch,
+                                        void *usr_data);
+
+/**
+ * Degree of parallelism; 1 for NULL.
+ *
+ * # Safety
+ * `pool` is NULL or live.
+ */
+int lrt_pool_degree_of_parallelism(const struct lrt_pool *pool);
+
+/**
+ * 1 if loops may run in parallel (degree of parallelism > 1), else 0.
+ *
+ * # Safety
+ * `pool` is NULL or live.
+ */
+int lrt_pool_should_parallelize(const struct lrt_pool *pool);
+
+/**
+ * Worker threads (ORT's NumThreads): thread count - 1; 0 for NULL.
+ *
+ * # Safety
+ * `pool` is NULL or live.
+ */
+int lrt_pool_num_threads(const struct lrt_pool *pool);
+
+/**
+ * 0..lrt_pool_num_threads()-1 on a worker of `pool`, -1 elsewhere (and
+ * for NULL).
+ *
+ * # Safety
+ * `pool` is NULL or live.
+ */
+int lrt_pool_current_thread_id(const struct lrt_pool *pool);
+
+/**
+ * Restores the configured spin policy. NULL: no-op.
+ *
+ * # Safety
+ * `pool` is NULL or live.
+ */
+void lrt_pool_enable_spinning(struct lrt_pool *pool);
+
+/**
+ * Spinning workers go to sleep at once; idle workers sleep without
+ * spinning until `lrt_pool_enable_spinning`. NULL: no-op.
+ *
+ * # Safety
+ * `pool` is NULL or live.
+ */
+void lrt_pool_disable_spinning(struct lrt_pool *pool);
+
+/**
+ * Counters (tasks run, steals, spin iterations, parks, wakeups, workers
+ * asleep now); all zero for a NULL pool.
+ *
+ * # Safety
+ * `pool` is NULL or live; `out` is NULL or valid for a write.
+ */
+enum lrt_status lrt_pool_stats(const struct lrt_pool *pool, struct lrt_pool_stats *out);
 
 /**
  * Writes the segment offsets of the image for window `task_window` to

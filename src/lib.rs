@@ -10,6 +10,7 @@
 pub mod device;
 pub mod error;
 pub mod ffi;
+pub mod pool;
 pub mod staging;
 
 pub use error::{Error, ErrorKind, Result};

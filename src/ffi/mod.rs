@@ -12,6 +12,7 @@
 #[macro_use]
 pub mod boundary;
 pub mod device;
+pub mod pool;
 pub mod staging;
 pub mod status;
 

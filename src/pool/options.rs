@@ -1,0 +1,388 @@
+//! Pool options: ONNX Runtime's defaults, setters that validate, and
+//! `set_config` with ORT's session config keys. Every setter leaves the
+//! options unchanged when it returns an error.
+use super::affinity;
+use super::spin::MAX_BACKOFF;
+use crate::{Error, Result};
+use std::ffi::c_void;
+
+/// ORT's `OrtThreadWorkerFn`: the function a custom thread must run.
+pub type ThreadWorkerFn = Option<unsafe extern "C" fn(param: *mut c_void)>;
+
+/// The opaque type a custom thread handle points to (ORT's
+/// `OrtCustomHandleType`).
+pub struct CustomThreadHandleT {
+    _private: u8,
+}
+
+/// ORT's `OrtCustomThreadHandle`: what a custom create function returns.
+pub type CustomThreadHandle = *const CustomThreadHandleT;
+
+/// ORT's `OrtCustomCreateThreadFn`: starts a thread that calls
+/// `worker(param)` once; returns its handle, NULL on failure.
+pub type CustomCreateThreadFn = Option<
+    unsafe extern "C" fn(
+        options: *mut c_void,
+        worker: ThreadWorkerFn,
+        param: *mut c_void,
+    ) -> CustomThreadHandle,
+>;
+
+/// The non-NULL form of [`CustomCreateThreadFn`].
+pub type CreateFnPtr = unsafe extern "C" fn(
+    options: *mut c_void,
+    worker: ThreadWorkerFn,
+    param: *mut c_void,
+) -> CustomThreadHandle;
+
+/// ORT's `OrtCustomJoinThreadFn`: waits for a thread made by the create
+/// function to finish.
+pub type CustomJoinThreadFn = Option<unsafe extern "C" fn(handle: CustomThreadHandle)>;
+
+/// The non-NULL form of [`CustomJoinThreadFn`].
+pub type JoinFnPtr = unsafe extern "C" fn(handle: CustomThreadHandle);
+
+/// Custom thread functions (both set).
+#[derive(Clone, Copy, Debug)]
+pub struct CustomThreadFns {
+    /// Called once per worker thread.
+    pub create: CreateFnPtr,
+    /// The `options` argument of `create`, as an address.
+    pub create_options: usize,
+    /// Called for each created thread at destroy.
+    pub join: JoinFnPtr,
+}
+
+impl PartialEq for CustomThreadFns {
+    fn eq(&self, other: &Self) -> bool {
+        self.create as usize == other.create as usize
+            && self.create_options == other.create_options
+            && self.join as usize == other.join as usize
+    }
+}
+
+/// Most threads a pool may have.
+pub const MAX_THREADS: i32 = 1024;
+/// Largest `spin_duration_us` accepted (10 s).
+pub const MAX_SPIN_US: i32 = 10_000_000;
+
+/// Environment variable forcing the hybrid-CPU degree of parallelism (×4):
+/// `LEANRT_POOL_FORCE_HYBRID=1`.
+pub const FORCE_HYBRID_ENV: &str = "LEANRT_POOL_FORCE_HYBRID";
+
+/// Thread pool options. `Default` is ONNX Runtime's: thread count 0
+/// (physical cores), spinning allowed, legacy spin count, no backoff, fixed
+/// (Eigen) blocks, no affinity, denormals untouched, no custom threads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolOptions {
+    pub(crate) num_threads: i32,
+    pub(crate) allow_spinning: bool,
+    pub(crate) spin_duration_us: i32,
+    pub(crate) spin_backoff_max: i32,
+    pub(crate) dynamic_block_base: i32,
+    pub(crate) affinity: Option<Vec<Vec<usize>>>,
+    pub(crate) denormal_as_zero: bool,
+    pub(crate) name: String,
+    pub(crate) force_spinning_stop: bool,
+    pub(crate) force_hybrid: bool,
+    pub(crate) custom_threads: Option<CustomThreadFns>,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions {
+            num_threads: 0,
+            allow_spinning: true,
+            spin_duration_us: -1,
+            spin_backoff_max: 1,
+            dynamic_block_base: 0,
+            affinity: None,
+            denormal_as_zero: false,
+            name: "leanrt-pool".to_owned(),
+            force_spinning_stop: false,
+            force_hybrid: false,
+            custom_threads: None,
+        }
+    }
+}
+
+fn parse_int(key: &str, value: &str) -> Result<i32> {
+    let digits = value.strip_prefix('-').unwrap_or(value);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Error::invalid_argument(format!(
+            "{key}: \"{value}\" is not an integer"
+        )));
+    }
+    value
+        .parse()
+        .map_err(|_| Error::invalid_argument(format!("{key}: \"{value}\" is out of range")))
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool> {
+    match value {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(Error::invalid_argument(format!(
+            "{key}: \"{value}\" must be \"0\" or \"1\""
+        ))),
+    }
+}
+
+impl PoolOptions {
+    /// ORT defaults (same as `Default`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets one option by its ORT session config key:
+    /// `session.intra_op.allow_spinning` ("0"/"1"),
+    /// `session.intra_op.spin_duration_us` (integer >= -1),
+    /// `session.intra_op.spin_backoff_max` (integer >= 1, capped at 64),
+    /// `session.dynamic_block_base` (integer >= 0),
+    /// `session.intra_op_thread_affinities` (ORT affinity string),
+    /// `session.force_spinning_stop` ("0"/"1").
+    pub fn set_config(&mut self, key: &str, value: &str) -> Result<()> {
+        match key {
+            "session.intra_op.allow_spinning" => {
+                let v = parse_bool(key, value)?;
+                self.allow_spinning = v;
+                Ok(())
+            }
+            "session.intra_op.spin_duration_us" => {
+                self.set_spin_duration_us(parse_int(key, value)?)
+            }
+            "session.intra_op.spin_backoff_max" => {
+                self.set_spin_backoff_max(parse_int(key, value)?)
+            }
+            "session.dynamic_block_base" => self.set_dynamic_block_base(parse_int(key, value)?),
+            "session.intra_op_thread_affinities" => self.set_affinity(value),
+            "session.force_spinning_stop" => {
+                self.force_spinning_stop = parse_bool(key, value)?;
+                Ok(())
+            }
+            _ => Err(Error::invalid_argument(format!(
+                "unknown config key \"{key}\""
+            ))),
+        }
+    }
+
+    /// Degree of parallelism (ORT's SetIntraOpNumThreads): 0 = physical
+    /// cores, 1 = no pool, n = n-1 workers plus the caller.
+    pub fn set_num_threads(&mut self, n: i32) -> Result<()> {
+        if !(0..=MAX_THREADS).contains(&n) {
+            return Err(Error::invalid_argument(format!(
+                "num_threads {n} outside [0, {MAX_THREADS}]"
+            )));
+        }
+        self.num_threads = n;
+        Ok(())
+    }
+
+    /// `allow_spinning`: 0 or 1 only.
+    pub fn set_spin_control(&mut self, allow: i32) -> Result<()> {
+        match allow {
+            0 | 1 => {
+                self.allow_spinning = allow == 1;
+                Ok(())
+            }
+            _ => Err(Error::invalid_argument(format!(
+                "spin control {allow} must be 0 or 1"
+            ))),
+        }
+    }
+
+    /// -1 = legacy 2^20 pauses, 0 = no spinning, > 0 = µs budget.
+    pub fn set_spin_duration_us(&mut self, us: i32) -> Result<()> {
+        if !(-1..=MAX_SPIN_US).contains(&us) {
+            return Err(Error::invalid_argument(format!(
+                "spin_duration_us {us} outside [-1, {MAX_SPIN_US}]"
+            )));
+        }
+        self.spin_duration_us = us;
+        Ok(())
+    }
+
+    /// 1 = off; >= 2: exponential backoff up to `max` pauses per iteration
+    /// (values above 64 are capped at 64).
+    pub fn set_spin_backoff_max(&mut self, max: i32) -> Result<()> {
+        if max < 1 {
+            return Err(Error::invalid_argument(format!(
+                "spin_backoff_max {max} must be >= 1"
+            )));
+        }
+        self.spin_backoff_max = max.min(MAX_BACKOFF as i32);
+        Ok(())
+    }
+
+    /// 0 = Eigen's fixed blocks; > 0 = ORT's dynamic blocks of
+    /// `remaining / (dop * base)`.
+    pub fn set_dynamic_block_base(&mut self, base: i32) -> Result<()> {
+        if base < 0 {
+            return Err(Error::invalid_argument(format!(
+                "dynamic_block_base {base} must be >= 0"
+            )));
+        }
+        self.dynamic_block_base = base;
+        Ok(())
+    }
+
+    /// ORT affinity string (see [`super::affinity`]); one entry per worker.
+    pub fn set_affinity(&mut self, affinity: &str) -> Result<()> {
+        self.affinity = Some(affinity::parse(affinity)?);
+        Ok(())
+    }
+
+    /// Sets FTZ and DAZ (flush denormals to zero) on the worker threads.
+    pub fn set_denormal_as_zero(&mut self, on: bool) -> Result<()> {
+        self.denormal_as_zero = on;
+        Ok(())
+    }
+
+    /// Name prefix of the worker threads (non-empty, no NUL).
+    pub fn set_name(&mut self, name: &str) -> Result<()> {
+        if name.is_empty() || name.contains('\0') {
+            return Err(Error::invalid_argument(
+                "pool name must be non-empty, without NUL",
+            ));
+        }
+        self.name = name.to_owned();
+        Ok(())
+    }
+
+    /// Multiplies the degree of parallelism by 4 as on a hybrid CPU (also
+    /// forced for every pool by `LEANRT_POOL_FORCE_HYBRID=1`).
+    pub fn set_force_hybrid(&mut self, on: bool) -> Result<()> {
+        self.force_hybrid = on;
+        Ok(())
+    }
+
+    /// ORT's `session.force_spinning_stop`.
+    pub fn set_force_spinning_stop(&mut self, on: bool) -> Result<()> {
+        self.force_spinning_stop = on;
+        Ok(())
+    }
+
+    /// Custom thread functions. `create` without `join` is an error; both
+    /// `None` restores the built-in threads; `join` alone is kept unused.
+    pub fn set_custom_thread_fns(
+        &mut self,
+        create: CustomCreateThreadFn,
+        create_options: *mut c_void,
+        join: CustomJoinThreadFn,
+    ) -> Result<()> {
+        self.custom_threads = match (create, join) {
+            (Some(create), Some(join)) => Some(CustomThreadFns {
+                create,
+                create_options: create_options as usize,
+                join,
+            }),
+            (Some(_), None) => {
+                return Err(Error::invalid_argument(
+                    "a custom create-thread function needs a join-thread function",
+                ))
+            }
+            (None, _) => None,
+        };
+        Ok(())
+    }
+
+    /// The configured thread count (0 = physical cores).
+    pub fn num_threads(&self) -> i32 {
+        self.num_threads
+    }
+    /// Whether spinning is allowed.
+    pub fn allow_spinning(&self) -> bool {
+        self.allow_spinning
+    }
+    /// The spin budget setting.
+    pub fn spin_duration_us(&self) -> i32 {
+        self.spin_duration_us
+    }
+    /// The backoff cap.
+    pub fn spin_backoff_max(&self) -> i32 {
+        self.spin_backoff_max
+    }
+    /// The dynamic block base (0 = off).
+    pub fn dynamic_block_base(&self) -> i32 {
+        self.dynamic_block_base
+    }
+    /// The parsed affinity (0-based CPUs per worker), if set.
+    pub fn affinity(&self) -> Option<&[Vec<usize>]> {
+        self.affinity.as_deref()
+    }
+    /// Whether workers flush denormals to zero.
+    pub fn denormal_as_zero(&self) -> bool {
+        self.denormal_as_zero
+    }
+    /// The thread name prefix.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Whether `force_spinning_stop` is set.
+    pub fn force_spinning_stop(&self) -> bool {
+        self.force_spinning_stop
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_keys_and_malformed_values() {
+        let mut o = PoolOptions::default();
+        o.set_config("session.intra_op.spin_duration_us", "1000")
+            .unwrap();
+        o.set_config("session.intra_op.spin_backoff_max", "8")
+            .unwrap();
+        o.set_config("session.intra_op.allow_spinning", "0")
+            .unwrap();
+        o.set_config("session.dynamic_block_base", "4").unwrap();
+        o.set_config("session.force_spinning_stop", "1").unwrap();
+        o.set_config("session.intra_op_thread_affinities", "1;2")
+            .unwrap();
+        assert_eq!(
+            (
+                o.spin_duration_us,
+                o.spin_backoff_max,
+                o.allow_spinning,
+                o.dynamic_block_base
+            ),
+            (1000, 8, false, 4)
+        );
+        assert!(o.force_spinning_stop);
+        let before = o.clone();
+        for (k, v) in [
+            ("session.intra_op.spin_duration_us", "-2"),
+            ("session.intra_op.spin_duration_us", "abc"),
+            ("session.intra_op.spin_duration_us", ""),
+            ("session.intra_op.spin_duration_us", "10 "),
+            ("session.intra_op.spin_duration_us", "99999999999"),
+            ("session.intra_op.spin_backoff_max", "0"),
+            ("session.intra_op.allow_spinning", "yes"),
+            ("session.dynamic_block_base", "-1"),
+            ("session.force_spinning_stop", "2"),
+            ("session.intra_op_thread_affinities", "0;1"),
+            ("session.no_such_key", "1"),
+        ] {
+            let e = o.set_config(k, v).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{k}={v}");
+            assert_eq!(o, before, "{k}={v} changed the options");
+        }
+        o.set_config("session.intra_op.spin_backoff_max", "1000")
+            .unwrap();
+        assert_eq!(o.spin_backoff_max, 64);
+    }
+
+    #[test]
+    fn setters_validate() {
+        let mut o = PoolOptions::default();
+        assert!(o.set_num_threads(-1).is_err());
+        assert!(o.set_num_threads(MAX_THREADS + 1).is_err());
+        assert!(o.set_spin_control(2).is_err());
+        assert!(o.set_name("").is_err());
+        assert_eq!(o, PoolOptions::default());
+        o.set_num_threads(4).unwrap();
+        assert_eq!(o.num_threads(), 4);
+    }
+}

@@ -1,0 +1,161 @@
+//! The spin phase of an idle worker: the pause instruction (TPAUSE where
+//! the CPU has WAITPKG), a one-time calibration of its cost, the three
+//! `spin_duration_us` modes and the exponential backoff waiter.
+//!
+//! A spin budget is a number of *pauses*. With backoff off (max 1) each spin
+//! iteration is one pause; with backoff max `b` the iterations do 1, 2, 4, …,
+//! `b`, `b`, … pauses, and the worker stops once the pauses add up to the
+//! budget: fewer iterations (fewer polls of the queues), same wall-clock
+//! time.
+use once_cell::sync::OnceCell;
+use std::time::Instant;
+
+/// `spin_duration_us = -1`: the legacy count, 2^20 pause iterations.
+pub const LEGACY_SPIN_PAUSES: u64 = 1 << 20;
+/// Upper bound of `spin_backoff_max`.
+pub const MAX_BACKOFF: u32 = 64;
+/// TSC cycles one TPAUSE waits at most.
+const TPAUSE_CYCLES: u64 = 200;
+
+static WAITPKG: OnceCell<bool> = OnceCell::new();
+static PAUSE_NS: OnceCell<f64> = OnceCell::new();
+
+#[inline]
+fn use_tpause() -> bool {
+    *WAITPKG.get_or_init(super::cpu::has_waitpkg)
+}
+
+/// One pause: TPAUSE (C0.1, about [`TPAUSE_CYCLES`] cycles) where the CPU has
+/// WAITPKG, else the `pause` hint.
+#[inline]
+pub fn pause() {
+    #[cfg(target_arch = "x86_64")]
+    if use_tpause() {
+        tpause();
+        return;
+    }
+    std::hint::spin_loop();
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn tpause() {
+    // SAFETY: only called after CPUID reported WAITPKG. RDTSC and TPAUSE read
+    // the TSC and wait; they touch no memory and no stack. TPAUSE writes the
+    // flags register, which the asm block does not claim to preserve.
+    unsafe {
+        let deadline = std::arch::x86_64::_rdtsc().wrapping_add(TPAUSE_CYCLES);
+        std::arch::asm!(
+            "tpause {ctl:e}",
+            ctl = in(reg) 1u32, // 1: C0.1, the lighter state with faster wake-up
+            in("edx") (deadline >> 32) as u32,
+            in("eax") deadline as u32,
+            options(nomem, nostack),
+        );
+    }
+}
+
+/// The calibrated cost of one [`pause`] in nanoseconds (measured once per
+/// process, then cached; the smallest of several samples, clamped to
+/// [0.5, 2000] ns).
+pub fn calibrated_pause_ns() -> f64 {
+    *PAUSE_NS.get_or_init(|| {
+        const N: u32 = 2000;
+        let mut best = f64::INFINITY;
+        for _ in 0..7 {
+            let t = Instant::now();
+            for _ in 0..N {
+                pause();
+            }
+            let ns = t.elapsed().as_nanos() as f64 / f64::from(N);
+            best = best.min(ns);
+        }
+        best.clamp(0.5, 2000.0)
+    })
+}
+
+/// How long an idle worker spins before it sleeps, in pauses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpinPolicy {
+    /// Pauses before sleeping; 0 = sleep at once.
+    pub pauses: u64,
+    /// Backoff cap (1 = off).
+    pub backoff_max: u32,
+}
+
+impl SpinPolicy {
+    /// Resolves the options: not allowed or 0 µs: no spinning; -1: legacy
+    /// 2^20 pauses; > 0: `us` microseconds of calibrated pauses.
+    pub fn new(allow: bool, spin_duration_us: i32, backoff_max: i32) -> Self {
+        let pauses = if !allow || spin_duration_us == 0 {
+            0
+        } else if spin_duration_us < 0 {
+            LEGACY_SPIN_PAUSES
+        } else {
+            let ns = f64::from(spin_duration_us) * 1000.0;
+            ((ns / calibrated_pause_ns()).ceil() as u64).max(1)
+        };
+        SpinPolicy {
+            pauses,
+            backoff_max: backoff_max.clamp(1, MAX_BACKOFF as i32) as u32,
+        }
+    }
+}
+
+/// Exponential backoff: each [`Backoff::pause`] does 1, 2, 4, … pauses, up
+/// to the cap.
+#[derive(Debug)]
+pub struct Backoff {
+    next: u32,
+    max: u32,
+}
+
+impl Backoff {
+    /// Starts at one pause per iteration.
+    pub fn new(max: u32) -> Self {
+        Backoff {
+            next: 1,
+            max: max.clamp(1, MAX_BACKOFF),
+        }
+    }
+    /// Pauses for this iteration, returns how many pauses it did.
+    #[inline]
+    pub fn pause(&mut self) -> u32 {
+        let n = self.next;
+        for _ in 0..n {
+            pause();
+        }
+        self.next = (n * 2).min(self.max);
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_cap() {
+        let mut b = Backoff::new(8);
+        let seq: Vec<u32> = (0..6).map(|_| b.pause()).collect();
+        assert_eq!(seq, [1, 2, 4, 8, 8, 8]);
+        let mut off = Backoff::new(1);
+        assert_eq!((0..3).map(|_| off.pause()).sum::<u32>(), 3);
+        assert_eq!(Backoff::new(1000).max, MAX_BACKOFF);
+    }
+
+    #[test]
+    fn policy_modes() {
+        assert_eq!(SpinPolicy::new(true, 0, 1).pauses, 0);
+        assert_eq!(SpinPolicy::new(false, 1000, 1).pauses, 0);
+        assert_eq!(SpinPolicy::new(true, -1, 1).pauses, LEGACY_SPIN_PAUSES);
+        let p = SpinPolicy::new(true, 1000, 8);
+        let expect = (1_000_000.0 / calibrated_pause_ns()).ceil() as u64;
+        assert_eq!(p.pauses, expect.max(1));
+        assert_eq!(p.backoff_max, 8);
+        assert_eq!(SpinPolicy::new(true, 1, 99).backoff_max, 64);
+        let ns = calibrated_pause_ns();
+        assert!((0.5..=2000.0).contains(&ns));
+        assert_eq!(ns, calibrated_pause_ns(), "calibration is cached");
+    }
+}

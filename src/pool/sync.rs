@@ -1,0 +1,17 @@
+//! The synchronisation primitives the sleep/wake protocol ([`super::sleep`])
+//! is written against. Normal builds use `std`; the loom model
+//! (`tests/pool_loom.rs`) compiles `sleep.rs` against its own facade with the
+//! same names, backed by loom, so the protocol that is model-checked is the
+//! very source that ships.
+pub use std::sync::atomic::{AtomicU64, Ordering};
+pub use std::sync::{Condvar, Mutex};
+
+/// `Mutex::lock` that ignores poisoning (the guarded data is `()`).
+pub fn lock(m: &Mutex<()>) -> std::sync::MutexGuard<'_, ()> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `Condvar::wait` that ignores poisoning.
+pub fn wait<'a>(cv: &Condvar, g: std::sync::MutexGuard<'a, ()>) -> std::sync::MutexGuard<'a, ()> {
+    cv.wait(g).unwrap_or_else(|e| e.into_inner())
+}
