@@ -279,6 +279,10 @@ struct Pool {
     /// Tasks scheduled on this pool, and the counter they increment.
     scheduled: u64,
     ran: Box<AtomicU64>,
+    /// Workers started through the custom create function.
+    custom_threads: i64,
+    /// The options it was made from (for failure messages).
+    options: String,
 }
 
 struct Fuzz {
@@ -584,22 +588,26 @@ impl Fuzz {
             h: out,
             scheduled: 0,
             ran: Box::new(AtomicU64::new(0)),
+            custom_threads: custom_made,
+            options: format!("{before:?}"),
         });
     }
 
     fn destroy_pool(&mut self, p: Pool) {
+        let joins0 = CUSTOM_JOINS.load(Ordering::SeqCst);
         // SAFETY: live pool, not used again.
         unsafe { ffi::lrt_pool_destroy(p.h) };
         self.calls += 1;
         assert_eq!(
             p.ran.load(Ordering::SeqCst),
             p.scheduled,
-            "a scheduled task was lost (destroy returned before it ran)"
+            "a scheduled task was lost (destroy returned before it ran); pool options {}",
+            p.options
         );
         assert_eq!(
-            CUSTOM_JOINS.load(Ordering::SeqCst),
-            CUSTOM_CREATES.load(Ordering::SeqCst),
-            "custom threads created but not joined after destroy"
+            CUSTOM_JOINS.load(Ordering::SeqCst) - joins0,
+            p.custom_threads,
+            "custom threads of this pool not all joined by destroy"
         );
     }
 
@@ -616,7 +624,11 @@ impl Fuzz {
     fn fuzz_loop(&mut self) {
         let (which, pool) = self.pick_pool();
         let total: isize = match self.rng.below(6) {
-            0 => -(self.rng.below(5) as isize) - if self.rng.chance(1, 3) { isize::MAX } else { 0 },
+            0 => (-(self.rng.below(5) as isize)).saturating_sub(if self.rng.chance(1, 3) {
+                isize::MAX
+            } else {
+                0
+            }),
             1 => 0,
             2 => 1,
             3 => self.rng.below(2000) as isize,
@@ -640,6 +652,7 @@ impl Fuzz {
         let kind = self.rng.below(6);
         let context =
             format!("loop kind {kind} total {total} cost {cost} null_fn {null_fn} pool {pool:p}");
+        note_step(|| context.clone());
         // SAFETY: pool is live or NULL; ctx outlives the call; fn valid or NULL.
         unsafe {
             match kind {
@@ -680,9 +693,12 @@ impl Fuzz {
                 3 => {
                     let nb = match self.rng.below(4) {
                         0 => -(self.rng.below(3) as isize),
-                        1 => isize::MAX - self.rng.below(2) as isize,
+                        // More batches than indices (huge counts: see
+                        // tests/fuzz_pool_edges.rs).
+                        1 => total.max(0) + self.rng.below(1000) as isize,
                         _ => self.rng.below(70) as isize,
                     };
+                    note_step(|| format!("{context} num_batches {nb}"));
                     ffi::lrt_pool_try_batch_parallel_for(
                         pool,
                         total,
@@ -776,12 +792,19 @@ impl Fuzz {
             mark_last_error();
             let s =
                 ffi::lrt_pool_stats(pool, if null_out { null_mut() } else { &mut stats }) as i32;
-            if pool.is_null() || null_out {
-                assert_eq!(s, INVALID, "stats with NULL");
+            if null_out {
+                assert_eq!(s, INVALID, "stats with NULL out");
                 assert_eq!(stats.tasks_run, 77);
                 assert_error_names("lrt_pool_stats", "NULL");
             } else {
                 assert_eq!(s, OK);
+                if pool.is_null() {
+                    // The NULL (serial) pool has all-zero counters.
+                    assert_eq!(
+                        stats.tasks_run + stats.steals + stats.parks + stats.wakeups,
+                        0
+                    );
+                }
             }
             match self.rng.below(3) {
                 0 => ffi::lrt_pool_enable_spinning(pool),
@@ -793,6 +816,8 @@ impl Fuzz {
     }
 
     fn step(&mut self) {
+        let calls = self.calls;
+        note_step(|| format!("after {calls} calls"));
         match self.rng.below(100) {
             0..=34 => self.fuzz_options(),
             35..=41 => self.fuzz_pool_create(),
@@ -806,7 +831,7 @@ impl Fuzz {
 fn fuzz_pool_c_abi() {
     let seed = fuzz_seed("fuzz_pool_c_abi", 0x9001_c0de);
     let iters = fuzz_iters(2000);
-    let dog = Watchdog::new("fuzz_pool_c_abi", Duration::from_secs(90 + iters / 20));
+    let dog = Watchdog::new("fuzz_pool_c_abi", Duration::from_secs(60 + iters / 40));
     let base = proc_status();
     let start = Instant::now();
     let mut f = Fuzz {

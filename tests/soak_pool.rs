@@ -30,8 +30,13 @@ use leanrt::pool::{PoolOptions, TensorOpCost, ThreadPool};
 const CALLERS: usize = 3;
 
 /// A raw pointer shared with the soak threads.
-#[derive(Clone, Copy)]
 struct Shared<T>(*mut T);
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Shared<T> {}
 // SAFETY: the pool is Send + Sync (contract); the pointer stays valid until
 // every soak thread has been joined.
 unsafe impl<T> Send for Shared<T> {}

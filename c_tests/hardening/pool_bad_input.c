@@ -153,8 +153,10 @@ int main(void) {
   lrt_pool_stats stats;
   memset(&stats, 0xCD, sizeof stats);
   lrt_pool_stats fill = stats;
-  CHECK_STATUS(lrt_pool_stats(NULL, &stats), LRT_ERR_INVALID_ARGUMENT);
-  CHECK(memcmp(&stats, &fill, sizeof stats) == 0);
+  CHECK_STATUS(lrt_pool_stats(NULL, NULL), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_pool_stats(NULL, &stats), LRT_OK); /* the serial pool: all zero */
+  CHECK(stats.tasks_run == 0 && stats.steals == 0 && stats.parks == 0);
+  (void)fill;
 
   /* A real pool with NULL functions and odd numbers */
   CHECK_STATUS(lrt_pool_create(o, &p), LRT_OK);

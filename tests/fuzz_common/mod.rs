@@ -129,6 +129,15 @@ pub fn fuzz_iters(default: u64) -> u64 {
 // ---------------------------------------------------------------------------
 // Watchdog
 
+static LAST_STEP: Mutex<String> = Mutex::new(String::new());
+
+/// Records what the test is doing, for the watchdog's message.
+pub fn note_step(step: impl FnOnce() -> String) {
+    if let Ok(mut s) = LAST_STEP.lock() {
+        *s = step();
+    }
+}
+
 /// Aborts the process with a message if it is not dropped within `limit`:
 /// a hang becomes a failure with a reason instead of a stuck CI job.
 ///
@@ -149,8 +158,10 @@ impl Watchdog {
             .name("watchdog".into())
             .spawn(move || match rx.recv_timeout(limit) {
                 Err(RecvTimeoutError::Timeout) => {
+                    let last = LAST_STEP.lock().map(|s| s.clone()).unwrap_or_default();
                     eprintln!(
-                        "WATCHDOG: `{what}` still running after {limit:?}: hang, aborting the process"
+                        "WATCHDOG: `{what}` still running after {limit:?}: hang, aborting the process \
+                         (last step: {last})"
                     );
                     std::process::abort();
                 }
