@@ -426,10 +426,13 @@ fn find_job(shared: &Shared, me: &WorkerLocal, counters: &Counters) -> Option<Jo
             if v == me.index {
                 continue;
             }
-            for s in [
-                shared.injectors[v].steal_batch_and_pop(&me.local),
-                shared.stealers[v].steal(),
-            ] {
+            // Evaluated one at a time: a steal that succeeds hands over a job.
+            for from_deque in [false, true] {
+                let s = if from_deque {
+                    shared.stealers[v].steal()
+                } else {
+                    shared.injectors[v].steal_batch_and_pop(&me.local)
+                };
                 match s {
                     Steal::Success(j) => {
                         bump(&counters.steals, 1);
