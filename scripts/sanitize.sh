@@ -13,7 +13,8 @@
 # from malloc/mmap), every malloc/free pairing, and leaks (LeakSanitizer sees
 # Rust's allocations too, since Rust allocates through malloc).
 # LEANRT_TEST_SMALL=1 is set so that the tests use their smaller sizes.
-# Env: LEANRT_SANITIZE_BUILD (default build/sanitize), LEANRT_JOBS.
+# Env: LEANRT_SANITIZE_BUILD (default build/sanitize), LEANRT_JOBS,
+# LEANRT_SANITIZE_EXCLUDE (a ctest -E regex of tests to leave out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -22,6 +23,8 @@ BASE=${LEANRT_SANITIZE_BUILD:-$ROOT/build/sanitize}
 JOBS=${LEANRT_JOBS:-$(nproc 2>/dev/null || echo 2)}
 WHAT=${1:-all}
 export LEANRT_TEST_SMALL=1
+EXCL=()
+[ -n "${LEANRT_SANITIZE_EXCLUDE:-}" ] && EXCL=(-E "$LEANRT_SANITIZE_EXCLUDE")
 
 # The library in the dev profile, sharing cargo's target dir with `cargo test`
 # (no second release/LTO build).
@@ -39,7 +42,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = asan ]; then
   # leanrt does not replace malloc).
   ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0:detect_stack_use_after_return=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    ctest --test-dir "$BASE/asan" --output-on-failure -j "$JOBS"
+    ctest --test-dir "$BASE/asan" --output-on-failure -j "$JOBS" "${EXCL[@]}"
 fi
 
 if [ "$WHAT" = all ] || [ "$WHAT" = tsan ]; then
@@ -59,6 +62,6 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tsan ]; then
     runner=(setarch "$(uname -m)" -R)
   fi
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/c_tests/hardening/tsan.supp" \
-    "${runner[@]}" ctest --test-dir "$BASE/tsan" --output-on-failure -j "$JOBS" -R "$TSAN_TESTS"
+    "${runner[@]}" ctest --test-dir "$BASE/tsan" --output-on-failure -j "$JOBS" -R "$TSAN_TESTS" "${EXCL[@]}"
 fi
 echo "sanitizers: all passed"

@@ -11,7 +11,8 @@
 # programs (the export check, the consumer project) are skipped, the swap
 # programs run plainly (served by the stand-in) and with LD_PRELOAD=libleanrt.
 # Env: LEANRT_VALGRIND_BUILD (default build/valgrind), LEANRT_VALGRIND_TIMEOUT
-# (seconds per program, default 240), LEANRT_JOBS.
+# (seconds per program, default 240), LEANRT_JOBS, LEANRT_VALGRIND_EXCLUDE
+# (a regex of test names to leave out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -57,6 +58,7 @@ for exe in "$BUILD"/c_tests/c_*; do
   area=${rest%%_*}
   name="$area.${rest#*_}"
   [[ "$name" =~ $FILTER ]] || continue
+  [ -n "${LEANRT_VALGRIND_EXCLUDE:-}" ] && [[ "$name" =~ $LEANRT_VALGRIND_EXCLUDE ]] && continue
   if [ "$area" = swap ]; then
     run_one "$name(standin)" "${VG[@]}" "$exe"
     # The preloaded leanrt serves the lrt_* calls; valgrind follows LD_PRELOAD.

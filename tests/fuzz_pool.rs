@@ -15,7 +15,7 @@
 //! * custom create/join calls balance; destroy joins every worker: the
 //!   process thread count returns to where it started.
 //!
-//! `LEANRT_FUZZ_ITERS` (default 2000) and `LEANRT_FUZZ_SEED` size the run; a
+//! `LEANRT_FUZZ_ITERS` (default 20000) and `LEANRT_FUZZ_SEED` size the run; a
 //! watchdog aborts on a hang.
 mod fuzz_common;
 
@@ -830,7 +830,7 @@ impl Fuzz {
 #[test]
 fn fuzz_pool_c_abi() {
     let seed = fuzz_seed("fuzz_pool_c_abi", 0x9001_c0de);
-    let iters = fuzz_iters(2000);
+    let iters = fuzz_iters(20_000);
     let dog = Watchdog::new("fuzz_pool_c_abi", Duration::from_secs(60 + iters / 40));
     let base = proc_status();
     let start = Instant::now();

@@ -150,9 +150,9 @@ int main(void) {
   lrt_pool_enable_spinning(NULL);
   lrt_pool_disable_spinning(NULL);
   lrt_pool_destroy(NULL);
-  lrt_pool_stats stats;
+  struct lrt_pool_stats stats; /* the struct tag: the typedef name clashes with the function (see report) */
   memset(&stats, 0xCD, sizeof stats);
-  lrt_pool_stats fill = stats;
+  struct lrt_pool_stats fill = stats;
   CHECK_STATUS(lrt_pool_stats(NULL, NULL), LRT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(lrt_pool_stats(NULL, &stats), LRT_OK); /* the serial pool: all zero */
   CHECK(stats.tasks_run == 0 && stats.steals == 0 && stats.parks == 0);
@@ -186,24 +186,18 @@ int main(void) {
     for (int c = 0; c < 5; c++) lrt_pool_try_parallel_for(q, 37, costs[c], count_range, NULL);
     CHECK(all_hit(37, 5));
     clear_hits();
-    const ptrdiff_t batches[] = {-3, 0, 1, 7, 37, 1000, PTRDIFF_MAX};
+    /* (batch counts far above total: c_tests/hardening/pool_huge_batches.c) */
+    const ptrdiff_t batches[] = {-3, 0, 1, 7, 37, 38, 1000};
     for (int b = 0; b < 7; b++) lrt_pool_try_batch_parallel_for(q, 37, count_index, NULL, batches[b]);
     CHECK(all_hit(37, 7));
   }
 
-  /* Custom threads: a create that fails part-way leaks no thread */
+  /* Custom threads (a create that fails part-way: pool_custom_create_fails.c) */
   lrt_pool_options *co = NULL;
   CHECK_STATUS(lrt_pool_options_create(&co), LRT_OK);
   CHECK_STATUS(lrt_pool_options_set_num_threads(co, 4), LRT_OK);
   CHECK_STATUS(lrt_pool_options_set_custom_thread_fns(co, custom_create, NULL, custom_join), LRT_OK);
-  atomic_store(&fail_at, 2);
   lrt_pool *cp = sentinel;
-  mark();
-  lrt_status s = lrt_pool_create(co, &cp);
-  CHECK(s != LRT_OK);
-  CHECK(cp == sentinel);
-  CHECK(last_error_names("lrt_pool_create"));
-  CHECK(atomic_load(&creates) == atomic_load(&joins));
   atomic_store(&fail_at, 0);
   int c0 = atomic_load(&creates);
   CHECK_STATUS(lrt_pool_create(co, &cp), LRT_OK);
