@@ -261,7 +261,7 @@ fn soak_pool_c_abi() {
         let (stop, loops, indices) = (stop.clone(), loops.clone(), indices.clone());
         handles.push(std::thread::spawn(move || {
             let pool = pool;
-            let mut rng = Rng::new(seed ^ (t as u64 + 1) * 0x1234_5678);
+            let mut rng = Rng::new(seed ^ ((t as u64 + 1) * 0x1234_5678));
             while !stop.load(Ordering::Relaxed) {
                 indices.fetch_add(one_loop(&mut rng, pool.0), Ordering::Relaxed);
                 loops.fetch_add(1, Ordering::Relaxed);

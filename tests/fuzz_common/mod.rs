@@ -156,8 +156,8 @@ impl Watchdog {
         let what = what.to_owned();
         let thread = std::thread::Builder::new()
             .name("watchdog".into())
-            .spawn(move || match rx.recv_timeout(limit) {
-                Err(RecvTimeoutError::Timeout) => {
+            .spawn(move || {
+                if let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
                     let last = LAST_STEP.lock().map(|s| s.clone()).unwrap_or_default();
                     eprintln!(
                         "WATCHDOG: `{what}` still running after {limit:?}: hang, aborting the process \
@@ -165,7 +165,6 @@ impl Watchdog {
                     );
                     std::process::abort();
                 }
-                _ => {}
             })
             .expect("spawn watchdog");
         Watchdog {
