@@ -507,9 +507,16 @@ const char *lrt_version(void);
 enum lrt_status lrt_host_api_host(struct lrt_host_api *out);
 
 /**
- * Fills `*out` with a backend on CUDA device `device`, loading the CUDA
- * runtime at run time. `LRT_ERR_UNAVAILABLE` without CUDA or without such a
- * device; `*out` is untouched on failure.
+ * Fills `*out` with a backend on CUDA device `device` (an ordinal), through
+ * the CUDA driver API loaded at run time: `$LEANRT_CUDA_LIBRARY` when set,
+ * else `libcuda.so.1`. The api holds a reference to the device's primary
+ * context until `lrt_host_api_release`; its callbacks may be called from
+ * any thread (each makes the context current for its own driver calls).
+ * A failing callback returns NULL / non-zero and leaves CUDA's error name
+ * and string in `lrt_last_error`. `LRT_ERR_UNAVAILABLE` without a CUDA
+ * driver, without devices or for an invalid ordinal ("no CUDA device N
+ * (found M)"); `LRT_ERR_DEVICE` when the driver fails otherwise; `*out` is
+ * untouched on failure.
  *
  * # Safety
  * `out` is NULL or valid for a write of `lrt_host_api`.

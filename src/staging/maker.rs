@@ -134,6 +134,14 @@ fn resolve_window(configured: u64) -> Result<u64> {
     Ok(DEFAULT_TASK_WINDOW)
 }
 
+/// The backend's own reason for the last failed callback on this thread
+/// (CUDA's error name and text), as a suffix for the maker's message.
+fn backend_note() -> String {
+    crate::device::cuda::take_last_error()
+        .map(|m| format!(" ({m})"))
+        .unwrap_or_default()
+}
+
 fn elapsed_ns(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
@@ -227,7 +235,8 @@ impl RuntimeMaker {
         let device = unsafe { malloc(api.ctx, len) }.cast::<u8>();
         if device.is_null() {
             return Err(Error::no_memory(format!(
-                "device_malloc({len}) returned NULL"
+                "device_malloc({len}) returned NULL{}",
+                backend_note()
             )));
         }
         let mut maker = RuntimeMaker {
@@ -475,7 +484,8 @@ impl RuntimeMaker {
         let rc = unsafe { copy(self.api.ctx, dst.cast(), src.cast(), len as usize) };
         if rc != 0 {
             return Err(Error::device(format!(
-                "copy_to_device({len} bytes at device offset {dev_off}) failed with {rc}"
+                "copy_to_device({len} bytes at device offset {dev_off}) failed with {rc}{}",
+                backend_note()
             )));
         }
         Ok(())
@@ -599,6 +609,13 @@ impl RuntimeMaker {
                     .staging
                     .as_ref()
                     .ok_or_else(|| Error::internal("COMPACT maker without staging buffer"))?;
+                if n == self.window {
+                    // A compact layout pitched to N = W is the full layout:
+                    // the mirror already is the compact image, so ship it as
+                    // is (direct DMA when pinned) instead of gathering a copy.
+                    self.copy_to_device(0, base, seg.end)?;
+                    return Ok((1, seg.end));
+                }
                 let out = staging.as_ptr();
                 let parts = [
                     (0, 0, seg.descriptors),
@@ -649,7 +666,8 @@ impl RuntimeMaker {
         };
         if rc != 0 {
             return Err(Error::device(format!(
-                "copy_from_device of the header failed with {rc}"
+                "copy_from_device of the header failed with {rc}{}",
+                backend_note()
             )));
         }
         // SAFETY: zero-initialized, then overwritten with plain data; any bit

@@ -1,0 +1,18 @@
+# CUDA backend tests. The mock driver (mock/mock_cuda.c) is a shared library
+# that LEANRT_CUDA_LIBRARY points leanrt at, so the dlopen/callback/error
+# paths run on machines without a GPU.
+add_library(leanrt_mock_cuda SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cuda/mock/mock_cuda.c)
+target_link_libraries(leanrt_mock_cuda PRIVATE Threads::Threads)
+leanrt_test_flags(leanrt_mock_cuda)
+
+# cuda.mock_backend links the mock for its control functions (mock_cuda_set/get).
+target_link_libraries(c_cuda_mock_backend PRIVATE leanrt_mock_cuda)
+set_tests_properties(cuda.mock_backend PROPERTIES
+  ENVIRONMENT "LEANRT_CUDA_LIBRARY=$<TARGET_FILE:leanrt_mock_cuda>")
+
+# cuda.gpu runs on the real driver and skips (77) without a device; the same
+# program also runs over the mock so its code is exercised everywhere.
+add_test(NAME cuda.gpu_on_mock COMMAND c_cuda_gpu)
+set_tests_properties(cuda.gpu_on_mock PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+  ENVIRONMENT "LEANRT_CUDA_LIBRARY=$<TARGET_FILE:leanrt_mock_cuda>")
+add_dependencies(c_cuda_gpu leanrt_mock_cuda)

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs the CUDA checks on a machine with an NVIDIA GPU and no Rust toolchain,
+# from the binaries scripts/gpu_prepare.sh put in device-carry/. Results go
+# to $OUT (default ./gpu-out): one .txt per step, JSON figures, summary.txt.
+# Budget: about 4 minutes; every step has its own timeout.
+#   Steps: environment; Rust CUDA tests (real GPU + mock); C CUDA tests;
+#   h2d_bandwidth (H2D pageable vs pinned at 1/16/81 MB, staging cost per
+#   policy on CUDA, the issue-6 targets); leanrt bind --backend cuda
+#   (+ --bandwidth); leanrt info.
+# Exit status: 0 when every step passed, 1 otherwise (a step that only
+# skipped for lack of a device counts as failed here: this script exists to
+# run on a GPU). LEANRT_GPU_CHECK_DRY_RUN=1 rehearses it over the mock driver.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+CARRY=${LEANRT_CARRY:-device-carry}
+OUT=${OUT:-./gpu-out}
+mkdir -p "$OUT"
+CARRY=$(cd "$CARRY" && pwd) || { echo "no $CARRY: run scripts/gpu_prepare.sh first" >&2; exit 1; }
+BIN=$CARRY/bin
+LIB=$CARRY/lib
+MOCK=$LIB/libleanrt_mock_cuda.so
+export LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset LEANRT_CUDA_LIBRARY
+if [ "${LEANRT_GPU_CHECK_DRY_RUN:-0}" = 1 ]; then
+  # Rehearsal without a GPU: the mock driver stands in for libcuda.so.1.
+  export LEANRT_CUDA_LIBRARY=$MOCK MOCK_CUDA_FILL=0
+  echo "DRY RUN: every step runs over the mock driver $MOCK"
+fi
+SUMMARY=$OUT/summary.txt
+: > "$SUMMARY"
+FAILED=0
+START=$(date +%s)
+
+# step NAME TIMEOUT_S CMD...: runs CMD with its output in $OUT/NAME.txt.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t0 rc verdict
+  t0=$(date +%s)
+  printf '==> %s\n' "$name"
+  timeout --kill-after=10 "$limit" "$@" > "$OUT/$name.txt" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q 'skipped: no CUDA device' "$OUT/$name.txt"; then
+    verdict=SKIPPED
+  elif [ $rc -eq 0 ]; then
+    verdict=PASS
+  elif [ $rc -eq 77 ]; then
+    verdict=SKIPPED
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    verdict="TIMEOUT(${limit}s)"
+  else
+    verdict="FAIL(rc=$rc)"
+  fi
+  [ "$verdict" = PASS ] || FAILED=1
+  printf '%-28s %-14s %4ss\n' "$name" "$verdict" "$(( $(date +%s) - t0 ))" | tee -a "$SUMMARY"
+  tail -n 15 "$OUT/$name.txt" | sed 's/^/    /'
+}
+
+{
+  echo "date: $(date -u)"
+  echo "host: $(uname -a)"
+  echo "carry commit: $(cat "$CARRY/COMMIT" 2>/dev/null || echo unknown)"
+  ldd --version 2>&1 | head -n 1
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv
+  (ldconfig -p 2>/dev/null | grep -E 'libcuda\.so|libcudart') || echo "ldconfig lists no libcuda"
+  nproc
+} > "$OUT/environment.txt" 2>&1
+cat "$OUT/environment.txt"
+
+# Rust: the gpu_* tests on the real device, the mock_* tests on the mock.
+step rust_cuda_tests 90 env LEANRT_MOCK_CUDA_LIB="$MOCK" "$BIN/cuda_backend" --test-threads=1 --nocapture
+# C: the real device, then the same program and the mock test over the mock.
+step c_cuda_gpu 60 "$BIN/c_cuda_gpu"
+step c_cuda_gpu_on_mock 30 env LEANRT_CUDA_LIBRARY="$MOCK" "$BIN/c_cuda_gpu"
+step c_cuda_mock_backend 30 env LEANRT_CUDA_LIBRARY="$MOCK" "$BIN/c_cuda_mock_backend"
+# Figures.
+step h2d_bandwidth 120 "$BIN/h2d_bandwidth" --runs 7 --json "$OUT/h2d_bandwidth.json"
+if [ -x "$BIN/leanrt" ]; then
+  step leanrt_info 20 "$BIN/leanrt" info
+  step leanrt_bind_bandwidth 45 "$BIN/leanrt" bind --backend cuda --bandwidth -q \
+    --json "$OUT/bind_bandwidth.json"
+  step leanrt_bind_cuda 120 "$BIN/leanrt" bind --backend cuda --runs 10 --warmup 1 -q \
+    --json "$OUT/bind_cuda.json" --svg "$OUT/bind_cuda.svg"
+else
+  echo "leanrt CLI not carried" | tee -a "$SUMMARY"
+  FAILED=1
+fi
+
+printf 'total %ss; %s\n' "$(( $(date +%s) - START ))" \
+  "$([ $FAILED -eq 0 ] && echo 'all steps passed' || echo 'SOME STEPS DID NOT PASS')" | tee -a "$SUMMARY"
+exit $FAILED

@@ -1,0 +1,1097 @@
+//! The CUDA backend, end to end: dlopen, callbacks, error reporting, pinning
+//! and the maker's contracts over it.
+//!
+//! Two sets of tests share the bodies below:
+//! * `mock_*`: against `c_tests/cuda/mock/mock_cuda.c`, a strict mock of the
+//!   driver API on host memory (built here with `cc` into the target dir, or
+//!   taken from `$LEANRT_MOCK_CUDA_LIB`), with failure injection. They run
+//!   everywhere a C compiler is present and skip visibly otherwise.
+//! * `gpu_*`: against the real driver (`libcuda.so.1`, or
+//!   `$LEANRT_CUDA_LIBRARY`); they print "skipped: no CUDA device" and return
+//!   where there is none. `scripts/gpu_check.sh` runs them on a GPU machine.
+//!
+//! All tests take one lock: they share the process-wide mock state (and the
+//! GPU), so they run one at a time.
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::mem::size_of;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use leanrt::device::{self, cuda, HostApi, HostApiOps};
+use leanrt::staging::{
+    MakerConfig, RuntimeMaker, SmHeader, TaskDescriptor, TaskPayload, TaskSlot, TaskSlotState,
+    UploadPolicy, MAKER_PIN_MIRROR,
+};
+use leanrt::ErrorKind;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ---------------------------------------------------------------------------
+// The mock library and its control interface
+
+struct Mock {
+    path: String,
+    set: unsafe extern "C" fn(*const c_char, i64) -> c_int,
+    get: unsafe extern "C" fn(*const c_char) -> i64,
+}
+
+impl Mock {
+    fn set(&self, key: &str, value: i64) {
+        let k = CString::new(key).unwrap();
+        // SAFETY: mock_cuda_set takes a NUL-terminated key and a value.
+        let rc = unsafe { (self.set)(k.as_ptr(), value) };
+        assert_eq!(rc, 0, "unknown mock key {key}");
+    }
+    fn get(&self, key: &str) -> i64 {
+        let k = CString::new(key).unwrap();
+        // SAFETY: mock_cuda_get takes a NUL-terminated key.
+        let v = unsafe { (self.get)(k.as_ptr()) };
+        assert_ne!(v, i64::MIN, "unknown mock key {key}");
+        v
+    }
+    /// Back to a healthy one-device mock (live allocations are kept).
+    fn reset(&self) {
+        for key in [
+            "fail_init",
+            "fail_retain",
+            "fail_register",
+            "fail_alloc_at",
+            "fail_htod_at",
+            "fail_dtoh_at",
+        ] {
+            self.set(key, 0);
+        }
+        self.set("fail_code", 999);
+        self.set("device_count", 1);
+        self.set("total_mem", 4 << 30);
+        self.set("fill", 1);
+    }
+    fn api(&self) -> HostApi {
+        cuda::cuda_host_api_with_library(&self.path, 0).expect("the mock opens device 0")
+    }
+}
+
+fn build_mock() -> Result<String, String> {
+    if let Ok(p) = std::env::var("LEANRT_MOCK_CUDA_LIB") {
+        if !p.is_empty() {
+            return Ok(p);
+        }
+    }
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/c_tests/cuda/mock/mock_cuda.c");
+    if !std::path::Path::new(src).exists() {
+        return Err(format!("{src} is not here"));
+    }
+    let out = format!(
+        "{}/libleanrt_mock_cuda_{}.so",
+        env!("CARGO_TARGET_TMPDIR"),
+        std::process::id()
+    );
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = std::process::Command::new(&cc)
+        .args([
+            "-std=c11", "-O1", "-shared", "-fPIC", "-pthread", "-o", &out, src,
+        ])
+        .status()
+        .map_err(|e| format!("cannot run {cc}: {e}"))?;
+    if !status.success() {
+        return Err(format!("{cc} failed to build the mock: {status}"));
+    }
+    Ok(out)
+}
+
+fn load_mock(path: String) -> Result<Mock, String> {
+    let c = CString::new(path.clone()).unwrap();
+    // SAFETY: dlopen of our own mock library (no initializers of note).
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if h.is_null() {
+        return Err(format!("cannot dlopen {path}"));
+    }
+    // SAFETY: both symbols exist in the mock with exactly these signatures
+    // (checked for NULL before the transmute).
+    unsafe {
+        let set = libc::dlsym(h, c"mock_cuda_set".as_ptr());
+        let get = libc::dlsym(h, c"mock_cuda_get".as_ptr());
+        if set.is_null() || get.is_null() {
+            return Err(format!("{path} lacks the mock control functions"));
+        }
+        Ok(Mock {
+            path,
+            set: std::mem::transmute::<
+                *mut c_void,
+                unsafe extern "C" fn(*const c_char, i64) -> c_int,
+            >(set),
+            get: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*const c_char) -> i64>(
+                get,
+            ),
+        })
+    }
+}
+
+/// The mock, reset; `None` (with a printed skip line) where it cannot be built.
+fn mock() -> Option<&'static Mock> {
+    static MOCK: OnceLock<Result<Mock, String>> = OnceLock::new();
+    match MOCK.get_or_init(|| build_mock().and_then(load_mock)) {
+        Ok(m) => {
+            m.reset();
+            Some(m)
+        }
+        Err(e) => {
+            println!("skipped: no CUDA mock ({e})");
+            None
+        }
+    }
+}
+
+/// The real device 0, or `None` with a printed skip line.
+fn gpu() -> Option<HostApi> {
+    match cuda::cuda_host_api(0) {
+        Ok(api) => Some(api),
+        Err(e) if e.kind() == ErrorKind::Unavailable => {
+            println!("skipped: no CUDA device ({})", e.message());
+            None
+        }
+        Err(e) => panic!("cuda_host_api(0) failed unexpectedly: {e:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Raw callback helpers
+
+fn ops(api: &HostApi) -> HostApiOps {
+    *api.validate().expect("a valid host api")
+}
+
+fn malloc(api: &HostApi, size: usize) -> *mut c_void {
+    // SAFETY: the callback accepts any size.
+    unsafe { ops(api).device_malloc.unwrap()(api.ctx, size) }
+}
+
+fn free(api: &HostApi, p: *mut c_void) {
+    // SAFETY: p came from this api's device_malloc (or is NULL).
+    unsafe { ops(api).device_free.unwrap()(api.ctx, p) }
+}
+
+fn to_device(api: &HostApi, dst: *mut c_void, src: &[u8]) -> i32 {
+    // SAFETY: src is valid for its length.
+    unsafe { ops(api).copy_to_device.unwrap()(api.ctx, dst, src.as_ptr().cast(), src.len()) }
+}
+
+fn from_device(api: &HostApi, dst: &mut [u8], src: *const c_void) -> i32 {
+    // SAFETY: dst is valid for its length.
+    unsafe { ops(api).copy_from_device.unwrap()(api.ctx, dst.as_mut_ptr().cast(), src, dst.len()) }
+}
+
+fn lrt_last_error() -> String {
+    let mut buf = vec![0 as c_char; 1024];
+    // SAFETY: buf is valid for its length.
+    unsafe { leanrt::ffi::lrt_last_error(buf.as_mut_ptr(), buf.len()) };
+    // SAFETY: lrt_last_error NUL-terminates within buf.
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Bodies shared by the mock and GPU tests
+
+/// Round trip through device memory, from this thread and from others
+/// (every callback makes the context current itself).
+fn round_trip(api: &HostApi, len: usize) {
+    let data = pattern(len, len as u64);
+    let d = malloc(api, len);
+    assert!(
+        !d.is_null(),
+        "device_malloc({len}): {:?}",
+        cuda::take_last_error()
+    );
+    assert_eq!(to_device(api, d, &data), 0, "{:?}", cuda::take_last_error());
+    let mut back = vec![0u8; len];
+    assert_eq!(
+        from_device(api, &mut back, d),
+        0,
+        "{:?}",
+        cuda::take_last_error()
+    );
+    assert!(back == data, "round trip of {len} bytes changed the data");
+    // A sub-range at an offset.
+    let off = len / 3;
+    let mut part = vec![0u8; len / 4];
+    // SAFETY: only address arithmetic on the device pointer.
+    let src = (d as usize + off) as *const c_void;
+    assert_eq!(from_device(api, &mut part, src), 0);
+    assert!(part[..] == data[off..off + len / 4]);
+    // Other threads, each with its own data in its own quarter.
+    let (api_copy, base) = (SendApi(*api), d as usize);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let api = api_copy.get();
+                let q = len / 4;
+                let chunk = pattern(q, 1000 + t as u64);
+                let dst = (base + t * q) as *mut c_void;
+                assert_eq!(
+                    to_device(&api, dst, &chunk),
+                    0,
+                    "{:?}",
+                    cuda::take_last_error()
+                );
+                let mut back = vec![0u8; q];
+                assert_eq!(from_device(&api, &mut back, dst), 0);
+                assert!(back == chunk, "thread {t}");
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    cuda::synchronize(api).expect("cuCtxSynchronize");
+    free(api, d);
+}
+
+#[derive(Clone, Copy)]
+struct SendApi(HostApi);
+impl SendApi {
+    /// By value, so a closure captures the whole (Send) wrapper.
+    fn get(self) -> HostApi {
+        self.0
+    }
+}
+// SAFETY: a CUDA host api's ctx is a token and its callbacks may be called
+// from any thread; the wrapper only carries it into the test threads.
+unsafe impl Send for SendApi {}
+
+/// An allocation no device has: NULL, with CUDA's reason recorded.
+fn oversized_alloc(api: &HostApi, size: usize) {
+    let p = malloc(api, size);
+    assert!(p.is_null(), "device_malloc({size}) succeeded");
+    let msg = cuda::take_last_error().expect("the failure is recorded");
+    assert!(msg.contains("cuMemAlloc_v2"), "{msg}");
+    assert!(msg.contains("CUDA_ERROR_OUT_OF_MEMORY"), "{msg}");
+    let last = lrt_last_error();
+    assert!(last.contains("CUDA_ERROR_OUT_OF_MEMORY"), "{last}");
+}
+
+/// A copy outside any allocation fails with CUDA's reason, no crash.
+fn bad_copy(api: &HostApi) {
+    let d = malloc(api, 4096);
+    assert!(!d.is_null());
+    let data = [7u8; 64];
+    // SAFETY: address arithmetic only; the driver validates it.
+    let beyond = (d as usize + (1 << 40)) as *mut c_void;
+    assert_ne!(to_device(api, beyond, &data), 0);
+    let msg = cuda::take_last_error().expect("recorded");
+    assert!(
+        msg.contains("cuMemcpyHtoD_v2") && msg.contains("CUDA_ERROR"),
+        "{msg}"
+    );
+    // NULL pointers are rejected before the driver sees them.
+    assert_ne!(to_device(api, std::ptr::null_mut(), &data), 0);
+    let mut back = [0u8; 64];
+    assert_ne!(from_device(api, &mut back, std::ptr::null()), 0);
+    // Zero bytes is a no-op success.
+    assert_eq!(to_device(api, d, &[]), 0);
+    free(api, d);
+}
+
+/// A representative task for slot `i` of run `run`: tensors and scalars,
+/// fanins, or empty.
+fn write_task(slot: &TaskSlot, i: usize, run: u64) {
+    // SAFETY: a claimed slot's pointers are valid, aligned and exclusively
+    // ours until upload.
+    let (desc, pay, state) = unsafe {
+        (
+            &mut *slot.descriptor,
+            &mut *slot.payload,
+            &mut *slot.slot_state,
+        )
+    };
+    desc.kernel_id = [i as i32, -1, (run as i32) + 7];
+    state.task_kind = (i % 3) as u8;
+    match i % 3 {
+        0 => {
+            pay.tensor_count = 1 + (i % 4) as i32;
+            pay.scalar_count = (i % 5) as i32;
+            pay.fanin_count = i.min(3) as i32;
+            for f in 0..pay.fanin_count as usize {
+                pay.fanin_local_ids[f] = (i - 1 - f) as i32;
+            }
+            for t in 0..pay.tensor_count as usize {
+                for w in 0..16 {
+                    pay.tensors[t][w] =
+                        (run << 48) | ((i as u64) << 16) | ((t as u64) << 8) | w as u64;
+                }
+            }
+            for s in 0..pay.scalar_count as usize {
+                pay.scalars[s] = run * 1_000_000 + (i * 100 + s) as u64;
+            }
+        }
+        1 => {} // empty task: the counts stay 0
+        _ => {
+            pay.fanin_count = (100 + i % 28) as i32;
+            for f in 0..pay.fanin_count as usize {
+                pay.fanin_local_ids[f] = (f as i32) ^ (i as i32);
+            }
+        }
+    }
+}
+
+/// What the device reads for one slot, as found in a device image.
+#[derive(Debug, PartialEq)]
+struct SlotView {
+    task_id: u64,
+    kernel_id: [i32; 3],
+    packed: [u64; 2],
+    counts: [i32; 3],
+    fanins: Vec<i32>,
+    reserved: [u8; 12],
+    early_dispatch: [u64; 5],
+    predicate: [u64; 3],
+    tensors: Vec<[u64; 16]>,
+    scalars: Vec<u64>,
+    /// The slot state without its two pointers.
+    state: [u64; 6],
+    flag: u8,
+}
+
+fn read_at<T: Copy>(image: &[u8], off: usize) -> T {
+    assert!(
+        off + size_of::<T>() <= image.len(),
+        "offset {off} outside the image"
+    );
+    // SAFETY: in bounds (checked); read_unaligned has no alignment needs and
+    // the types read are plain data valid for any bit pattern.
+    unsafe { image.as_ptr().add(off).cast::<T>().read_unaligned() }
+}
+
+/// Reads the whole device image back and decodes slots `[0, n)` through the
+/// device header's pointers, checking that every pointer is the device
+/// address of the right element.
+fn device_view(maker: &RuntimeMaker, api: &HostApi, n: usize) -> (SmHeader, Vec<SlotView>) {
+    let len = maker.segments().end as usize;
+    let base = maker.device_image() as usize;
+    let mut image = vec![0u8; len];
+    assert_eq!(from_device(api, &mut image, base as *const c_void), 0);
+    let h: SmHeader = read_at(&image, 0);
+    assert_eq!(h.current_task_index as usize, n);
+    assert_eq!(h.task_window_size, maker.task_window());
+    assert_eq!(h.task_window_mask, maker.task_window() - 1);
+    let off = |p: usize| -> usize {
+        assert!(
+            p >= base && p < base + len,
+            "{p:#x} is not a device address of the image"
+        );
+        p - base
+    };
+    let descs = off(h.task_descriptors as usize);
+    let pays = off(h.task_payloads as usize);
+    let states = off(h.slot_states as usize);
+    let flags = off(h.completion_flags as usize);
+    assert_eq!(h.task_descriptors_offset as usize, descs);
+    let mut out = Vec::new();
+    for i in 0..n {
+        let d_off = descs + i * size_of::<TaskDescriptor>();
+        let p_off = pays + i * size_of::<TaskPayload>();
+        let s_off = states + i * size_of::<TaskSlotState>();
+        let d: TaskDescriptor = read_at(&image, d_off);
+        let p: TaskPayload = read_at(&image, p_off);
+        let s: TaskSlotState = read_at(&image, s_off);
+        assert_eq!(
+            s.payload as usize,
+            base + p_off,
+            "slot {i}: payload pointer"
+        );
+        assert_eq!(s.task as usize, base + d_off, "slot {i}: task pointer");
+        let clamp = |c: i32, max: usize| -> usize {
+            assert!(
+                c >= 0 && c as usize <= max,
+                "slot {i}: count {c} out of range"
+            );
+            c as usize
+        };
+        out.push(SlotView {
+            task_id: d.task_id,
+            kernel_id: d.kernel_id,
+            packed: [d.packed_buffer_base as u64, d.packed_buffer_end as u64],
+            counts: [p.tensor_count, p.scalar_count, p.fanin_count],
+            fanins: p.fanin_local_ids[..clamp(p.fanin_count, 128)].to_vec(),
+            reserved: p.reserved,
+            early_dispatch: p.early_dispatch,
+            predicate: p.predicate,
+            tensors: p.tensors[..clamp(p.tensor_count, 32)].to_vec(),
+            scalars: p.scalars[..clamp(p.scalar_count, 16)].to_vec(),
+            state: [
+                s.last_consumer_local_id as u32 as u64 | (s.task_state as u32 as u64) << 32,
+                s.wake_list_head as u64,
+                s.next_in_wake_list as u64,
+                u64::from_le_bytes([
+                    s.active_mask,
+                    s.task_attrs,
+                    s.any_subtask_deferred,
+                    s.task_kind,
+                    s.completed_subtasks as u8,
+                    (s.completed_subtasks >> 8) as u8,
+                    s.total_required_subtasks as u8,
+                    (s.total_required_subtasks >> 8) as u8,
+                ]),
+                s.logical_block_num as u64
+                    | (s.next_block_idx as u64) << 16
+                    | (s.graph_node_index as u32 as u64) << 32,
+                s.graph_context as u64,
+            ],
+            flag: read_at(&image, flags + i),
+        });
+    }
+    (h, out)
+}
+
+/// What slot `i` of run `run` must look like on the device.
+fn expected(i: usize, run: u64) -> SlotView {
+    let mut v = SlotView {
+        task_id: i as u64,
+        kernel_id: [i as i32, -1, run as i32 + 7],
+        packed: [0, 0],
+        counts: [0, 0, 0],
+        fanins: vec![],
+        reserved: [0; 12],
+        early_dispatch: [0; 5],
+        predicate: [0; 3],
+        tensors: vec![],
+        scalars: vec![],
+        // last_consumer -1, task_state 0; no wake links; task_kind; one
+        // logical block, graph node -1; no graph context.
+        state: [
+            u32::MAX as u64,
+            0,
+            0,
+            ((i % 3) as u64) << 24,
+            1 | (u32::MAX as u64) << 32,
+            0,
+        ],
+        flag: 0,
+    };
+    match i % 3 {
+        0 => {
+            let (tc, sc, fc) = (1 + i % 4, i % 5, i.min(3));
+            v.counts = [tc as i32, sc as i32, fc as i32];
+            v.fanins = (0..fc).map(|f| (i - 1 - f) as i32).collect();
+            v.tensors = (0..tc)
+                .map(|t| {
+                    let mut r = [0u64; 16];
+                    for (w, x) in r.iter_mut().enumerate() {
+                        *x = (run << 48) | ((i as u64) << 16) | ((t as u64) << 8) | w as u64;
+                    }
+                    r
+                })
+                .collect();
+            v.scalars = (0..sc)
+                .map(|s| run * 1_000_000 + (i * 100 + s) as u64)
+                .collect();
+        }
+        1 => {}
+        _ => {
+            let fc = 100 + i % 28;
+            v.counts = [0, 0, fc as i32];
+            v.fanins = (0..fc).map(|f| (f as i32) ^ (i as i32)).collect();
+        }
+    }
+    v
+}
+
+/// Fills the mirror's per-slot segments with 0xAA.
+fn poison_mirror(maker: &RuntimeMaker, header: *mut SmHeader) {
+    let seg = maker.segments();
+    let start = seg.descriptors as usize;
+    // SAFETY: the mirror is one mapping of seg.end bytes starting at the
+    // header; nothing else references the per-slot segments between runs.
+    unsafe {
+        std::ptr::write_bytes(
+            header.cast::<u8>().add(start),
+            0xAA,
+            seg.end as usize - start,
+        )
+    };
+}
+
+/// The init-on-write contract over `api`: with the mirror's slots poisoned
+/// before runs 1, 2 and 10 (different N each), every field the device reads
+/// for slots [0, N) holds what the host wrote or what claim_slot initialized.
+fn poison_contract(api: HostApi, window: u64, policy: UploadPolicy, flags: u32) {
+    let cfg = MakerConfig {
+        task_window: window,
+        policy,
+        flags,
+    };
+    let mut maker = RuntimeMaker::new(&cfg, api).expect("maker on the CUDA api");
+    let w = window as usize;
+    let plan = |run: u64| -> usize {
+        match run {
+            1 => w / 2 + 1,
+            2 => 3,
+            10 => w,
+            _ => (run as usize * 7) % w,
+        }
+    };
+    for run in 1..=10u64 {
+        let n = plan(run);
+        let header = maker.begin_run().unwrap();
+        if matches!(run, 1 | 2 | 10) {
+            poison_mirror(&maker, header);
+        }
+        for i in 0..n {
+            let slot = maker.claim_slot().unwrap();
+            assert_eq!(slot.index as usize, i);
+            write_task(&slot, i, run);
+        }
+        let report = maker
+            .upload()
+            .unwrap_or_else(|e| panic!("upload: {e:?} / {:?}", cuda::take_last_error()));
+        assert_eq!(report.total_tasks as usize, n);
+        if matches!(run, 1 | 2 | 10) {
+            let (_, slots) = device_view(&maker, &api, n);
+            for (i, got) in slots.iter().enumerate() {
+                assert_eq!(
+                    got,
+                    &expected(i, run),
+                    "{policy:?} run {run}: slot {i} of {n}"
+                );
+            }
+        }
+        assert_eq!(maker.read_status().unwrap(), 0);
+    }
+}
+
+/// Counts the copies and bytes going through to an inner api.
+struct Counting {
+    inner: HostApi,
+    copies: AtomicU64,
+    bytes: AtomicU64,
+}
+
+unsafe extern "C" fn count_malloc(ctx: *mut c_void, size: usize) -> *mut c_void {
+    // SAFETY: ctx is a live Counting (the test keeps it alive).
+    let c = unsafe { &*ctx.cast::<Counting>() };
+    // SAFETY: forwarded under the same contract.
+    unsafe { (*c.inner.ops).device_malloc.unwrap()(c.inner.ctx, size) }
+}
+unsafe extern "C" fn count_free(ctx: *mut c_void, p: *mut c_void) {
+    // SAFETY: as above.
+    let c = unsafe { &*ctx.cast::<Counting>() };
+    // SAFETY: forwarded under the same contract.
+    unsafe { (*c.inner.ops).device_free.unwrap()(c.inner.ctx, p) }
+}
+unsafe extern "C" fn count_to(ctx: *mut c_void, d: *mut c_void, s: *const c_void, n: usize) -> i32 {
+    // SAFETY: as above.
+    let c = unsafe { &*ctx.cast::<Counting>() };
+    c.copies.fetch_add(1, Ordering::Relaxed);
+    c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+    // SAFETY: forwarded under the same contract.
+    unsafe { (*c.inner.ops).copy_to_device.unwrap()(c.inner.ctx, d, s, n) }
+}
+unsafe extern "C" fn count_from(
+    ctx: *mut c_void,
+    d: *mut c_void,
+    s: *const c_void,
+    n: usize,
+) -> i32 {
+    // SAFETY: as above.
+    let c = unsafe { &*ctx.cast::<Counting>() };
+    // SAFETY: forwarded under the same contract.
+    unsafe { (*c.inner.ops).copy_from_device.unwrap()(c.inner.ctx, d, s, n) }
+}
+static COUNT_OPS: HostApiOps = HostApiOps {
+    device_malloc: Some(count_malloc),
+    device_free: Some(count_free),
+    copy_to_device: Some(count_to),
+    copy_from_device: Some(count_from),
+};
+
+/// The copy contract over `api`: BOUNDED ships 320 + 4969·N bytes in at most
+/// 4 copies, COMPACT one copy, FULL the whole image; what the device reads is
+/// the same under all three.
+fn copy_contract(api: HostApi, window: u64) {
+    let mut views = Vec::new();
+    for n in [0usize, 1, 5, window as usize] {
+        let mut per_policy = Vec::new();
+        for policy in [
+            UploadPolicy::Full,
+            UploadPolicy::Bounded,
+            UploadPolicy::Compact,
+        ] {
+            let counting = Box::new(Counting {
+                inner: api,
+                copies: AtomicU64::new(0),
+                bytes: AtomicU64::new(0),
+            });
+            let wrapped = HostApi {
+                ctx: (&*counting as *const Counting).cast_mut().cast(),
+                ops: &COUNT_OPS,
+            };
+            let cfg = MakerConfig {
+                task_window: window,
+                policy,
+                flags: 0,
+            };
+            let mut maker = RuntimeMaker::new(&cfg, wrapped).unwrap();
+            maker.begin_run().unwrap();
+            for i in 0..n {
+                let slot = maker.claim_slot().unwrap();
+                write_task(&slot, i, 5);
+            }
+            let before = (
+                counting.copies.load(Ordering::Relaxed),
+                counting.bytes.load(Ordering::Relaxed),
+            );
+            let r = maker.upload().unwrap();
+            let copies = counting.copies.load(Ordering::Relaxed) - before.0;
+            let bytes = counting.bytes.load(Ordering::Relaxed) - before.1;
+            assert_eq!(
+                (r.copies as u64, r.bytes),
+                (copies, bytes),
+                "{policy:?} N={n}: report"
+            );
+            let seg = maker.segments();
+            match policy {
+                UploadPolicy::Full => assert_eq!((copies, bytes), (1, seg.end)),
+                UploadPolicy::Bounded => {
+                    assert_eq!(bytes, 320 + 4969 * n as u64, "N={n}");
+                    assert!((1..=4).contains(&copies), "N={n}: {copies} copies");
+                }
+                UploadPolicy::Compact => assert_eq!(copies, 1),
+            }
+            let (_, view) = device_view(&maker, &wrapped, n);
+            per_policy.push(view);
+            drop(maker);
+        }
+        assert!(
+            per_policy[0] == per_policy[1],
+            "N={n}: FULL and BOUNDED differ on the device"
+        );
+        assert!(
+            per_policy[0] == per_policy[2],
+            "N={n}: FULL and COMPACT differ on the device"
+        );
+        for (i, v) in per_policy[0].iter().enumerate() {
+            assert_eq!(v, &expected(i, 5));
+        }
+        views.push(per_policy);
+    }
+    assert_eq!(views.len(), 4);
+}
+
+// ---------------------------------------------------------------------------
+// Mock tests
+
+#[test]
+fn mock_round_trip_from_any_thread() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    let (allocs, no_ctx) = (m.get("live_allocs"), m.get("no_ctx_errors"));
+    let mut api = m.api();
+    assert!(cuda::is_cuda_api(&api));
+    assert_eq!(cuda::ordinal(&api).unwrap(), 0);
+    round_trip(&api, 1 << 20);
+    assert_eq!(m.get("live_allocs"), allocs, "the allocation was freed");
+    assert_eq!(
+        m.get("no_ctx_errors"),
+        no_ctx,
+        "every driver call had a current context"
+    );
+    assert_eq!(m.get("thread_depth"), 0, "every push was popped");
+    device::release(&mut api);
+    assert!(api.ctx.is_null() && api.ops.is_null());
+}
+
+#[test]
+fn mock_invalid_ordinal_and_no_device_are_unavailable() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    let retained = m.get("retained");
+    for (dev, want) in [
+        (1, "no CUDA device 1 (found 1)"),
+        (-1, "no CUDA device -1 (found 1)"),
+    ] {
+        let e = cuda::cuda_host_api_with_library(&m.path, dev).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unavailable);
+        assert!(e.message().contains(want), "{}", e.message());
+    }
+    m.set("device_count", 3);
+    let mut api = cuda::cuda_host_api_with_library(&m.path, 2).expect("device 2 of 3");
+    assert_eq!(cuda::ordinal(&api).unwrap(), 2);
+    device::release(&mut api);
+    m.set("device_count", 0);
+    let e = cuda::cuda_host_api_with_library(&m.path, 0).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable);
+    assert!(
+        e.message().contains("no CUDA device 0 (found 0)"),
+        "{}",
+        e.message()
+    );
+    assert!(
+        e.message().contains("CUDA_ERROR_NO_DEVICE"),
+        "{}",
+        e.message()
+    );
+    m.set("device_count", 1);
+    m.set("fail_init", 3);
+    let e = cuda::cuda_host_api_with_library(&m.path, 0).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable);
+    assert!(
+        e.message().contains("CUDA_ERROR_NOT_INITIALIZED"),
+        "{}",
+        e.message()
+    );
+    m.set("fail_init", 0);
+    m.set("fail_retain", 201);
+    let e = cuda::cuda_host_api_with_library(&m.path, 0).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Device);
+    assert!(
+        e.message().contains("CUDA_ERROR_INVALID_CONTEXT"),
+        "{}",
+        e.message()
+    );
+    assert_eq!(
+        m.get("retained"),
+        retained,
+        "no context retained by a failed open"
+    );
+}
+
+#[test]
+fn mock_errors_carry_cuda_names() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    let mut api = m.api();
+    oversized_alloc(&api, 1 << 46);
+    bad_copy(&api);
+    // Injected copy failures, with a code the driver has no name for.
+    let d = malloc(&api, 256);
+    m.set("fail_htod_at", 2);
+    assert_eq!(to_device(&api, d, &[1; 16]), 0);
+    assert_ne!(to_device(&api, d, &[1; 16]), 0);
+    let msg = cuda::take_last_error().unwrap();
+    assert!(
+        msg.starts_with("cuda copy_to_device: cuMemcpyHtoD_v2"),
+        "{msg}"
+    );
+    assert!(msg.contains("CUDA_ERROR_UNKNOWN (unknown error)"), "{msg}");
+    assert!(lrt_last_error().contains("CUDA_ERROR_UNKNOWN"));
+    assert_eq!(to_device(&api, d, &[1; 16]), 0, "the failure was once");
+    assert_eq!(
+        cuda::take_last_error(),
+        None,
+        "a successful call leaves no error"
+    );
+    m.set("fail_code", 12345);
+    m.set("fail_dtoh_at", 1);
+    let mut back = [0u8; 16];
+    assert_ne!(from_device(&api, &mut back, d), 0);
+    let msg = cuda::take_last_error().unwrap();
+    assert!(msg.contains("CUDA error 12345"), "{msg}");
+    free(&api, d);
+    device::release(&mut api);
+}
+
+#[test]
+fn mock_release_returns_the_context_and_kills_the_token() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    let retained = m.get("retained");
+    let mut api = m.api();
+    let copy = api;
+    assert_eq!(m.get("retained"), retained + 1);
+    device::release(&mut api);
+    assert_eq!(
+        m.get("retained"),
+        retained,
+        "the primary context retain was returned"
+    );
+    // A stale copy: callbacks fail cleanly, release is a no-op.
+    assert!(malloc(&copy, 64).is_null());
+    assert!(cuda::take_last_error().unwrap().contains("not live"));
+    let mut copy = copy;
+    device::release(&mut copy);
+    assert_eq!(m.get("retained"), retained);
+    device::release(&mut api); // already cleared: no-op
+}
+
+#[test]
+fn mock_pinning_registers_portably_and_unpins_on_drop() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    let mut api = m.api();
+    let mut buf = vec![0u8; 1 << 16];
+    let (regs, no_ctx) = (m.get("live_registrations"), m.get("no_ctx_errors"));
+    let region = device::pin_host_memory(&api, buf.as_mut_ptr(), buf.len()).expect("pin");
+    assert_eq!(m.get("live_registrations"), regs + 1);
+    assert_eq!(
+        m.get("last_register_flags"),
+        1,
+        "CU_MEMHOSTREGISTER_PORTABLE"
+    );
+    // Pinning the same range twice is CUDA's error, reported as Device.
+    let e = device::pin_host_memory(&api, buf.as_mut_ptr(), buf.len())
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), ErrorKind::Device);
+    assert!(
+        e.message()
+            .contains("CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"),
+        "{}",
+        e.message()
+    );
+    // The region outlives the api: it keeps the context until it unpins.
+    let retained = m.get("retained");
+    device::release(&mut api);
+    assert_eq!(m.get("retained"), retained, "still held by the region");
+    drop(region);
+    assert_eq!(m.get("live_registrations"), regs);
+    assert_eq!(m.get("retained"), retained - 1);
+    assert_eq!(m.get("no_ctx_errors"), no_ctx);
+    // Bad ranges are rejected up front.
+    let api = m.api();
+    assert_eq!(
+        device::pin_host_memory(&api, std::ptr::null_mut(), 64)
+            .err()
+            .unwrap()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    let mut api = api;
+    device::release(&mut api);
+}
+
+#[test]
+fn mock_maker_poison_contract() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    let mut api = m.api();
+    let bad = m.get("bad_copies");
+    for policy in [
+        UploadPolicy::Bounded,
+        UploadPolicy::Compact,
+        UploadPolicy::Full,
+    ] {
+        poison_contract(api, 64, policy, 0);
+    }
+    poison_contract(api, 64, UploadPolicy::Compact, MAKER_PIN_MIRROR);
+    assert_eq!(m.get("bad_copies"), bad, "no copy left its allocation");
+    device::release(&mut api);
+}
+
+#[test]
+fn mock_maker_copy_contract() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    let mut api = m.api();
+    copy_contract(api, 64);
+    device::release(&mut api);
+}
+
+#[test]
+fn mock_maker_fault_paths() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    let mut api = m.api();
+    let (allocs, regs, no_ctx) = (
+        m.get("live_allocs"),
+        m.get("live_registrations"),
+        m.get("no_ctx_errors"),
+    );
+    let cfg = MakerConfig {
+        task_window: 64,
+        policy: UploadPolicy::Bounded,
+        flags: MAKER_PIN_MIRROR,
+    };
+    // An image larger than the device: NoMemory at create, nothing leaked.
+    m.set("total_mem", 4096);
+    let e = RuntimeMaker::new(&cfg, api).err().expect("create fails");
+    assert_eq!(e.kind(), ErrorKind::NoMemory);
+    // The maker's message carries CUDA's reason (and consumes it).
+    assert!(e.message().contains("CUDA_ERROR_OUT_OF_MEMORY"), "{e}");
+    assert_eq!(cuda::take_last_error(), None);
+    assert_eq!(m.get("live_allocs"), allocs);
+    assert_eq!(m.get("live_registrations"), regs);
+    m.set("total_mem", 4 << 30);
+
+    // Pinned mirror: registered once at create, unregistered at drop.
+    let bytes = m.get("registered_bytes");
+    let mut maker = RuntimeMaker::new(&cfg, api).unwrap();
+    assert_eq!(m.get("live_registrations"), regs + 1);
+    assert_eq!(
+        (m.get("registered_bytes") - bytes) as u64,
+        maker.segments().end
+    );
+    // The k-th copy fails: Device, and the next run succeeds.
+    maker.begin_run().unwrap();
+    for i in 0..5 {
+        write_task(&maker.claim_slot().unwrap(), i, 1);
+    }
+    m.set("fail_htod_at", 2);
+    let e = maker.upload().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Device);
+    assert!(e.message().contains("CUDA_ERROR_UNKNOWN"), "{e}");
+    maker.begin_run().unwrap();
+    for i in 0..4 {
+        write_task(&maker.claim_slot().unwrap(), i, 2);
+    }
+    let r = maker.upload().unwrap();
+    assert_eq!(r.bytes, 320 + 4969 * 4);
+    let (_, slots) = device_view(&maker, &api, 4);
+    for (i, s) in slots.iter().enumerate() {
+        assert_eq!(s, &expected(i, 2));
+    }
+    // The maker may move to another thread: callbacks work there too.
+    let maker = std::thread::spawn(move || {
+        let mut maker = maker;
+        maker.begin_run().unwrap();
+        maker.claim_slot().unwrap();
+        assert_eq!(maker.upload().unwrap().total_tasks, 1);
+        assert_eq!(maker.read_status().unwrap(), 0);
+        maker
+    })
+    .join()
+    .unwrap();
+    drop(maker);
+    assert_eq!(m.get("live_registrations"), regs);
+    assert_eq!(m.get("live_allocs"), allocs);
+
+    // Pinning refused: a warning, and the maker works unpinned.
+    m.set("fail_register", 2);
+    let mut maker = RuntimeMaker::new(&cfg, api).unwrap();
+    assert_eq!(m.get("live_registrations"), regs);
+    maker.begin_run().unwrap();
+    maker.claim_slot().unwrap();
+    maker.upload().unwrap();
+    drop(maker);
+    assert_eq!(m.get("no_ctx_errors"), no_ctx);
+    device::release(&mut api);
+}
+
+#[test]
+fn mock_device_info() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    m.set("device_count", 2);
+    let info = cuda::device_info_with_library(&m.path, 1).unwrap();
+    assert_eq!(info.device_count, 2);
+    assert_eq!(info.ordinal, 1);
+    assert_eq!(info.name, "leanrt mock CUDA device 1");
+    assert_eq!(info.total_mem, 4 << 30);
+    assert_eq!(info.driver_version, 12040);
+    assert_eq!(
+        cuda::device_info_with_library(&m.path, 2)
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Unavailable
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Real-GPU tests
+
+#[test]
+fn gpu_round_trip() {
+    let _g = serial();
+    let Some(mut api) = gpu() else { return };
+    round_trip(&api, 64 << 20);
+    round_trip(&api, 4097);
+    device::release(&mut api);
+}
+
+#[test]
+fn gpu_fault_paths() {
+    let _g = serial();
+    let Some(mut api) = gpu() else { return };
+    let info = cuda::device_info(0).unwrap();
+    println!("device 0: {info:?}");
+    let e = cuda::cuda_host_api(info.device_count).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable);
+    let want = format!(
+        "no CUDA device {} (found {})",
+        info.device_count, info.device_count
+    );
+    assert!(e.message().contains(&want), "{}", e.message());
+    oversized_alloc(&api, (info.total_mem + (64 << 30)) as usize);
+    bad_copy(&api);
+    // The api still works after the faults.
+    round_trip(&api, 1 << 20);
+    device::release(&mut api);
+}
+
+#[test]
+fn gpu_pinning() {
+    let _g = serial();
+    let Some(mut api) = gpu() else { return };
+    let len = 16 << 20;
+    let data = pattern(len, 99);
+    // Page-aligned, like the maker's mirror.
+    // SAFETY: an anonymous mapping has no preconditions; checked below.
+    let buf = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(buf, libc::MAP_FAILED);
+    // SAFETY: the mapping is len bytes, ours alone until munmap below.
+    let host = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+    host.copy_from_slice(&data);
+    let region = device::pin_host_memory(&api, host.as_mut_ptr(), len).expect("cuMemHostRegister");
+    let d = malloc(&api, len);
+    assert!(!d.is_null());
+    assert_eq!(to_device(&api, d, host), 0);
+    let mut back = vec![0u8; len];
+    assert_eq!(from_device(&api, &mut back, d), 0);
+    assert!(back == data);
+    // Pinning the same range again is refused by the driver, not a crash.
+    let again = device::pin_host_memory(&api, host.as_mut_ptr(), len);
+    assert_eq!(again.err().map(|e| e.kind()), Some(ErrorKind::Device));
+    free(&api, d);
+    drop(region);
+    // SAFETY: unpinned above; the mapping made here, unmapped once.
+    unsafe { libc::munmap(buf, len) };
+    device::release(&mut api);
+}
+
+#[test]
+fn gpu_maker_poison_contract() {
+    let _g = serial();
+    let Some(mut api) = gpu() else { return };
+    for policy in [
+        UploadPolicy::Bounded,
+        UploadPolicy::Compact,
+        UploadPolicy::Full,
+    ] {
+        poison_contract(api, 1024, policy, 0);
+        poison_contract(api, 1024, policy, MAKER_PIN_MIRROR);
+    }
+    device::release(&mut api);
+}
+
+#[test]
+fn gpu_maker_copy_contract() {
+    let _g = serial();
+    let Some(mut api) = gpu() else { return };
+    copy_contract(api, 1024);
+    device::release(&mut api);
+}

@@ -1,0 +1,374 @@
+//! The maker's lifecycle, errors and status, through the Rust API and the
+//! C entry points.
+mod staging_support;
+
+use leanrt::device::host::host_api;
+use leanrt::ffi::lrt_status;
+use leanrt::staging::{
+    MakerConfig, RuntimeMaker, SmHeader, UploadPolicy, MAKER_FRESH_MIRROR, MAKER_PIN_MIRROR,
+};
+use leanrt::ErrorKind;
+use staging_support::*;
+
+fn cfg(w: u64, policy: UploadPolicy) -> MakerConfig {
+    MakerConfig {
+        task_window: w,
+        policy,
+        flags: 0,
+    }
+}
+
+fn set_index(h: *mut SmHeader, v: i32) {
+    // SAFETY: h is the live mirror header from begin_run.
+    unsafe { (*h).current_task_index = v };
+}
+
+#[test]
+fn host_backend_round_trip_and_status() {
+    for policy in [
+        UploadPolicy::Full,
+        UploadPolicy::Bounded,
+        UploadPolicy::Compact,
+    ] {
+        let mut m = RuntimeMaker::new(&cfg(64, policy), host_api()).unwrap();
+        assert_eq!(m.task_window(), 64);
+        assert_eq!(m.policy(), policy);
+        assert_eq!(
+            m.read_status().unwrap_err().kind(),
+            ErrorKind::State,
+            "read_status before any upload"
+        );
+        let h = m.begin_run().unwrap();
+        for k in 0..10 {
+            let s = m.claim_slot().unwrap();
+            write_content(s.descriptor, s.payload, &content_for(3, k));
+        }
+        let r = m.upload().unwrap();
+        assert_eq!(r.total_tasks, 10);
+        let dh = device_header(m.device_image());
+        for k in 0..10 {
+            assert_eq!(device_task(&dh, k).content, content_for(3, k));
+        }
+        assert_eq!(m.read_status().unwrap(), 0);
+        // The device reports errors in its header: orch first, then sched.
+        let dev = m.device_image() as *mut SmHeader;
+        // SAFETY: the host backend's device image is host memory, 64-aligned.
+        unsafe {
+            (*dev).sched_error_code = 9;
+        }
+        assert_eq!(m.read_status().unwrap(), -9);
+        // SAFETY: as above.
+        unsafe {
+            (*dev).orch_error_code = 4;
+        }
+        assert_eq!(m.read_status().unwrap(), -4);
+        // The mirror still holds host pointers after upload.
+        // SAFETY: live mirror header.
+        let hh = unsafe { &*h };
+        assert_eq!(hh.task_descriptors as usize, h as usize + 320);
+    }
+}
+
+#[test]
+fn claim_past_the_window_and_corrupted_index() {
+    let api = CountingApi::new();
+    let mut m = RuntimeMaker::new(&cfg(4, UploadPolicy::Bounded), api.api()).unwrap();
+    assert_eq!(m.claim_slot().unwrap_err().kind(), ErrorKind::State);
+    assert_eq!(m.upload().unwrap_err().kind(), ErrorKind::State);
+    assert_eq!(api.with(|c| c.copy_calls), 0);
+    let h = m.begin_run().unwrap();
+    for _ in 0..4 {
+        m.claim_slot().unwrap();
+    }
+    assert_eq!(m.claim_slot().unwrap_err().kind(), ErrorKind::OutOfRange);
+    // SAFETY: live mirror header.
+    assert_eq!(
+        unsafe { (*h).current_task_index },
+        4,
+        "failed claim changed nothing"
+    );
+    for bad in [-1, 5, i32::MIN, i32::MAX] {
+        set_index(h, bad);
+        assert_eq!(
+            m.upload().unwrap_err().kind(),
+            ErrorKind::OutOfRange,
+            "{bad}"
+        );
+        assert_eq!(m.claim_slot().unwrap_err().kind(), ErrorKind::OutOfRange);
+    }
+    assert_eq!(api.with(|c| c.copy_calls), 0, "nothing copied");
+    set_index(h, 4);
+    assert_eq!(m.upload().unwrap().total_tasks, 4);
+}
+
+#[test]
+fn slot_pointer_outside_the_mirror_is_rejected_before_copying() {
+    let api = CountingApi::new();
+    let mut m = RuntimeMaker::new(&cfg(16, UploadPolicy::Bounded), api.api()).unwrap();
+    m.begin_run().unwrap();
+    let slots: Vec<_> = (0..3).map(|_| m.claim_slot().unwrap()).collect();
+    let mut outside = 0u64;
+    let good_payload = slots[1].payload;
+    let good_task = slots[2].descriptor;
+    let cases: [(usize, bool, usize); 4] = [
+        (1, true, &mut outside as *mut u64 as usize), // payload outside the mirror
+        (2, false, 0x10),                             // task outside the mirror
+        (1, true, good_payload as usize + 8),         // inside, not an element
+        (2, false, slots[0].descriptor as usize + 40 * 5), // a descriptor not live
+    ];
+    for (slot, is_payload, addr) in cases {
+        // SAFETY: slot states from claim_slot live in the mirror.
+        let ss = slots[slot].slot_state;
+        // SAFETY: as above.
+        let st = unsafe { &mut *ss };
+        if is_payload {
+            st.payload = addr as *mut _;
+        } else {
+            st.task = addr as *mut _;
+        }
+        let e = m.upload().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e.message());
+        assert_eq!(api.with(|c| c.copy_calls), 0, "nothing copied");
+        // The rejected upload left the mirror as it was.
+        let after = if is_payload {
+            st.payload as usize
+        } else {
+            st.task as usize
+        };
+        assert_eq!(after, addr);
+        st.payload = if slot == 1 {
+            good_payload
+        } else {
+            slots[slot].payload
+        };
+        st.task = if slot == 2 {
+            good_task
+        } else {
+            slots[slot].descriptor
+        };
+    }
+    // NULL pointers are allowed (nothing to relocate).
+    // SAFETY: as above.
+    let ss0 = slots[0].slot_state;
+    // SAFETY: as above.
+    unsafe { (*ss0).payload = std::ptr::null_mut() };
+    m.upload().unwrap();
+    let dh = device_header(m.device_image());
+    assert_eq!(device_task(&dh, 0).payload_index, None);
+    assert_eq!(device_task(&dh, 1).payload_index, Some(1));
+}
+
+#[test]
+fn failing_copy_then_next_run_succeeds() {
+    for policy in [
+        UploadPolicy::Full,
+        UploadPolicy::Bounded,
+        UploadPolicy::Compact,
+    ] {
+        let max_k = if policy == UploadPolicy::Bounded {
+            4
+        } else {
+            1
+        };
+        for k in 1..=max_k {
+            let api = CountingApi::new();
+            let mut m = RuntimeMaker::new(&cfg(32, policy), api.api()).unwrap();
+            let h = m.begin_run().unwrap();
+            let slots: Vec<_> = (0..5).map(|_| m.claim_slot().unwrap()).collect();
+            // SAFETY: live mirror header.
+            let before = unsafe { *h };
+            api.with(|c| c.fail_copy_at = Some(k));
+            let e = m.upload().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Device, "{policy:?} k={k}");
+            assert_eq!(m.read_status().unwrap_err().kind(), ErrorKind::State);
+            // Host pointers restored after the failure.
+            // SAFETY: as above.
+            assert_eq!(bytes_of(&before), bytes_of(unsafe { &*h }));
+            for s in &slots {
+                // SAFETY: slot state in the mirror.
+                assert_eq!(unsafe { (*s.slot_state).payload }, s.payload);
+            }
+            m.begin_run().unwrap();
+            for j in 0..3 {
+                let s = m.claim_slot().unwrap();
+                write_content(s.descriptor, s.payload, &content_for(8, j));
+            }
+            let r = m.upload().unwrap();
+            assert_eq!(r.total_tasks, 3);
+            let dh = device_header(m.device_image());
+            for j in 0..3 {
+                assert_eq!(device_task(&dh, j).content, content_for(8, j));
+            }
+            assert_eq!(m.read_status().unwrap(), 0);
+        }
+    }
+}
+
+#[test]
+fn create_errors_leak_nothing() {
+    let api = CountingApi::new();
+    api.with(|c| c.fail_malloc = true);
+    let e = RuntimeMaker::new(&cfg(16, UploadPolicy::Compact), api.api())
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), ErrorKind::NoMemory);
+    assert_eq!(api.with(|c| (c.mallocs, c.live)), (1, 0));
+    for w in [3, 5, 6, 1 << 19, 1 << 31, u64::MAX] {
+        let e = RuntimeMaker::new(&cfg(w, UploadPolicy::Bounded), host_api())
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{w}");
+    }
+    let bad_flags = MakerConfig {
+        flags: 8,
+        ..cfg(16, UploadPolicy::Bounded)
+    };
+    assert!(RuntimeMaker::new(&bad_flags, host_api()).is_err());
+    let api = CountingApi::new();
+    {
+        let _m = RuntimeMaker::new(&cfg(16, UploadPolicy::Bounded), api.api()).unwrap();
+        assert_eq!(api.with(|c| c.live), 1);
+    }
+    assert_eq!(api.with(|c| (c.mallocs, c.frees, c.live)), (1, 1, 0));
+}
+
+#[test]
+fn fresh_and_pinned_mirrors_work() {
+    for flags in [
+        MAKER_FRESH_MIRROR,
+        MAKER_PIN_MIRROR,
+        MAKER_FRESH_MIRROR | MAKER_PIN_MIRROR,
+    ] {
+        for policy in [UploadPolicy::Full, UploadPolicy::Compact] {
+            let c = MakerConfig {
+                task_window: 16,
+                policy,
+                flags,
+            };
+            let mut m = RuntimeMaker::new(&c, host_api()).unwrap();
+            for run in 0..3 {
+                m.begin_run().unwrap();
+                for k in 0..run + 2 {
+                    let s = m.claim_slot().unwrap();
+                    write_content(s.descriptor, s.payload, &content_for(run as u64, k));
+                }
+                let r = m.upload().unwrap();
+                assert_eq!(r.total_tasks as usize, run + 2);
+                let dh = device_header(m.device_image());
+                for k in 0..run + 2 {
+                    assert_eq!(device_task(&dh, k).content, content_for(run as u64, k));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn c_entry_points_validate_and_leave_state_alone() {
+    use leanrt::ffi::staging::*;
+    use std::ptr::{null, null_mut};
+    let mut c = lrt_maker_config {
+        task_window: 99,
+        policy: lrt_upload_policy::LRT_UPLOAD_FULL,
+        flags: 7,
+    };
+    // SAFETY: valid pointers or NULL, as each function allows.
+    unsafe {
+        lrt_maker_config_init(&mut c);
+        assert_eq!(c.task_window, 0);
+        assert_eq!(c.policy, lrt_upload_policy::LRT_UPLOAD_BOUNDED);
+        assert_eq!(c.flags, 0);
+        lrt_maker_config_init(null_mut());
+        c.task_window = 8;
+        let api = host_api();
+        let mut m = null_mut();
+        assert_eq!(
+            lrt_runtime_maker_create(null(), &api, &mut m),
+            lrt_status::LRT_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            lrt_runtime_maker_create(&c, null(), &mut m),
+            lrt_status::LRT_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            lrt_runtime_maker_create(&c, &api, null_mut()),
+            lrt_status::LRT_ERR_INVALID_ARGUMENT
+        );
+        // An out-of-enum policy value, stored as a C caller can.
+        let mut raw = c;
+        std::ptr::addr_of_mut!(raw.policy).cast::<u32>().write(7);
+        assert_eq!(
+            lrt_runtime_maker_create(&raw, &api, &mut m),
+            lrt_status::LRT_ERR_INVALID_ARGUMENT
+        );
+        assert!(m.is_null(), "out untouched on failure");
+        assert_eq!(
+            lrt_runtime_maker_create(&c, &api, &mut m),
+            lrt_status::LRT_OK
+        );
+        let mut h = null_mut();
+        assert_eq!(
+            lrt_runtime_maker_begin_run(m, null_mut()),
+            lrt_status::LRT_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            lrt_runtime_maker_upload(m, null_mut()),
+            lrt_status::LRT_ERR_STATE
+        );
+        assert_eq!(lrt_runtime_maker_begin_run(m, &mut h), lrt_status::LRT_OK);
+        assert_eq!(lrt_runtime_maker_upload(m, null_mut()), lrt_status::LRT_OK);
+        lrt_runtime_maker_destroy(m);
+        lrt_runtime_maker_destroy(null_mut());
+    }
+}
+
+fn thread_minor_faults() -> i64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, &mut u), 0);
+        u.ru_minflt
+    }
+}
+
+#[test]
+fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
+    // Page faults are counted for this thread only (RUSAGE_THREAD).
+    let runs = 50;
+    let mut m = RuntimeMaker::new(&cfg(16384, UploadPolicy::Bounded), host_api()).unwrap();
+    let go = |m: &mut RuntimeMaker, n: usize| {
+        m.begin_run().unwrap();
+        for _ in 0..n {
+            m.claim_slot().unwrap();
+        }
+        m.upload().unwrap();
+    };
+    go(&mut m, 64); // warms the pages this run shape touches
+    let f0 = thread_minor_faults();
+    for _ in 0..runs {
+        go(&mut m, 64);
+    }
+    let warm = thread_minor_faults() - f0;
+    // Zero in practice; the bound only leaves room for the kernel reclaiming
+    // a page now and then. A per-run fault would give >= runs.
+    assert!(
+        warm < runs as i64,
+        "{warm} faults in {runs} warm BOUNDED runs"
+    );
+
+    // The baseline maps and zeroes a fresh mirror each run, so it faults on
+    // every run (once per page of the ~5 MB image with 4 KiB pages; fewer
+    // with transparent huge pages, hence the loose bound).
+    let c = MakerConfig {
+        flags: MAKER_FRESH_MIRROR,
+        ..cfg(1024, UploadPolicy::Full)
+    };
+    let mut fresh = RuntimeMaker::new(&c, host_api()).unwrap();
+    go(&mut fresh, 8);
+    let f0 = thread_minor_faults();
+    for _ in 0..5 {
+        go(&mut fresh, 8);
+    }
+    let cold = thread_minor_faults() - f0;
+    assert!(cold >= 5, "FULL+fresh faulted only {cold} times in 5 runs");
+}
