@@ -17,7 +17,7 @@
 //! * destroy frees every device allocation, the simulated device sees no
 //!   misuse (bad free, out-of-bounds copy), the thread count does not grow.
 //!
-//! `LEANRT_FUZZ_ITERS` (default 3000) and `LEANRT_FUZZ_SEED` size the run; a
+//! `LEANRT_FUZZ_ITERS` (default 6000) and `LEANRT_FUZZ_SEED` size the run; a
 //! watchdog aborts on a hang.
 mod fuzz_common;
 
@@ -275,7 +275,11 @@ impl Fuzz {
         if self.rng.chance(1, 100) {
             cfg.task_window = 0;
         }
-        let fail_malloc = self.rng.chance(1, 12);
+        // The simulated device holds 128 MiB: a larger valid window is a
+        // device out of memory (LRT_ERR_NO_MEMORY), like an injected failure.
+        let too_big =
+            expected_segments(cfg.task_window).is_some_and(|e| e[4] as usize > SIM_MAX_ALLOC);
+        let fail_malloc = self.rng.chance(1, 12) || too_big;
         if fail_malloc {
             sim.state().fail_always.push(Op::Malloc);
         }
@@ -932,7 +936,7 @@ impl Fuzz {
 #[test]
 fn fuzz_staging_c_abi() {
     let seed = fuzz_seed("fuzz_staging_c_abi", 0x5ea9_1e57_0001);
-    let iters = fuzz_iters(3000);
+    let iters = fuzz_iters(6000);
     let _dog = Watchdog::new("fuzz_staging_c_abi", Duration::from_secs(60 + iters / 50));
     let threads_before = proc_status().threads;
     let mut f = Fuzz {

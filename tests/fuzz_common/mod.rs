@@ -265,6 +265,10 @@ pub enum Op {
     FromDevice,
 }
 
+/// The simulated device's capacity: larger allocations fail (NULL), as on a
+/// device that is out of memory.
+pub const SIM_MAX_ALLOC: usize = 128 << 20;
+
 /// The byte device memory is filled with on allocation (stale content).
 pub const POISON: u8 = 0xA5;
 
@@ -405,7 +409,7 @@ unsafe extern "C" fn sim_malloc(ctx: *mut c_void, size: usize) -> *mut c_void {
     if size == 0 {
         st.violations.push("device_malloc(0)".into());
     }
-    if DeviceSim::enter(&mut st, Op::Malloc) || size == 0 || size > (1 << 31) {
+    if DeviceSim::enter(&mut st, Op::Malloc) || size == 0 || size > SIM_MAX_ALLOC {
         return std::ptr::null_mut();
     }
     let buf = DeviceBuf::new(size);
