@@ -3,16 +3,18 @@
 # zero errors and zero definite/indirect leaks, or the stage fails.
 #
 #   scripts/valgrind.sh                 every test program
-#   scripts/valgrind.sh 'hardening|abi' only programs whose test name matches
+#   scripts/valgrind.sh 'hardening|abi' only tests whose name matches (ctest -R)
 #
-# The programs run with LEANRT_TEST_SMALL=1 (the tests honour it with smaller
-# sizes and iteration counts). Programs are found from the ctest list
-# (targets c_<area>_<name>); tests that are CMake scripts rather than
-# programs (the export check, the consumer project) are skipped, the swap
-# programs run plainly (served by the stand-in) and with LD_PRELOAD=libleanrt.
-# Env: LEANRT_VALGRIND_BUILD (default build/valgrind), LEANRT_VALGRIND_TIMEOUT
-# (seconds per program, default 240), LEANRT_JOBS, LEANRT_VALGRIND_EXCLUDE
-# (a regex of test names to leave out).
+# How: a build dir configured with CMAKE_CROSSCOMPILING_EMULATOR=valgrind, so
+# that ctest runs every test program under memcheck with the test's own
+# environment and timeout (tests/<area>/tests.cmake). Tests that are CMake
+# scripts rather than programs (export check, swap runner) run as usual; the
+# swap programs are then run under valgrind directly, plainly (served by the
+# stand-in) and with LD_PRELOAD=libleanrt. The find_package consumer is left
+# out (it builds a separate project).
+# The programs run with LEANRT_TEST_SMALL=1 (smaller sizes and counts).
+# Env: LEANRT_VALGRIND_BUILD (default build/valgrind), LEANRT_JOBS,
+# LEANRT_VALGRIND_EXCLUDE (a ctest -E regex of tests to leave out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -20,52 +22,38 @@ export PATH="$HOME/.cargo/bin:$PATH"
 BUILD=${LEANRT_VALGRIND_BUILD:-$ROOT/build/valgrind}
 JOBS=${LEANRT_JOBS:-$(nproc 2>/dev/null || echo 2)}
 FILTER=${1:-.}
-TIMEOUT=${LEANRT_VALGRIND_TIMEOUT:-240}
+EXCLUDE='^consumer\.'
+[ -n "${LEANRT_VALGRIND_EXCLUDE:-}" ] && EXCLUDE="$EXCLUDE|$LEANRT_VALGRIND_EXCLUDE"
 export LEANRT_TEST_SMALL=1
 
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
+VG="$(command -v valgrind);--quiet;--error-exitcode=1;--leak-check=full"
+VG="$VG;--errors-for-leak-kinds=definite,indirect;--show-leak-kinds=definite,indirect"
+VG="$VG;--track-origins=yes;--fair-sched=yes"
 cmake -S . -B "$BUILD" -DLEANRT_CARGO_PROFILE=dev -DLEANRT_CARGO_TARGET_DIR="$ROOT/target" \
-  -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CROSSCOMPILING_EMULATOR=$VG" >/dev/null
 cmake --build "$BUILD" -j "$JOBS" >/dev/null
 
-VG=(valgrind --quiet --error-exitcode=1 --leak-check=full
-    --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
-    --track-origins=yes --fair-sched=yes)
-LOGDIR="$BUILD/valgrind-logs"
-mkdir -p "$LOGDIR"
-pass=0; fail=0; failed=()
-run_one() { # name, env..., program
-  local name=$1; shift
-  local log="$LOGDIR/$name.log"
-  local t0=$(date +%s)
-  if timeout "$TIMEOUT" env "$@" >"$log" 2>&1; then
-    printf '  %-40s ok   (%ss)\n' "$name" "$(( $(date +%s) - t0 ))"
-    pass=$((pass + 1))
-  else
-    local rc=$?
-    [ $rc = 77 ] && { printf '  %-40s skipped\n' "$name"; return; }
-    printf '  %-40s FAIL (rc %s, %ss), log %s\n' "$name" "$rc" "$(( $(date +%s) - t0 ))" "$log"
-    tail -40 "$log" | sed 's/^/    | /'
-    fail=$((fail + 1)); failed+=("$name")
-  fi
-}
+echo "== valgrind memcheck over the ctest programs (-R '$FILTER' -E '$EXCLUDE')"
+status=0
+ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" -R "$FILTER" -E "$EXCLUDE" || status=1
 
-echo "== valgrind memcheck (filter '$FILTER')"
-for exe in "$BUILD"/c_tests/c_*; do
+# The swap programs, which ctest runs through a CMake script.
+IFS=';' read -r -a VGA <<<"$VG"
+for exe in "$BUILD"/c_tests/c_swap_*; do
   [ -x "$exe" ] && [ -f "$exe" ] || continue
-  base=$(basename "$exe")
-  rest=${base#c_}
-  area=${rest%%_*}
-  name="$area.${rest#*_}"
+  name="swap.$(basename "$exe" | sed 's/^c_swap_//')"
   [[ "$name" =~ $FILTER ]] || continue
-  [ -n "${LEANRT_VALGRIND_EXCLUDE:-}" ] && [[ "$name" =~ $LEANRT_VALGRIND_EXCLUDE ]] && continue
-  if [ "$area" = swap ]; then
-    run_one "$name(standin)" "${VG[@]}" "$exe"
-    # The preloaded leanrt serves the lrt_* calls; valgrind follows LD_PRELOAD.
-    run_one "$name(leanrt)" LD_PRELOAD="$BUILD/lib/libleanrt.so.0" "${VG[@]}" "$exe"
-  else
-    run_one "$name" "${VG[@]}" "$exe"
-  fi
+  [[ "$name" =~ $EXCLUDE ]] && continue
+  for mode in standin leanrt; do
+    pre=()
+    [ $mode = leanrt ] && pre=(env "LD_PRELOAD=$BUILD/lib/libleanrt.so.0")
+    if out=$(timeout 120 "${pre[@]}" "${VGA[@]}" "$exe" 2>&1); then
+      printf '  %-32s ok\n' "$name ($mode)"
+    else
+      printf '  %-32s FAIL\n%s\n' "$name ($mode)" "$out"
+      status=1
+    fi
+  done
 done
-echo "valgrind: $pass passed, $fail failed"
-[ "$fail" = 0 ] || { echo "failed: ${failed[*]}" >&2; exit 1; }
+[ $status = 0 ] && echo "valgrind: no errors, no leaks" || { echo "valgrind: failures above" >&2; exit 1; }
