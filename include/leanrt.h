@@ -787,10 +787,14 @@ void lrt_pool_disable_spinning(struct lrt_pool *pool);
  * Counters (tasks run, steals, spin iterations, parks, wakeups, workers
  * asleep now); all zero for a NULL pool.
  *
+ * DESIGN.md calls this function `lrt_pool_stats`, the same name as the
+ * struct type `lrt_pool_stats`; C does not allow a typedef and a function
+ * with one name, so the function is `lrt_pool_get_stats`.
+ *
  * # Safety
  * `pool` is NULL or live; `out` is NULL or valid for a write.
  */
-enum lrt_status lrt_pool_stats(const struct lrt_pool *pool, struct lrt_pool_stats *out);
+enum lrt_status lrt_pool_get_stats(const struct lrt_pool *pool, struct lrt_pool_stats *out);
 
 /**
  * Writes the segment offsets of the image for window `task_window` to

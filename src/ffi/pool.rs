@@ -436,9 +436,10 @@ pub unsafe extern "C" fn lrt_kernel_parallel_for(
 /// `pool` is NULL or live.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_degree_of_parallelism(pool: *const ThreadPool) -> c_int {
-    // SAFETY: per the contract.
     ffi_value!("lrt_pool_degree_of_parallelism", 1, {
-        Ok(pool::degree_of_parallelism(unsafe { pool_arg(pool) }))
+        // SAFETY: per the contract.
+        let pool = unsafe { pool_arg(pool) };
+        Ok(pool::degree_of_parallelism(pool))
     })
 }
 
@@ -448,11 +449,10 @@ pub unsafe extern "C" fn lrt_pool_degree_of_parallelism(pool: *const ThreadPool)
 /// `pool` is NULL or live.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_should_parallelize(pool: *const ThreadPool) -> c_int {
-    // SAFETY: per the contract.
     ffi_value!("lrt_pool_should_parallelize", 0, {
-        Ok(c_int::from(pool::should_parallelize(unsafe {
-            pool_arg(pool)
-        })))
+        // SAFETY: per the contract.
+        let pool = unsafe { pool_arg(pool) };
+        Ok(c_int::from(pool::should_parallelize(pool)))
     })
 }
 
@@ -462,9 +462,10 @@ pub unsafe extern "C" fn lrt_pool_should_parallelize(pool: *const ThreadPool) ->
 /// `pool` is NULL or live.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_num_threads(pool: *const ThreadPool) -> c_int {
-    // SAFETY: per the contract.
     ffi_value!("lrt_pool_num_threads", 0, {
-        Ok(unsafe { pool_arg(pool) }.map_or(0, ThreadPool::num_threads))
+        // SAFETY: per the contract.
+        let pool = unsafe { pool_arg(pool) };
+        Ok(pool.map_or(0, ThreadPool::num_threads))
     })
 }
 
@@ -475,9 +476,10 @@ pub unsafe extern "C" fn lrt_pool_num_threads(pool: *const ThreadPool) -> c_int 
 /// `pool` is NULL or live.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_current_thread_id(pool: *const ThreadPool) -> c_int {
-    // SAFETY: per the contract.
     ffi_value!("lrt_pool_current_thread_id", -1, {
-        Ok(unsafe { pool_arg(pool) }.map_or(-1, ThreadPool::current_thread_id))
+        // SAFETY: per the contract.
+        let pool = unsafe { pool_arg(pool) };
+        Ok(pool.map_or(-1, ThreadPool::current_thread_id))
     })
 }
 
@@ -487,9 +489,12 @@ pub unsafe extern "C" fn lrt_pool_current_thread_id(pool: *const ThreadPool) -> 
 /// `pool` is NULL or live.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_enable_spinning(pool: *mut ThreadPool) {
-    // SAFETY: per the contract.
     ffi_value!("lrt_pool_enable_spinning", (), {
-        unsafe { pool_arg(pool) }.map(ThreadPool::enable_spinning);
+        // SAFETY: per the contract.
+        let pool = unsafe { pool_arg(pool) };
+        if let Some(p) = pool {
+            p.enable_spinning();
+        }
         Ok(())
     })
 }
@@ -501,9 +506,12 @@ pub unsafe extern "C" fn lrt_pool_enable_spinning(pool: *mut ThreadPool) {
 /// `pool` is NULL or live.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_disable_spinning(pool: *mut ThreadPool) {
-    // SAFETY: per the contract.
     ffi_value!("lrt_pool_disable_spinning", (), {
-        unsafe { pool_arg(pool) }.map(ThreadPool::disable_spinning);
+        // SAFETY: per the contract.
+        let pool = unsafe { pool_arg(pool) };
+        if let Some(p) = pool {
+            p.disable_spinning();
+        }
         Ok(())
     })
 }
@@ -511,14 +519,18 @@ pub unsafe extern "C" fn lrt_pool_disable_spinning(pool: *mut ThreadPool) {
 /// Counters (tasks run, steals, spin iterations, parks, wakeups, workers
 /// asleep now); all zero for a NULL pool.
 ///
+/// DESIGN.md calls this function `lrt_pool_stats`, the same name as the
+/// struct type `lrt_pool_stats`; C does not allow a typedef and a function
+/// with one name, so the function is `lrt_pool_get_stats`.
+///
 /// # Safety
 /// `pool` is NULL or live; `out` is NULL or valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_stats(
+pub unsafe extern "C" fn lrt_pool_get_stats(
     pool: *const ThreadPool,
     out: *mut PoolStats,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_stats", {
+    ffi_status!("lrt_pool_get_stats", {
         let out = OutPtr::new(out, "out")?;
         // SAFETY: per the contract.
         let stats = unsafe { pool_arg(pool) }.map_or_else(PoolStats::default, ThreadPool::stats);

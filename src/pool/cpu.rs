@@ -80,7 +80,7 @@ fn leaf7() -> Option<(u32, u32, u32, u32)> {
     }
 }
 
-/// True on a hybrid CPU (performance + efficiency cores): CPUID.07H:EDX[15]
+/// True on a hybrid CPU (performance + efficiency cores): CPUID.07H:EDX bit 15
 /// on x86, or both `cpu_core` and `cpu_atom` PMUs in sysfs.
 pub fn is_hybrid() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -91,7 +91,7 @@ pub fn is_hybrid() -> bool {
         && std::path::Path::new("/sys/devices/cpu_atom").exists()
 }
 
-/// True when the CPU has WAITPKG (UMONITOR/UMWAIT/TPAUSE): CPUID.07H:ECX[5].
+/// True when the CPU has WAITPKG (UMONITOR/UMWAIT/TPAUSE): CPUID.07H:ECX bit 5.
 pub fn has_waitpkg() -> bool {
     #[cfg(target_arch = "x86_64")]
     {

@@ -25,7 +25,7 @@ fn use_tpause() -> bool {
     *WAITPKG.get_or_init(super::cpu::has_waitpkg)
 }
 
-/// One pause: TPAUSE (C0.1, about [`TPAUSE_CYCLES`] cycles) where the CPU has
+/// One pause: TPAUSE (C0.1, about `TPAUSE_CYCLES` cycles) where the CPU has
 /// WAITPKG, else the `pause` hint.
 #[inline]
 pub fn pause() {
