@@ -790,12 +790,12 @@ impl Fuzz {
                 );
             }
             mark_last_error();
-            let s =
-                ffi::lrt_pool_stats(pool, if null_out { null_mut() } else { &mut stats }) as i32;
+            let s = ffi::lrt_pool_get_stats(pool, if null_out { null_mut() } else { &mut stats })
+                as i32;
             if null_out {
                 assert_eq!(s, INVALID, "stats with NULL out");
                 assert_eq!(stats.tasks_run, 77);
-                assert_error_names("lrt_pool_stats", "NULL");
+                assert_error_names("lrt_pool_get_stats", "NULL");
             } else {
                 assert_eq!(s, OK);
                 if pool.is_null() {

@@ -150,18 +150,18 @@ int main(void) {
   lrt_pool_enable_spinning(NULL);
   lrt_pool_disable_spinning(NULL);
   lrt_pool_destroy(NULL);
-  struct lrt_pool_stats stats; /* the struct tag: the typedef name clashes with the function (see report) */
+  struct lrt_pool_stats stats;
   memset(&stats, 0xCD, sizeof stats);
   struct lrt_pool_stats fill = stats;
-  CHECK_STATUS(lrt_pool_stats(NULL, NULL), LRT_ERR_INVALID_ARGUMENT);
-  CHECK_STATUS(lrt_pool_stats(NULL, &stats), LRT_OK); /* the serial pool: all zero */
+  CHECK_STATUS(lrt_pool_get_stats(NULL, NULL), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_pool_get_stats(NULL, &stats), LRT_OK); /* the serial pool: all zero */
   CHECK(stats.tasks_run == 0 && stats.steals == 0 && stats.parks == 0);
   (void)fill;
 
   /* A real pool with NULL functions and odd numbers */
   CHECK_STATUS(lrt_pool_create(o, &p), LRT_OK);
   CHECK(p != NULL);
-  CHECK_STATUS(lrt_pool_stats(p, NULL), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_pool_get_stats(p, NULL), LRT_ERR_INVALID_ARGUMENT);
   lrt_pool *pools[2] = {NULL, p};
   for (int k = 0; k < 2; k++) {
     lrt_pool *q = pools[k];
