@@ -23,6 +23,7 @@ BASE=${LEANRT_SANITIZE_BUILD:-$ROOT/build/sanitize}
 JOBS=${LEANRT_JOBS:-$(nproc 2>/dev/null || echo 2)}
 WHAT=${1:-all}
 export LEANRT_TEST_SMALL=1
+failed=()
 EXCL=()
 [ -n "${LEANRT_SANITIZE_EXCLUDE:-}" ] && EXCL=(-E "$LEANRT_SANITIZE_EXCLUDE")
 
@@ -42,7 +43,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = asan ]; then
   # leanrt does not replace malloc).
   ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0:detect_stack_use_after_return=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    ctest --test-dir "$BASE/asan" --output-on-failure -j "$JOBS" "${EXCL[@]}"
+    ctest --test-dir "$BASE/asan" --output-on-failure -j "$JOBS" "${EXCL[@]}" || failed+=(asan)
 fi
 
 if [ "$WHAT" = all ] || [ "$WHAT" = tsan ]; then
@@ -51,7 +52,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tsan ]; then
   # so work handed through the pool may be reported as a race although it is
   # ordered. The suppressions file names those frames (inside libleanrt);
   # a race between two C frames is still reported and fails the test.
-  TSAN_TESTS=${LEANRT_TSAN_TESTS:-'^(abi\.last_error|hardening\..*thread.*|pool\..*thread.*)$'}
+  TSAN_TESTS=${LEANRT_TSAN_TESTS:-'^(abi\.last_error|hardening\.pool_threads|pool\.(concurrency|schedule|spinning|custom_threads))$'}
   echo "== TSan: tests matching $TSAN_TESTS"
   configure "$BASE/tsan" thread
   # TSan needs the address space layout it was built for; with a high ASLR
@@ -62,6 +63,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tsan ]; then
     runner=(setarch "$(uname -m)" -R)
   fi
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/c_tests/hardening/tsan.supp" \
-    "${runner[@]}" ctest --test-dir "$BASE/tsan" --output-on-failure -j "$JOBS" -R "$TSAN_TESTS" "${EXCL[@]}"
+    "${runner[@]}" ctest --test-dir "$BASE/tsan" --output-on-failure -j "$JOBS" -R "$TSAN_TESTS" "${EXCL[@]}" \
+    || failed+=(tsan)
+fi
+if ((${#failed[@]})); then
+  echo "sanitizers: failures under ${failed[*]}" >&2
+  exit 1
 fi
 echo "sanitizers: all passed"
