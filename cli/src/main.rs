@@ -1,1 +1,497 @@
-fn main() {}
+//! `leanrt`: shows on this machine what leanrt removes.
+//!
+//! * `leanrt bench` — both halves with quick defaults (under a minute).
+//! * `leanrt bind`  — staging: upload policies across windows and task counts.
+//! * `leanrt pool`  — thread pool: ORT spin presets against rayon and OpenMP.
+//! * `leanrt info`  — version, CPU facts, backends.
+mod api;
+mod bind;
+mod info;
+mod peers;
+mod poolbench;
+mod progress;
+mod stats;
+mod svg;
+
+use bind::{BindPlan, Policy};
+use clap::{Args, Parser, Subcommand};
+use poolbench::{PoolPlan, Sizes};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "leanrt",
+    version = leanrt::VERSION.trim_start_matches("leanrt "),
+    about = "Benchmarks of leanrt's staging (runtime maker) and thread pool on this machine",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Both halves with quick defaults (under a minute), two tables and the headline ratios.
+    Bench(BenchArgs),
+    /// Staging: per-run cost of each upload policy across windows and task counts.
+    Bind(BindArgs),
+    /// Thread pool: ORT spin presets against rayon and OpenMP across scenarios.
+    Pool(PoolArgs),
+    /// Version, CPU facts, calibrated pause time, default parallelism, backends.
+    Info(InfoArgs),
+    /// Internal: runs one pool-benchmark cell and prints its JSON result.
+    #[command(name = "__pool-cell", hide = true)]
+    PoolCell { spec: String },
+}
+
+#[derive(Args, Debug, Clone)]
+struct Output {
+    /// Write every raw figure as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Draw the results as SVG charts into FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// No progress bars (they are off anyway when stderr is not a terminal).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// Thread count of the pool half (0 = physical cores).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Peers of the pool half.
+    #[arg(long, value_delimiter = ',', default_value = "rayon,openmp")]
+    peers: Vec<String>,
+    /// Tiny sizes everywhere (for the test suite): checks the plumbing only.
+    #[arg(long, hide = true)]
+    smoke: bool,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Args, Debug)]
+struct BindArgs {
+    /// Task windows (powers of two >= 4 whose image fits in INT32_MAX bytes).
+    #[arg(long, value_delimiter = ',', value_parser = bind::parse_window, default_value = "16384,131072")]
+    window: Vec<u64>,
+    /// Tasks claimed per run (counts above a window are skipped for it).
+    #[arg(long, value_delimiter = ',', default_value = "0,64,1024,16384")]
+    tasks: Vec<u64>,
+    /// Upload policies.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        default_value = "full-fresh,full,bounded,compact"
+    )]
+    policy: Vec<Policy>,
+    /// Device backend: host, cuda or cuda:N.
+    #[arg(long, value_parser = bind::parse_backend, default_value = "host")]
+    backend: bind::Backend,
+    /// Measured runs per cell, at least (after the warm-up runs).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Cheap cells run more times, until this much time was measured
+    /// (0: exactly --runs).
+    #[arg(long, default_value_t = 200)]
+    min_time_ms: u64,
+    /// Cap on the runs added by --min-time-ms.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    max_runs: u32,
+    /// Warm-up runs per cell (the first one's page faults are reported apart).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    warmup: u32,
+    /// Create the makers with LRT_MAKER_PIN_MIRROR (page-locked host mirror,
+    /// for faster DMA with cuda; on the host backend it mlocks, so touches,
+    /// the whole mirror).
+    #[arg(long)]
+    pin_mirror: bool,
+    /// Instead: copy_to_device bandwidth from pageable and pinned host memory.
+    #[arg(long)]
+    bandwidth: bool,
+    /// Sizes for --bandwidth, in MB (10^6 bytes).
+    #[arg(long, value_delimiter = ',', default_value = "1,16,81", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    sizes: Vec<u64>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Args, Debug)]
+struct PoolArgs {
+    /// Thread counts (degree of parallelism; 0 = physical cores).
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    threads: Vec<usize>,
+    /// leanrt configurations: ORT preset names (default, no_spin, spin_0,
+    /// spin_500, spin_1000, spin_2000, backoff_4, backoff_8,
+    /// spin_1000_backoff_4, spin_1000_backoff_8, spin_2000_backoff_8) or
+    /// custom "key=value;key=value" ORT config entries.
+    #[arg(long, value_delimiter = ',', value_parser = poolbench::check_config,
+          default_value = "default,no_spin,spin_1000,backoff_8,spin_1000_backoff_8")]
+    config: Vec<String>,
+    /// Scenarios: fork_join, bursty, idle_after_burst, wake, throughput, or all.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    scenario: Vec<String>,
+    /// Other runtimes: rayon, openmp (= openmp-passive + openmp-active), none.
+    #[arg(long, value_delimiter = ',', default_value = "rayon,openmp")]
+    peers: Vec<String>,
+    /// fork_join: regions timed.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
+    regions: u32,
+    /// fork_join, second variant: work per index, µs (0 = skip the variant).
+    #[arg(long, default_value_t = 5.0, value_parser = parse_non_negative)]
+    fj_item_us: f64,
+    /// bursty: requests per gap.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    requests: u32,
+    /// bursty: gaps between requests, ms.
+    #[arg(long, value_delimiter = ',', default_value = "1,10", value_parser = parse_positive_ms)]
+    gaps: Vec<f64>,
+    /// Serial work of one request, µs (the loop is sized on this machine).
+    #[arg(long, default_value_t = 500.0, value_parser = parse_positive_ms)]
+    work_us: f64,
+    /// idle_after_burst: burst length, ms.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    burst_ms: u64,
+    /// idle_after_burst: idle period measured after the burst, ms.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    idle_ms: u64,
+    /// wake: probes per idle period (0.1, 1 ms; a third of it for 50 ms).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+    wake_reps: u32,
+    /// throughput: duration, ms.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    duration_ms: u64,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Args, Debug)]
+struct InfoArgs {
+    /// Write the facts as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+fn parse_non_negative(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a number >= 0")),
+    }
+}
+
+fn parse_positive_ms(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a positive number")),
+    }
+}
+
+/// The --json document.
+#[derive(Serialize)]
+struct Report<'a> {
+    command: Vec<String>,
+    machine: info::Machine,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    staging: Option<&'a [bind::BindCell]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bandwidth: Option<&'a [bind::BandwidthCell]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pool: Option<&'a [poolbench::CellResult]>,
+}
+
+fn write_outputs(
+    out: &Output,
+    report: &Report,
+    title: &str,
+    charts: &[svg::Chart],
+) -> Result<(), String> {
+    if let Some(p) = &out.json {
+        let s = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+        std::fs::write(p, s + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = &out.svg {
+        std::fs::write(p, svg::render(title, charts))
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(())
+}
+
+fn resolve_threads(t: usize) -> usize {
+    if t == 0 {
+        api::pool::cpu::physical_cores().max(1)
+    } else {
+        t
+    }
+}
+
+fn pool_plan(a: &PoolArgs) -> Result<PoolPlan, String> {
+    let mut threads: Vec<usize> = a.threads.iter().map(|&t| resolve_threads(t)).collect();
+    threads.dedup();
+    let base = Sizes {
+        regions: a.regions,
+        fj_iters: 0,
+        requests: a.requests,
+        gaps_ms: a.gaps.clone(),
+        items: 0,
+        iters: 0,
+        cost_cycles: 0.0,
+        burst_ms: a.burst_ms,
+        idle_ms: a.idle_ms,
+        wake_reps: a.wake_reps,
+        duration_ms: a.duration_ms,
+    };
+    Ok(PoolPlan {
+        threads,
+        configs: a.config.clone(),
+        peers: poolbench::parse_peers(&a.peers)?,
+        scenarios: poolbench::parse_scenarios(&a.scenario)?,
+        sizes: poolbench::sizes_for(a.work_us, a.fj_item_us, base),
+    })
+}
+
+fn cmd_pool(a: &PoolArgs) -> Result<(), String> {
+    let plan = pool_plan(a)?;
+    let machine = info::Machine::detect();
+    println!("{}", machine.line());
+    let n = poolbench::cells(&plan).len() as u64;
+    let pb = progress::bar(n, "pool", a.out.quiet);
+    let results = poolbench::run(&plan, &|m| {
+        pb.set_message(m.to_string());
+        pb.inc(0);
+    });
+    pb.finish_and_clear();
+    let results = results?;
+    print!("{}", poolbench::table(&results));
+    for l in poolbench::headline(&results) {
+        println!("{l}");
+    }
+    let report = Report {
+        command: std::env::args().collect(),
+        machine,
+        staging: None,
+        bandwidth: None,
+        pool: Some(&results),
+    };
+    write_outputs(&a.out, &report, "leanrt pool", &poolbench::charts(&results))
+}
+
+fn cmd_bind(a: &BindArgs) -> Result<(), String> {
+    let machine = info::Machine::detect();
+    println!("{}", machine.line());
+    if a.bandwidth {
+        let sizes: Vec<u64> = a.sizes.iter().map(|mb| mb * 1_000_000).collect();
+        let pb = progress::bar(2 * sizes.len() as u64, "bandwidth", a.out.quiet);
+        let cells = bind::bandwidth(a.backend, &sizes, a.runs, &|m| {
+            pb.set_message(m.to_string());
+            pb.inc(1);
+        });
+        pb.finish_and_clear();
+        let cells = cells?;
+        print!("{}", bind::bandwidth_table(&cells));
+        let report = Report {
+            command: std::env::args().collect(),
+            machine,
+            staging: None,
+            bandwidth: Some(&cells),
+            pool: None,
+        };
+        return write_outputs(
+            &a.out,
+            &report,
+            "leanrt bind --bandwidth",
+            &bind::bandwidth_charts(&cells),
+        );
+    }
+    let plan = BindPlan {
+        windows: dedup(a.window.clone()),
+        tasks: dedup(a.tasks.clone()),
+        policies: dedup(a.policy.clone()),
+        backend: a.backend,
+        runs: a.runs,
+        min_time_ms: a.min_time_ms,
+        max_runs: a.max_runs,
+        warmup: a.warmup,
+        pin_mirror: a.pin_mirror,
+    };
+    let cells = run_bind(&plan, a.out.quiet)?;
+    print!("{}", bind::table(&cells));
+    if let Some(h) = bind::headline(&cells) {
+        println!("{h}");
+    }
+    let report = Report {
+        command: std::env::args().collect(),
+        machine,
+        staging: Some(&cells),
+        bandwidth: None,
+        pool: None,
+    };
+    write_outputs(&a.out, &report, "leanrt bind", &bind::charts(&cells))
+}
+
+fn run_bind(plan: &BindPlan, quiet: bool) -> Result<Vec<bind::BindCell>, String> {
+    let n = (bind::pairs(plan).len() * plan.policies.len()) as u64;
+    let pb = progress::bar(n, "staging", quiet);
+    let first = std::cell::Cell::new(true);
+    let cells = bind::run(plan, &|m| {
+        if !first.replace(false) {
+            pb.inc(1);
+        }
+        pb.set_message(m.to_string());
+    });
+    pb.finish_and_clear();
+    cells
+}
+
+fn dedup<T: PartialEq>(v: Vec<T>) -> Vec<T> {
+    let mut o: Vec<T> = Vec::with_capacity(v.len());
+    for x in v {
+        if !o.contains(&x) {
+            o.push(x);
+        }
+    }
+    o
+}
+
+fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
+    let machine = info::Machine::detect();
+    println!("{}", machine.line());
+    // Staging half: the two windows of the issue at N = 64, all policies.
+    let plan = BindPlan {
+        windows: if a.smoke {
+            vec![16, 64]
+        } else {
+            vec![16384, 131072]
+        },
+        tasks: vec![if a.smoke { 8 } else { 64 }],
+        policies: vec![
+            Policy::FullFresh,
+            Policy::Full,
+            Policy::Bounded,
+            Policy::Compact,
+        ],
+        backend: bind::Backend::Host,
+        runs: if a.smoke { 2 } else { 10 },
+        min_time_ms: if a.smoke { 0 } else { 100 },
+        max_runs: 1000,
+        warmup: 2,
+        pin_mirror: false,
+    };
+    let staging = run_bind(&plan, a.out.quiet)?;
+    // Pool half: the five configurations of ORT's spin matrix and the peers,
+    // at one thread count, with short scenarios.
+    let pool_args = PoolArgs {
+        threads: vec![a.threads],
+        config: [
+            "default",
+            "no_spin",
+            "spin_1000",
+            "backoff_8",
+            "spin_1000_backoff_8",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        scenario: vec!["all".into()],
+        peers: a.peers.clone(),
+        regions: 1000,
+        fj_item_us: 5.0,
+        requests: 50,
+        gaps: vec![1.0, 10.0],
+        work_us: 500.0,
+        burst_ms: 200,
+        idle_ms: 1000,
+        wake_reps: 20,
+        duration_ms: 300,
+        out: a.out.clone(),
+    };
+    let pool_args = if a.smoke {
+        PoolArgs {
+            regions: 5,
+            fj_item_us: 1.0,
+            requests: 2,
+            gaps: vec![0.1],
+            work_us: 20.0,
+            burst_ms: 1,
+            idle_ms: 1,
+            wake_reps: 1,
+            duration_ms: 1,
+            ..pool_args
+        }
+    } else {
+        pool_args
+    };
+    let pplan = pool_plan(&pool_args)?;
+    let pb = progress::bar(poolbench::cells(&pplan).len() as u64, "pool", a.out.quiet);
+    let first = std::cell::Cell::new(true);
+    let pool = poolbench::run(&pplan, &|m| {
+        if !first.replace(false) {
+            pb.inc(1);
+        }
+        pb.set_message(m.to_string());
+    });
+    pb.finish_and_clear();
+    let pool = pool?;
+    print!("{}", bind::table(&staging));
+    print!("{}", poolbench::table(&pool));
+    println!();
+    if let Some(h) = bind::headline(&staging) {
+        println!("{h}");
+    }
+    for l in poolbench::headline(&pool) {
+        println!("{l}");
+    }
+    let report = Report {
+        command: std::env::args().collect(),
+        machine,
+        staging: Some(&staging),
+        bandwidth: None,
+        pool: Some(&pool),
+    };
+    let mut charts = bind::charts(&staging);
+    charts.extend(poolbench::charts(&pool));
+    write_outputs(&a.out, &report, "leanrt bench", &charts)
+}
+
+fn cmd_info(a: &InfoArgs) -> Result<(), String> {
+    let info = info::gather()?;
+    print!("{}", info::render(&info));
+    if let Some(p) = &a.json {
+        let s = serde_json::to_string_pretty(&info).map_err(|e| e.to_string())?;
+        std::fs::write(p, s + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+fn cmd_pool_cell(spec: &str) -> Result<(), String> {
+    let spec: poolbench::CellSpec =
+        serde_json::from_str(spec).map_err(|e| format!("bad cell spec: {e}"))?;
+    let r = poolbench::run_cell(&spec)?;
+    println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match &cli.command {
+        Command::Bench(a) => cmd_bench(a),
+        Command::Bind(a) => cmd_bind(a),
+        Command::Pool(a) => cmd_pool(a),
+        Command::Info(a) => cmd_info(a),
+        Command::PoolCell { spec } => cmd_pool_cell(spec),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! `leanrt info` and the machine line every report starts with.
+use crate::api::{device, pool};
+use serde::Serialize;
+
+/// The facts about this machine that every report carries.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    pub leanrt_version: String,
+    pub cpu_model: String,
+    pub physical_cores: usize,
+    pub logical_cores: usize,
+    pub kernel: String,
+    /// /proc/loadavg's 1-minute load when the report started: other work on
+    /// the machine skews every figure.
+    pub load_average_1m: f64,
+}
+
+impl Machine {
+    /// Reads the machine facts (cheap; no calibration).
+    pub fn detect() -> Machine {
+        Machine {
+            leanrt_version: leanrt::VERSION.to_string(),
+            cpu_model: pool::cpu::cpu_model(),
+            physical_cores: pool::cpu::physical_cores(),
+            logical_cores: pool::cpu::logical_cores(),
+            kernel: crate::stats::kernel_release(),
+            load_average_1m: std::fs::read_to_string("/proc/loadavg")
+                .ok()
+                .and_then(|l| l.split_whitespace().next().and_then(|v| v.parse().ok()))
+                .unwrap_or(f64::NAN),
+        }
+    }
+
+    /// One line: "machine: <cpu>, <p> physical / <l> logical cores, Linux <k>".
+    pub fn line(&self) -> String {
+        format!(
+            "machine: {}, {} physical / {} logical cores, Linux {}, load {:.2} ({})",
+            if self.cpu_model.is_empty() {
+                "unknown CPU"
+            } else {
+                &self.cpu_model
+            },
+            self.physical_cores,
+            self.logical_cores,
+            self.kernel,
+            self.load_average_1m,
+            self.leanrt_version
+        )
+    }
+}
+
+/// A backend and whether it can be used here.
+#[derive(Clone, Debug, Serialize)]
+pub struct BackendInfo {
+    pub name: String,
+    pub available: bool,
+    /// What it is (CUDA: device count, device 0's name and memory, driver).
+    pub detail: Option<String>,
+    /// Why it is unavailable, when it is.
+    pub reason: Option<String>,
+}
+
+/// Everything `leanrt info` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct Info {
+    pub machine: Machine,
+    pub hybrid: bool,
+    pub waitpkg: bool,
+    pub calibrated_pause_ns: f64,
+    /// Degree of parallelism of a pool created with default options
+    /// (num_threads 0 = physical cores, ×4 on hybrid CPUs).
+    pub default_degree_of_parallelism: i32,
+    pub backends: Vec<BackendInfo>,
+    /// Whether the OpenMP peer was built, and libgomp's default thread count.
+    pub openmp_peer: bool,
+    pub openmp_max_threads: i32,
+}
+
+/// The host backend always works; CUDA where `cuda_host_api(0)` succeeds.
+pub fn backends() -> Vec<BackendInfo> {
+    let mut out = vec![BackendInfo {
+        name: "host".into(),
+        available: true,
+        detail: None,
+        reason: None,
+    }];
+    match device::cuda::cuda_host_api(0) {
+        Ok(mut api) => {
+            device::release(&mut api);
+            let detail = device::cuda::device_info(0).ok().map(|d| {
+                format!(
+                    "{} device(s); 0: {}, {:.0} GiB; driver {}.{}",
+                    d.device_count,
+                    d.name,
+                    d.total_mem as f64 / (1u64 << 30) as f64,
+                    d.driver_version / 1000,
+                    (d.driver_version % 1000) / 10
+                )
+            });
+            out.push(BackendInfo {
+                name: "cuda".into(),
+                available: true,
+                detail,
+                reason: None,
+            });
+        }
+        Err(e) => out.push(BackendInfo {
+            name: "cuda".into(),
+            available: false,
+            detail: None,
+            reason: Some(e.to_string()),
+        }),
+    }
+    out
+}
+
+/// Gathers the info (runs the one-time pause calibration).
+pub fn gather() -> Result<Info, String> {
+    let opts = pool::PoolOptions::default();
+    let dop = {
+        let p =
+            pool::ThreadPool::create(&opts).map_err(|e| format!("creating a default pool: {e}"))?;
+        pool::degree_of_parallelism(p.as_ref())
+    };
+    Ok(Info {
+        machine: Machine::detect(),
+        hybrid: pool::cpu::is_hybrid(),
+        waitpkg: pool::cpu::has_waitpkg(),
+        calibrated_pause_ns: pool::spin::calibrated_pause_ns(),
+        default_degree_of_parallelism: dop,
+        backends: backends(),
+        openmp_peer: crate::peers::OPENMP_BUILT,
+        openmp_max_threads: crate::peers::omp_max_threads(),
+    })
+}
+
+/// The human-readable report.
+pub fn render(info: &Info) -> String {
+    let m = &info.machine;
+    let yn = |b: bool| if b { "yes" } else { "no" };
+    let mut s = String::new();
+    s.push_str(&format!("version:             {}\n", m.leanrt_version));
+    s.push_str(&format!("cpu:                 {}\n", m.cpu_model));
+    s.push_str(&format!("physical cores:      {}\n", m.physical_cores));
+    s.push_str(&format!("logical cores:       {}\n", m.logical_cores));
+    s.push_str(&format!("hybrid:              {}\n", yn(info.hybrid)));
+    s.push_str(&format!("waitpkg (tpause):    {}\n", yn(info.waitpkg)));
+    s.push_str(&format!(
+        "pause:               {:.2} ns (calibrated)\n",
+        info.calibrated_pause_ns
+    ));
+    s.push_str(&format!(
+        "default parallelism: {}\n",
+        info.default_degree_of_parallelism
+    ));
+    s.push_str(&format!("kernel:              Linux {}\n", m.kernel));
+    let list: Vec<String> = info
+        .backends
+        .iter()
+        .map(|b| match (&b.reason, b.available) {
+            (_, true) => match &b.detail {
+                Some(d) => format!("{} ({d})", b.name),
+                None => b.name.clone(),
+            },
+            (Some(r), false) => format!("{} unavailable ({r})", b.name),
+            (None, false) => format!("{} unavailable", b.name),
+        })
+        .collect();
+    s.push_str(&format!("backends:            {}\n", list.join(", ")));
+    if info.openmp_peer {
+        s.push_str(&format!(
+            "openmp peer:         built ({} threads by default)\n",
+            info.openmp_max_threads
+        ));
+    } else {
+        s.push_str("openmp peer:         not built (no OpenMP C compiler)\n");
+    }
+    s
+}

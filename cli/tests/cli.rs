@@ -1,0 +1,490 @@
+//! The `leanrt` command end to end: argument handling (clear errors, non-zero
+//! exits) and a smoke run of every subcommand at tiny sizes whose JSON and
+//! SVG outputs must parse and hold the figures asked for. No timing is
+//! asserted.
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn leanrt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leanrt"))
+        .args(args)
+        .env_remove("OMP_WAIT_POLICY")
+        .output()
+        .expect("run leanrt")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("leanrt-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).expect("valid JSON")
+}
+
+/// Parses the SVG and returns the number of bars (rects with a tooltip).
+fn svg_bars(p: &Path) -> usize {
+    let s = std::fs::read_to_string(p).unwrap();
+    let doc = roxmltree::Document::parse(&s).expect("well-formed SVG");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    assert_eq!(
+        root.tag_name().namespace(),
+        Some("http://www.w3.org/2000/svg")
+    );
+    root.descendants()
+        .filter(|n| n.has_tag_name("rect") && n.children().any(|c| c.has_tag_name("title")))
+        .count()
+}
+
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let o = leanrt(args);
+    assert!(!o.status.success(), "{args:?} succeeded");
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(needle),
+        "{args:?}: stderr lacks '{needle}':\n{err}"
+    );
+}
+
+#[test]
+fn help_and_version() {
+    for sub in [
+        &["--help"][..],
+        &["bench", "--help"],
+        &["bind", "--help"],
+        &["pool", "--help"],
+        &["info", "--help"],
+    ] {
+        let o = leanrt(sub);
+        assert!(o.status.success(), "{sub:?}");
+        assert!(text(&o.stdout).contains("Usage"), "{sub:?}");
+    }
+    let o = leanrt(&["--version"]);
+    assert!(o.status.success());
+    assert!(text(&o.stdout).starts_with("leanrt "));
+    // The pool help lists the ORT preset names.
+    let help = text(&leanrt(&["pool", "--help"]).stdout);
+    assert!(help.contains("spin_1000_backoff_8"));
+}
+
+#[test]
+fn bad_flags_and_impossible_values_fail_clearly() {
+    assert_usage_error(&[], "Usage");
+    assert_usage_error(&["frobnicate"], "unrecognized subcommand");
+    assert_usage_error(&["bind", "--frobnicate"], "unexpected argument");
+    assert_usage_error(&["bind", "--window", "12"], "not a power of two");
+    assert_usage_error(&["bind", "--window", "0"], "not a power of two");
+    assert_usage_error(&["bind", "--window", "2"], "not a power of two");
+    assert_usage_error(&["bind", "--window", "16,abc"], "not a number");
+    // A power of two whose image is over INT32_MAX bytes.
+    assert_usage_error(&["bind", "--window", "1048576"], "not usable");
+    assert_usage_error(&["bind", "--runs", "0"], "--runs");
+    assert_usage_error(&["bind", "--runs", "-3"], "-3");
+    assert_usage_error(&["bind", "--policy", "lazy"], "lazy");
+    assert_usage_error(&["bind", "--backend", "gpu"], "unknown backend");
+    assert_usage_error(&["bind", "--tasks", "x"], "--tasks");
+    assert_usage_error(
+        &["bind", "--window", "16", "--tasks", "17,32"],
+        "no task count fits",
+    );
+    assert_usage_error(&["pool", "--config", "spin_3000"], "unknown configuration");
+    assert_usage_error(
+        &[
+            "pool",
+            "--config",
+            "session.intra_op.spin_backoff_max=banana",
+        ],
+        "banana",
+    );
+    assert_usage_error(
+        &["pool", "--config", "session.no_such_key=1"],
+        "no_such_key",
+    );
+    assert_usage_error(&["pool", "--scenario", "forkjoin"], "unknown scenario");
+    assert_usage_error(&["pool", "--peers", "tbb"], "unknown peer");
+    assert_usage_error(&["pool", "--regions", "0"], "--regions");
+    assert_usage_error(&["pool", "--gaps=-1"], "positive");
+    assert_usage_error(&["pool", "--threads=-1"], "--threads");
+}
+
+#[test]
+fn info_reports_machine_facts() {
+    let d = scratch("info");
+    let j = d.join("info.json");
+    let o = leanrt(&["info", "--json", j.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for key in [
+        "version:",
+        "cpu:",
+        "physical cores:",
+        "logical cores:",
+        "hybrid:",
+        "waitpkg",
+        "pause:",
+        "default parallelism:",
+        "backends:",
+    ] {
+        assert!(out.contains(key), "missing {key} in\n{out}");
+    }
+    assert!(out.contains("leanrt 0."));
+    let v = read_json(&j);
+    assert!(v["machine"]["logical_cores"].as_u64().unwrap() >= 1);
+    assert!(v["machine"]["physical_cores"].as_u64().unwrap() >= 1);
+    assert!(v["calibrated_pause_ns"].as_f64().unwrap() > 0.0);
+    assert!(v["default_degree_of_parallelism"].as_i64().unwrap() >= 1);
+    let backends = v["backends"].as_array().unwrap();
+    assert_eq!(backends[0]["name"], "host");
+    assert_eq!(backends[0]["available"], true);
+    assert!(backends.iter().any(|b| b["name"] == "cuda"));
+}
+
+#[test]
+fn bind_smoke_json_and_svg() {
+    let d = scratch("bind");
+    let (j, s) = (d.join("b.json"), d.join("b.svg"));
+    let o = leanrt(&[
+        "bind",
+        "--window",
+        "16,64",
+        "--tasks",
+        "0,8,64",
+        "--runs",
+        "2",
+        "--min-time-ms",
+        "0",
+        "--json",
+        j.to_str().unwrap(),
+        "--svg",
+        s.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("machine: "));
+    assert!(out.contains("staging headline"));
+    let v = read_json(&j);
+    let cells = v["staging"].as_array().unwrap();
+    // (16: 0, 8) and (64: 0, 8, 64): 5 pairs × 4 policies; 64 > 16 skipped.
+    assert_eq!(cells.len(), 20);
+    for c in cells {
+        let n = c["tasks"].as_u64().unwrap();
+        let w = c["window"].as_u64().unwrap();
+        assert!(n <= w);
+        assert_eq!(c["runs"], 2);
+        assert_eq!(c["samples"].as_array().unwrap().len(), 2);
+        for smp in c["samples"].as_array().unwrap() {
+            assert_eq!(smp["total_tasks"].as_u64().unwrap(), n);
+        }
+        let bytes = c["median"]["bytes"].as_f64().unwrap();
+        match c["policy"].as_str().unwrap() {
+            "bounded" => {
+                assert_eq!(bytes, (320 + 4969 * n) as f64);
+                assert!(c["median"]["copies"].as_f64().unwrap() <= 4.0);
+            }
+            "compact" => assert_eq!(c["median"]["copies"].as_f64().unwrap(), 1.0),
+            "full" | "full-fresh" => assert_eq!(bytes, c["image_bytes"].as_f64().unwrap()),
+            p => panic!("unexpected policy {p}"),
+        }
+        if c["policy"] == "full-fresh" {
+            assert_eq!(c["ratio_to_full_fresh"].as_f64().unwrap(), 1.0);
+        } else {
+            assert!(c["ratio_to_full_fresh"].as_f64().unwrap() > 0.0);
+        }
+        assert!(c["rss_before"].as_u64().unwrap() > 0);
+        assert_eq!(c["pinned_mirror"], false);
+        assert!(c["faults_per_run"].as_f64().unwrap() >= 0.0);
+    }
+    assert!(v["machine"]["cpu_model"].is_string());
+    assert_eq!(svg_bars(&s), 20);
+}
+
+#[test]
+fn bind_min_time_adds_runs_up_to_the_cap() {
+    let d = scratch("mintime");
+    let j = d.join("m.json");
+    let o = leanrt(&[
+        "bind",
+        "--window",
+        "16",
+        "--tasks",
+        "4",
+        "--policy",
+        "bounded,full",
+        "--runs",
+        "3",
+        "--min-time-ms",
+        "50",
+        "--max-runs",
+        "40",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v = read_json(&j);
+    for c in v["staging"].as_array().unwrap() {
+        let runs = c["runs"].as_u64().unwrap();
+        assert!((3..=40).contains(&runs), "{runs}");
+        assert_eq!(c["samples"].as_array().unwrap().len() as u64, runs);
+    }
+}
+
+#[test]
+fn bind_pin_mirror_is_recorded() {
+    let d = scratch("pin");
+    let j = d.join("p.json");
+    // Pinning may be refused (RLIMIT_MEMLOCK): the maker warns and goes on.
+    let o = leanrt(&[
+        "bind",
+        "--window",
+        "64",
+        "--tasks",
+        "8",
+        "--policy",
+        "bounded",
+        "--runs",
+        "1",
+        "--min-time-ms",
+        "0",
+        "--pin-mirror",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("pinned mirror"));
+    let v = read_json(&j);
+    let cells = v["staging"].as_array().unwrap();
+    assert_eq!(cells.len(), 1);
+    assert_eq!(cells[0]["pinned_mirror"], true);
+    assert_eq!(
+        cells[0]["median"]["bytes"].as_f64().unwrap(),
+        (320 + 4969 * 8) as f64
+    );
+}
+
+#[test]
+fn bind_bandwidth_smoke() {
+    let d = scratch("bw");
+    let j = d.join("bw.json");
+    let o = leanrt(&[
+        "bind",
+        "--bandwidth",
+        "--sizes",
+        "1,2",
+        "--runs",
+        "2",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("copy_to_device bandwidth"));
+    let v = read_json(&j);
+    let cells = v["bandwidth"].as_array().unwrap();
+    assert_eq!(cells.len(), 4); // 2 sizes × pageable/pinned
+    let pageable: Vec<&Value> = cells.iter().filter(|c| c["memory"] == "pageable").collect();
+    assert_eq!(pageable.len(), 2);
+    for c in pageable {
+        assert!(c["gb_per_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(c["samples_ns"].as_array().unwrap().len(), 2);
+    }
+    // Pinned figures exist or say why not.
+    for c in cells.iter().filter(|c| c["memory"] == "pinned") {
+        assert!(c["gb_per_s"].as_f64().is_some() || c["note"].is_string());
+    }
+}
+
+#[test]
+fn cuda_backend_is_used_or_refused_clearly() {
+    let d = scratch("cuda");
+    let j = d.join("i.json");
+    assert!(leanrt(&["info", "--json", j.to_str().unwrap()])
+        .status
+        .success());
+    let info = read_json(&j);
+    let cuda = info["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "cuda")
+        .cloned()
+        .unwrap();
+    let o = leanrt(&[
+        "bind",
+        "--backend",
+        "cuda:0",
+        "--window",
+        "16",
+        "--tasks",
+        "4",
+        "--runs",
+        "1",
+    ]);
+    if cuda["available"] == true {
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(text(&o.stdout).contains("backend cuda:0"));
+    } else {
+        assert!(!o.status.success());
+        assert!(
+            text(&o.stderr).contains("not available"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+}
+
+const TINY_POOL: [&str; 18] = [
+    "--fj-item-us",
+    "1",
+    "--regions",
+    "5",
+    "--requests",
+    "2",
+    "--gaps",
+    "0.1",
+    "--work-us",
+    "20",
+    "--burst-ms",
+    "1",
+    "--idle-ms",
+    "1",
+    "--wake-reps",
+    "1",
+    "--duration-ms",
+    "1",
+];
+
+#[test]
+fn pool_smoke_json_and_svg() {
+    let d = scratch("pool");
+    let (j, s) = (d.join("p.json"), d.join("p.svg"));
+    let mut args = vec![
+        "pool",
+        "--threads",
+        "1,2",
+        "--config",
+        "default,spin_1000_backoff_8,session.intra_op.spin_duration_us=50",
+        "--peers",
+        "rayon,openmp",
+        "--json",
+        j.to_str().unwrap(),
+        "--svg",
+        s.to_str().unwrap(),
+    ];
+    args.extend(TINY_POOL);
+    let o = leanrt(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v = read_json(&j);
+    let cells = v["pool"].as_array().unwrap();
+    let openmp = cells
+        .iter()
+        .any(|c| c["label"].as_str().unwrap().starts_with("openmp"));
+    let per_threads = 3 + 1 + if openmp { 2 } else { 0 };
+    assert_eq!(cells.len(), 2 * per_threads);
+    let mut labels: Vec<&str> = cells.iter().map(|c| c["label"].as_str().unwrap()).collect();
+    labels.dedup();
+    assert!(labels.contains(&"leanrt default"));
+    assert!(labels.contains(&"leanrt spin_1000_backoff_8"));
+    assert!(labels.contains(&"rayon"));
+    for c in cells {
+        let t = c["spec"]["threads"].as_u64().unwrap();
+        assert!(t == 1 || t == 2);
+        assert_eq!(c["fork_join_us"]["n"], 5);
+        assert_eq!(c["fork_join_us"]["samples"].as_array().unwrap().len(), 5);
+        let forked = c["fork_join_helped_pct"].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&forked));
+        let small = &c["fork_join_small_overhead_us"];
+        assert_eq!(small["n"], 1); // regions / 4, at least 1
+        assert!(c["fork_join_small_item_us"].as_f64().unwrap() >= 0.0);
+        if c["label"] == "rayon" {
+            // rayon's caller never runs the work itself.
+            assert_eq!(forked, 100.0);
+        }
+        let b = c["bursty"].as_array().unwrap();
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0]["gap_ms"].as_f64().unwrap(), 0.1);
+        assert_eq!(b[0]["latency_us"]["n"], 2);
+        assert!(b[0]["cpu_pct"].as_f64().unwrap() >= 0.0);
+        assert!(c["idle_after_burst"]["cpu_s"].as_f64().unwrap() >= 0.0);
+        let w = c["wake"].as_array().unwrap();
+        let idles: Vec<f64> = w.iter().map(|x| x["idle_ms"].as_f64().unwrap()).collect();
+        assert_eq!(idles, vec![0.1, 1.0, 50.0]);
+        assert!(c["throughput"]["requests"].as_u64().unwrap() >= 1);
+        let lat = &c["throughput"]["latency_us"];
+        assert!(lat["p50"].as_f64().unwrap() <= lat["p99"].as_f64().unwrap());
+        if c["label"].as_str().unwrap().starts_with("leanrt") && t > 1 {
+            assert!(c["counters"]["tasks_run"].as_u64().is_some());
+        }
+    }
+    // One bar per cell in every per-cell panel; at least the fork-join panel.
+    assert!(svg_bars(&s) >= cells.len());
+}
+
+#[test]
+fn pool_scenario_subset_runs_only_those() {
+    let d = scratch("subset");
+    let j = d.join("p.json");
+    let mut args = vec![
+        "pool",
+        "--threads",
+        "2",
+        "--config",
+        "no_spin",
+        "--peers",
+        "none",
+        "--scenario",
+        "fork_join",
+        "--json",
+        j.to_str().unwrap(),
+    ];
+    args.extend(TINY_POOL);
+    let o = leanrt(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("pool, overheads"), "{out}");
+    assert!(!out.contains("pool, load"), "{out}");
+    let v = read_json(&j);
+    let cells = v["pool"].as_array().unwrap();
+    assert_eq!(cells.len(), 1);
+    assert_eq!(cells[0]["label"], "leanrt no_spin");
+    assert!(cells[0]["fork_join_us"].is_object());
+    assert!(cells[0]["bursty"].as_array().unwrap().is_empty());
+    assert!(cells[0]["throughput"].is_null());
+    assert!(cells[0]["idle_after_burst"].is_null());
+}
+
+#[test]
+fn bench_smoke_prints_both_tables_and_headlines() {
+    let d = scratch("bench");
+    let (j, s) = (d.join("bench.json"), d.join("bench.svg"));
+    let o = leanrt(&[
+        "bench",
+        "--smoke",
+        "--threads",
+        "2",
+        "--peers",
+        "rayon",
+        "--json",
+        j.to_str().unwrap(),
+        "--svg",
+        s.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("staging — backend host"), "{out}");
+    assert!(out.contains("pool, overheads"), "{out}");
+    assert!(out.contains("pool, load"), "{out}");
+    assert!(out.contains("staging headline"), "{out}");
+    assert!(out.contains("pool headline"), "{out}");
+    let v = read_json(&j);
+    assert_eq!(v["staging"].as_array().unwrap().len(), 8); // 2 windows × 4 policies
+    assert_eq!(v["pool"].as_array().unwrap().len(), 6); // 5 configurations + rayon
+    assert!(svg_bars(&s) > 8);
+}
