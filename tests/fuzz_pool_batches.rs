@@ -11,34 +11,6 @@ use std::time::Duration;
 
 use fuzz_common::*;
 use leanrt::ffi::pool as ffi;
-use leanrt::pool::{PoolOptions, ThreadPool};
-
-unsafe extern "C" fn count_index(ctx: *mut c_void, _i: isize) {
-    // SAFETY: ctx is an AtomicU64 that outlives the call.
-    unsafe { &*(ctx as *const AtomicU64) }.fetch_add(1, Ordering::SeqCst);
-}
-
-unsafe extern "C" fn count_kernel(ctx: *mut c_void, _i: usize) {
-    // SAFETY: as count_index.
-    unsafe { &*(ctx as *const AtomicU64) }.fetch_add(1, Ordering::SeqCst);
-}
-
-fn pool(threads: i32, spin_us: i32) -> *mut ThreadPool {
-    let mut o: *mut PoolOptions = null_mut();
-    let mut p = null_mut();
-    // SAFETY: valid out pointers, live handles.
-    unsafe {
-        assert_eq!(ffi::lrt_pool_options_create(&mut o) as i32, 0);
-        assert_eq!(ffi::lrt_pool_options_set_num_threads(o, threads) as i32, 0);
-        assert_eq!(
-            ffi::lrt_pool_options_set_spin_duration_us(o, spin_us) as i32,
-            0
-        );
-        assert_eq!(ffi::lrt_pool_create(o, &mut p) as i32, 0);
-        ffi::lrt_pool_options_destroy(o);
-    }
-    p
-}
 
 /// More batches than indices (up to PTRDIFF_MAX) still runs each index once
 /// and returns promptly: the batch count is bounded by the work, not by the
@@ -49,7 +21,7 @@ fn huge_batch_counts_return() {
         "huge_batch_counts_return (num_batches up to PTRDIFF_MAX)",
         Duration::from_secs(30),
     );
-    let p = pool(3, 0);
+    let p = c_pool(3, 0);
     for nb in [1000isize, 1 << 20, isize::MAX / 2, isize::MAX] {
         for pool in [null_mut(), p] {
             let n = AtomicU64::new(0);

@@ -4,45 +4,11 @@
 mod fuzz_common;
 
 use std::ffi::c_void;
-use std::ptr::null_mut;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use fuzz_common::*;
 use leanrt::ffi::pool as ffi;
-use leanrt::pool::{PoolOptions, ThreadPool};
-
-unsafe extern "C" fn count_task(ctx: *mut c_void) {
-    // SAFETY: ctx is an AtomicU64 that outlives the pool.
-    unsafe { &*(ctx as *const AtomicU64) }.fetch_add(1, Ordering::SeqCst);
-}
-
-unsafe extern "C" fn count_index(ctx: *mut c_void, _i: isize) {
-    // SAFETY: as count_task.
-    unsafe { &*(ctx as *const AtomicU64) }.fetch_add(1, Ordering::SeqCst);
-}
-
-unsafe extern "C" fn count_kernel(ctx: *mut c_void, _i: usize) {
-    // SAFETY: as count_task.
-    unsafe { &*(ctx as *const AtomicU64) }.fetch_add(1, Ordering::SeqCst);
-}
-
-fn pool(threads: i32, spin_us: i32) -> *mut ThreadPool {
-    let mut o: *mut PoolOptions = null_mut();
-    let mut p = null_mut();
-    // SAFETY: valid out pointers, live handles.
-    unsafe {
-        assert_eq!(ffi::lrt_pool_options_create(&mut o) as i32, 0);
-        assert_eq!(ffi::lrt_pool_options_set_num_threads(o, threads) as i32, 0);
-        assert_eq!(
-            ffi::lrt_pool_options_set_spin_duration_us(o, spin_us) as i32,
-            0
-        );
-        assert_eq!(ffi::lrt_pool_create(o, &mut p) as i32, 0);
-        ffi::lrt_pool_options_destroy(o);
-    }
-    p
-}
 
 /// Destroy runs every task scheduled before it ("no lost task"): tasks
 /// scheduled right before destroy, with and without spinning, after loops.
@@ -61,7 +27,7 @@ fn destroy_runs_every_scheduled_task() {
     for r in 0..rounds {
         let threads = 2 + (r % 3) as i32;
         let spin = [0, 10, -1][r % 3];
-        let p = pool(threads, spin);
+        let p = c_pool(threads, spin);
         let ran = AtomicU64::new(0);
         let n = 1 + (r * 37) % 300;
         for _ in 0..n {
@@ -120,7 +86,7 @@ fn schedule_between_loops_loses_no_task() {
     };
     let mut lost = Vec::new();
     for r in 0..rounds {
-        let p = pool(3, if r % 2 == 0 { 0 } else { 20 });
+        let p = c_pool(3, if r % 2 == 0 { 0 } else { 20 });
         let ran = AtomicU64::new(0);
         let mut n = 0u64;
         for k in 0..20 {

@@ -501,3 +501,42 @@ unsafe extern "C" fn sim_from_device(
         }
     }
 }
+
+/// Counting callbacks for the pool's C entry points: `ctx` is an
+/// `AtomicU64` that outlives every call.
+pub unsafe extern "C" fn count_task(ctx: *mut c_void) {
+    // SAFETY: ctx is an AtomicU64 that outlives the pool.
+    unsafe { &*(ctx as *const std::sync::atomic::AtomicU64) }
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// See [`count_task`].
+pub unsafe extern "C" fn count_index(ctx: *mut c_void, _i: isize) {
+    // SAFETY: as count_task.
+    unsafe { count_task(ctx) }
+}
+
+/// See [`count_task`].
+pub unsafe extern "C" fn count_kernel(ctx: *mut c_void, _i: usize) {
+    // SAFETY: as count_task.
+    unsafe { count_task(ctx) }
+}
+
+/// A pool through the C ABI with `threads` threads and a spin budget.
+pub fn c_pool(threads: i32, spin_us: i32) -> *mut leanrt::pool::ThreadPool {
+    use leanrt::ffi::pool as ffi;
+    let mut o: *mut leanrt::pool::PoolOptions = std::ptr::null_mut();
+    let mut p = std::ptr::null_mut();
+    // SAFETY: valid out pointers, live handles.
+    unsafe {
+        assert_eq!(ffi::lrt_pool_options_create(&mut o) as i32, 0);
+        assert_eq!(ffi::lrt_pool_options_set_num_threads(o, threads) as i32, 0);
+        assert_eq!(
+            ffi::lrt_pool_options_set_spin_duration_us(o, spin_us) as i32,
+            0
+        );
+        assert_eq!(ffi::lrt_pool_create(o, &mut p) as i32, 0);
+        ffi::lrt_pool_options_destroy(o);
+    }
+    p
+}
