@@ -44,7 +44,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 done_stage
 
 stage "cargo test"
-cargo test --workspace
+cargo test --workspace --no-fail-fast
 done_stage
 
 if [ -f tests/pool_loom.rs ]; then

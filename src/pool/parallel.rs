@@ -450,10 +450,12 @@ pub fn try_batch_parallel_for(
     if total == 1 {
         return f(0);
     }
+    // As ORT does: never more batches than items (a batch count near
+    // PTRDIFF_MAX would otherwise mean that many empty batches).
     let batches = if num_batches <= 0 {
         total.min(p.degree_of_parallelism() as isize)
     } else {
-        num_batches
+        num_batches.min(total)
     };
     if batches <= 1 {
         return (0..total).for_each(f);

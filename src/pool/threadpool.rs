@@ -276,9 +276,13 @@ impl ThreadPool {
                     )
                 };
                 if handle.is_null() {
-                    // The host may still hold `param`; leaking it (one small
-                    // box and a reference to the pool state) is the only
-                    // safe choice.
+                    // ORT's contract: NULL means no thread was started, so
+                    // nothing will call `custom_worker_entry(param)` and the
+                    // box (which holds a reference to the pool state) is
+                    // ours again.
+                    // SAFETY: `param` came from Box::into_raw above and, per
+                    // that contract, was not handed to any thread.
+                    drop(unsafe { Box::from_raw(param.cast::<WorkerStart>()) });
                     return Err(Error::no_memory(format!(
                         "the custom create-thread function returned NULL for worker {index}"
                     )));

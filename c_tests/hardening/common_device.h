@@ -1,0 +1,113 @@
+/* A checked device for the hardening tests: "device" memory is malloc'ed
+ * host memory (so ASan and valgrind see it), every callback is counted and
+ * checked (copies inside a live allocation, frees of live allocations only),
+ * and the k-th call of a callback can be made to fail.
+ * Not a test by itself (a header: ctest registers only .c/.cpp files). */
+#ifndef LEANRT_HARDENING_DEVICE_H
+#define LEANRT_HARDENING_DEVICE_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "leanrt.h"
+
+enum { DEV_MALLOC = 0, DEV_FREE = 1, DEV_TO = 2, DEV_FROM = 3, DEV_OPS = 4, DEV_MAX_LIVE = 8 };
+
+typedef struct test_device {
+  void *live[DEV_MAX_LIVE];
+  size_t size[DEV_MAX_LIVE];
+  uint64_t calls[DEV_OPS];
+  uint64_t fail_at[DEV_OPS]; /* 1-based call number to fail; 0 = never */
+  uint64_t allocs, frees, violations, bytes_to;
+} test_device;
+
+static int dev_slot_of(test_device *d, const void *p, size_t n) {
+  for (int i = 0; i < DEV_MAX_LIVE; i++) {
+    const char *b = (const char *)d->live[i];
+    if (b && (const char *)p >= b && (size_t)((const char *)p - b) + n <= d->size[i]) return i;
+  }
+  return -1;
+}
+
+static int dev_enter(test_device *d, int op) {
+  d->calls[op]++;
+  return d->fail_at[op] != 0 && d->calls[op] == d->fail_at[op];
+}
+
+static void *dev_malloc(void *ctx, size_t size) {
+  test_device *d = (test_device *)ctx;
+  if (dev_enter(d, DEV_MALLOC)) return NULL;
+  for (int i = 0; i < DEV_MAX_LIVE; i++) {
+    if (!d->live[i]) {
+      d->live[i] = malloc(size);
+      if (!d->live[i]) return NULL;
+      memset(d->live[i], 0xA5, size); /* stale content */
+      d->size[i] = size;
+      d->allocs++;
+      return d->live[i];
+    }
+  }
+  d->violations++;
+  return NULL;
+}
+
+static void dev_free(void *ctx, void *p) {
+  test_device *d = (test_device *)ctx;
+  dev_enter(d, DEV_FREE);
+  for (int i = 0; i < DEV_MAX_LIVE; i++) {
+    if (d->live[i] && d->live[i] == p) {
+      free(p);
+      d->live[i] = NULL;
+      d->frees++;
+      return;
+    }
+  }
+  d->violations++; /* free of something that is not a live allocation */
+}
+
+static int dev_to(void *ctx, void *dst, const void *src, size_t n) {
+  test_device *d = (test_device *)ctx;
+  if (dev_enter(d, DEV_TO)) return 1;
+  if (!src || dev_slot_of(d, dst, n) < 0) {
+    d->violations++;
+    return 1;
+  }
+  memcpy(dst, src, n);
+  d->bytes_to += n;
+  return 0;
+}
+
+static int dev_from(void *ctx, void *dst, const void *src, size_t n) {
+  test_device *d = (test_device *)ctx;
+  if (dev_enter(d, DEV_FROM)) return 1;
+  if (!dst || dev_slot_of(d, src, n) < 0) {
+    d->violations++;
+    return 1;
+  }
+  memcpy(dst, src, n);
+  return 0;
+}
+
+static const lrt_host_api_ops test_device_ops = {dev_malloc, dev_free, dev_to, dev_from};
+
+static inline lrt_host_api test_device_api(test_device *d) {
+  lrt_host_api api;
+  api.ctx = d;
+  api.ops = &test_device_ops;
+  return api;
+}
+
+static inline int test_device_live(const test_device *d) {
+  int n = 0;
+  for (int i = 0; i < DEV_MAX_LIVE; i++) n += d->live[i] != NULL;
+  return n;
+}
+
+/* Smaller sizes under valgrind and sanitizers: LEANRT_TEST_SMALL=1. */
+static inline int test_small(void) {
+  const char *s = getenv("LEANRT_TEST_SMALL");
+  return s && s[0] == '1';
+}
+
+#endif

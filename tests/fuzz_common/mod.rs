@@ -1,0 +1,542 @@
+//! Shared pieces of the hardening tests (`tests/fuzz_*.rs`, `tests/fault_*.rs`,
+//! `tests/soak_*.rs`): a seeded PRNG, a watchdog that turns a hang into an
+//! abort with a message, process counters (threads, resident memory), the
+//! thread's last error, and a simulated device ("counting host api") that
+//! checks every callback the maker makes and can fail the k-th one.
+//!
+//! Each test binary includes this file with `mod fuzz_common;` and uses a
+//! part of it, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::{Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use leanrt::device::{HostApi, HostApiOps};
+
+// ---------------------------------------------------------------------------
+// PRNG and run parameters
+
+/// SplitMix64: small, fast, good enough to drive call sequences, and the
+/// same sequence for the same seed on every machine.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `[0, n)`; `n` > 0.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+    /// Uniform in `[lo, hi]`.
+    pub fn range_i64(&mut self, lo: i64, hi: i64) -> i64 {
+        let span = (hi as i128 - lo as i128 + 1) as u128;
+        (lo as i128 + (self.next_u64() as u128 % span) as i128) as i64
+    }
+    /// True with probability `num / den`.
+    pub fn chance(&mut self, num: u64, den: u64) -> bool {
+        self.below(den) < num
+    }
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+    /// An "interesting" 64-bit integer: boundaries, small values, powers of
+    /// two and their neighbours, or anything.
+    pub fn edgy_u64(&mut self) -> u64 {
+        match self.below(6) {
+            0 => *self.pick(&[
+                0,
+                1,
+                2,
+                3,
+                4,
+                63,
+                64,
+                65,
+                i32::MAX as u64,
+                i32::MAX as u64 + 1,
+                u32::MAX as u64,
+                i64::MAX as u64,
+                u64::MAX,
+                u64::MAX - 1,
+            ]),
+            1 => self.below(100),
+            2 => {
+                let p = 1u64 << self.below(64);
+                p.wrapping_add(self.range_i64(-1, 1) as u64)
+            }
+            3 => 1u64 << self.below(64),
+            _ => self.next_u64(),
+        }
+    }
+    /// An "interesting" `i32` (C `int`).
+    pub fn edgy_i32(&mut self) -> i32 {
+        match self.below(5) {
+            0 => *self.pick(&[i32::MIN, i32::MIN + 1, -2, -1, 0, 1, 2, 64, 65, i32::MAX]),
+            1 => self.range_i64(-4, 100) as i32,
+            2 => self.edgy_u64() as i32,
+            _ => self.next_u64() as i32,
+        }
+    }
+}
+
+/// An integer environment variable (decimal, or hex with `0x`).
+pub fn env_u64(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok()?;
+    let v = v.trim();
+    let parsed = if let Some(hex) = v.strip_prefix("0x") {
+        u64::from_str_radix(hex, 16).ok()
+    } else {
+        v.parse().ok()
+    };
+    if parsed.is_none() {
+        panic!("{name}={v:?} is not an integer");
+    }
+    parsed
+}
+
+/// The fuzz seed: `LEANRT_FUZZ_SEED` (`random` picks one from the clock),
+/// else a fixed default so that CI runs are reproducible. Printed either way.
+pub fn fuzz_seed(test: &str, default: u64) -> u64 {
+    let seed = match std::env::var("LEANRT_FUZZ_SEED").as_deref() {
+        Ok("random") => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(default),
+        _ => env_u64("LEANRT_FUZZ_SEED").unwrap_or(default),
+    };
+    eprintln!("{test}: seed 0x{seed:016x} (rerun with LEANRT_FUZZ_SEED=0x{seed:x})");
+    seed
+}
+
+/// The iteration count: `LEANRT_FUZZ_ITERS`, else `default` (sized for CI).
+pub fn fuzz_iters(default: u64) -> u64 {
+    env_u64("LEANRT_FUZZ_ITERS").unwrap_or(default)
+}
+
+// ---------------------------------------------------------------------------
+// Watchdog
+
+static LAST_STEP: Mutex<String> = Mutex::new(String::new());
+
+/// Records what the test is doing, for the watchdog's message.
+pub fn note_step(step: impl FnOnce() -> String) {
+    if let Ok(mut s) = LAST_STEP.lock() {
+        *s = step();
+    }
+}
+
+/// Aborts the process with a message if it is not dropped within `limit`:
+/// a hang becomes a failure with a reason instead of a stuck CI job.
+///
+/// Protocol: the watchdog thread waits on a channel with a timeout. Dropping
+/// the `Watchdog` drops the sender, which wakes the thread with
+/// `Disconnected` and lets it exit; `Timeout` means the guarded code is still
+/// running after `limit`, and the thread aborts the whole process.
+pub struct Watchdog {
+    tx: Option<Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watchdog {
+    pub fn new(what: &str, limit: Duration) -> Self {
+        let (tx, rx) = channel::<()>();
+        let what = what.to_owned();
+        let thread = std::thread::Builder::new()
+            .name("watchdog".into())
+            .spawn(move || {
+                if let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                    let last = LAST_STEP.lock().map(|s| s.clone()).unwrap_or_default();
+                    eprintln!(
+                        "WATCHDOG: `{what}` still running after {limit:?}: hang, aborting the process \
+                         (last step: {last})"
+                    );
+                    std::process::abort();
+                }
+            })
+            .expect("spawn watchdog");
+        Watchdog {
+            tx: Some(tx),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Process counters
+
+/// `Threads` and `VmRSS` (KiB) from /proc/self/status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcStatus {
+    pub threads: u64,
+    pub rss_kib: u64,
+}
+
+pub fn proc_status() -> ProcStatus {
+    let text = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let field = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /proc/self/status"))
+    };
+    ProcStatus {
+        threads: field("Threads:"),
+        rss_kib: field("VmRSS:"),
+    }
+}
+
+/// Waits up to `limit` for the thread count to fall to `at_most` (threads
+/// that were joined may linger in /proc for a moment); returns the last count.
+pub fn wait_threads_at_most(at_most: u64, limit: Duration) -> u64 {
+    let start = std::time::Instant::now();
+    loop {
+        let n = proc_status().threads;
+        if n <= at_most || start.elapsed() > limit {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The C boundary's last error
+
+/// This thread's `lrt_last_error` message.
+pub fn last_error() -> String {
+    // SAFETY: NULL with length 0 only asks for the length.
+    let n = unsafe { leanrt::ffi::lrt_last_error(std::ptr::null_mut(), 0) };
+    let mut buf = vec![0 as c_char; n + 1];
+    // SAFETY: buf is valid for n + 1 bytes.
+    let m = unsafe { leanrt::ffi::lrt_last_error(buf.as_mut_ptr(), buf.len()) };
+    assert_eq!(m, n, "lrt_last_error length changed between two calls");
+    // SAFETY: lrt_last_error NUL-terminates within buf.
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Clears this thread's last error (by overwriting it with a marker), so
+/// that a following failure can be checked for a fresh message.
+pub fn mark_last_error() {
+    leanrt::ffi::boundary::set_last_error("hardening", "marker");
+}
+
+/// Asserts that the last failure left a message naming `function`.
+pub fn assert_error_names(function: &str, context: &str) {
+    let msg = last_error();
+    assert!(
+        msg.starts_with(function) && msg.len() > function.len() + 2,
+        "{context}: lrt_last_error is {msg:?}, expected a message from {function}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Simulated device: the counting host api
+
+/// Which callback a fault is injected into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Op {
+    Malloc,
+    Free,
+    ToDevice,
+    FromDevice,
+}
+
+/// The simulated device's capacity: larger allocations fail (NULL), as on a
+/// device that is out of memory.
+pub const SIM_MAX_ALLOC: usize = 128 << 20;
+
+/// The byte device memory is filled with on allocation (stale content).
+pub const POISON: u8 = 0xA5;
+
+#[derive(Default, Debug)]
+pub struct SimState {
+    /// Live allocations: base address -> (buffer, size).
+    pub live: BTreeMap<usize, DeviceBuf>,
+    /// Calls made, per callback (failed calls included).
+    pub calls: BTreeMap<Op, u64>,
+    /// Bytes copied to the device by successful copies.
+    pub bytes_to_device: u64,
+    /// Fail the k-th call (1-based, counted per callback) of each op listed.
+    pub fail_at: BTreeMap<Op, u64>,
+    /// Fail every call of these ops.
+    pub fail_always: Vec<Op>,
+    /// Protocol violations seen (bad frees, out-of-bounds copies, ...): a
+    /// non-empty list is a test failure.
+    pub violations: Vec<String>,
+    pub total_allocs: u64,
+    pub total_frees: u64,
+}
+
+/// A device whose memory is host memory owned by the test, checking each
+/// callback: copies stay inside live allocations, frees match allocations,
+/// nothing is freed twice. `fail_at`/`fail_always` inject failures.
+pub struct DeviceSim {
+    state: Mutex<SimState>,
+}
+
+impl Default for DeviceSim {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DeviceSim {
+    pub fn new() -> Self {
+        DeviceSim {
+            state: Mutex::new(SimState::default()),
+        }
+    }
+    pub fn state(&self) -> MutexGuard<'_, SimState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// The api to hand to leanrt; valid while `self` lives.
+    pub fn api(&self) -> HostApi {
+        HostApi {
+            ctx: self as *const DeviceSim as *mut c_void,
+            ops: &SIM_OPS,
+        }
+    }
+    pub fn calls(&self, op: Op) -> u64 {
+        self.state().calls.get(&op).copied().unwrap_or(0)
+    }
+    pub fn live_count(&self) -> usize {
+        self.state().live.len()
+    }
+    /// Panics if a callback was misused.
+    pub fn assert_clean(&self, context: &str) {
+        let st = self.state();
+        assert!(
+            st.violations.is_empty(),
+            "{context}: device protocol violations: {:?}",
+            st.violations
+        );
+    }
+    /// Size and content of the live allocation starting at `base`.
+    pub fn with_alloc<R>(&self, base: *mut c_void, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        let mut st = self.state();
+        st.live
+            .get_mut(&(base as usize))
+            .map(|buf| f(buf.bytes_mut()))
+    }
+
+    /// Counts the call and reports whether it must fail.
+    fn enter(st: &mut SimState, op: Op) -> bool {
+        let n = st.calls.entry(op).or_insert(0);
+        *n += 1;
+        let n = *n;
+        st.fail_always.contains(&op) || st.fail_at.get(&op) == Some(&n)
+    }
+
+    /// The live allocation containing `[addr, addr + size)`, if any.
+    fn find(st: &mut SimState, addr: usize, size: usize) -> Option<&mut [u8]> {
+        let (&base, buf) = st.live.range_mut(..=addr).next_back()?;
+        let off = addr - base;
+        let bytes = buf.bytes_mut();
+        if off.checked_add(size)? <= bytes.len() {
+            Some(&mut bytes[off..off + size])
+        } else {
+            None
+        }
+    }
+}
+
+/// Device memory: 64-byte aligned like real device allocations.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct Chunk([u8; 64]);
+
+pub struct DeviceBuf {
+    chunks: Vec<Chunk>,
+    size: usize,
+}
+
+impl DeviceBuf {
+    fn new(size: usize) -> Self {
+        DeviceBuf {
+            chunks: vec![Chunk([POISON; 64]); size.div_ceil(64).max(1)],
+            size,
+        }
+    }
+    fn base(&self) -> usize {
+        self.chunks.as_ptr() as usize
+    }
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: Chunk is 64 plain bytes without padding, so the vector's
+        // storage is `chunks.len() * 64` initialized bytes; size <= that.
+        unsafe { std::slice::from_raw_parts_mut(self.chunks.as_mut_ptr().cast::<u8>(), self.size) }
+    }
+}
+
+impl std::fmt::Debug for DeviceBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceBuf({:#x}, {})", self.base(), self.size)
+    }
+}
+
+fn sim<'a>(ctx: *mut c_void) -> &'a DeviceSim {
+    // SAFETY: ctx is the DeviceSim whose `api()` leanrt was given; the test
+    // keeps it alive for as long as leanrt may call back.
+    unsafe { &*(ctx as *const DeviceSim) }
+}
+
+unsafe extern "C" fn sim_malloc(ctx: *mut c_void, size: usize) -> *mut c_void {
+    let sim = sim(ctx);
+    let mut st = sim.state();
+    if size == 0 {
+        st.violations.push("device_malloc(0)".into());
+    }
+    if DeviceSim::enter(&mut st, Op::Malloc) || size == 0 || size > SIM_MAX_ALLOC {
+        return std::ptr::null_mut();
+    }
+    let buf = DeviceBuf::new(size);
+    let base = buf.base();
+    st.total_allocs += 1;
+    st.live.insert(base, buf);
+    base as *mut c_void
+}
+
+static SIM_OPS: HostApiOps = HostApiOps {
+    device_malloc: Some(sim_malloc),
+    device_free: Some(sim_free),
+    copy_to_device: Some(sim_to_device),
+    copy_from_device: Some(sim_from_device),
+};
+
+unsafe extern "C" fn sim_free(ctx: *mut c_void, dev_ptr: *mut c_void) {
+    let sim = sim(ctx);
+    let mut st = sim.state();
+    DeviceSim::enter(&mut st, Op::Free);
+    if st.live.remove(&(dev_ptr as usize)).is_some() {
+        st.total_frees += 1;
+    } else {
+        st.violations
+            .push(format!("device_free({dev_ptr:p}) of no live allocation"));
+    }
+}
+
+unsafe extern "C" fn sim_to_device(
+    ctx: *mut c_void,
+    dev_dst: *mut c_void,
+    host_src: *const c_void,
+    size: usize,
+) -> i32 {
+    let sim = sim(ctx);
+    let mut st = sim.state();
+    if DeviceSim::enter(&mut st, Op::ToDevice) {
+        return 1;
+    }
+    if host_src.is_null() {
+        st.violations.push("copy_to_device from NULL".into());
+        return 1;
+    }
+    match DeviceSim::find(&mut st, dev_dst as usize, size) {
+        Some(dst) => {
+            // SAFETY: leanrt passes a host range valid for `size` bytes
+            // (checked by the test's expectations on the mirror).
+            let src = unsafe { std::slice::from_raw_parts(host_src.cast::<u8>(), size) };
+            dst.copy_from_slice(src);
+            st.bytes_to_device += size as u64;
+            0
+        }
+        None => {
+            st.violations.push(format!(
+                "copy_to_device({dev_dst:p}, {size}) outside every live allocation"
+            ));
+            1
+        }
+    }
+}
+
+unsafe extern "C" fn sim_from_device(
+    ctx: *mut c_void,
+    host_dst: *mut c_void,
+    dev_src: *const c_void,
+    size: usize,
+) -> i32 {
+    let sim = sim(ctx);
+    let mut st = sim.state();
+    if DeviceSim::enter(&mut st, Op::FromDevice) {
+        return 1;
+    }
+    if host_dst.is_null() {
+        st.violations.push("copy_from_device to NULL".into());
+        return 1;
+    }
+    match DeviceSim::find(&mut st, dev_src as usize, size) {
+        Some(src) => {
+            // SAFETY: leanrt passes a host destination valid for `size` bytes.
+            let dst = unsafe { std::slice::from_raw_parts_mut(host_dst.cast::<u8>(), size) };
+            dst.copy_from_slice(src);
+            0
+        }
+        None => {
+            st.violations.push(format!(
+                "copy_from_device({dev_src:p}, {size}) outside every live allocation"
+            ));
+            1
+        }
+    }
+}
+
+/// Counting callbacks for the pool's C entry points: `ctx` is an
+/// `AtomicU64` that outlives every call.
+pub unsafe extern "C" fn count_task(ctx: *mut c_void) {
+    // SAFETY: ctx is an AtomicU64 that outlives the pool.
+    unsafe { &*(ctx as *const std::sync::atomic::AtomicU64) }
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// See [`count_task`].
+pub unsafe extern "C" fn count_index(ctx: *mut c_void, _i: isize) {
+    // SAFETY: as count_task.
+    unsafe { count_task(ctx) }
+}
+
+/// See [`count_task`].
+pub unsafe extern "C" fn count_kernel(ctx: *mut c_void, _i: usize) {
+    // SAFETY: as count_task.
+    unsafe { count_task(ctx) }
+}
+
+/// A pool through the C ABI with `threads` threads and a spin budget.
+pub fn c_pool(threads: i32, spin_us: i32) -> *mut leanrt::pool::ThreadPool {
+    use leanrt::ffi::pool as ffi;
+    let mut o: *mut leanrt::pool::PoolOptions = std::ptr::null_mut();
+    let mut p = std::ptr::null_mut();
+    // SAFETY: valid out pointers, live handles.
+    unsafe {
+        assert_eq!(ffi::lrt_pool_options_create(&mut o) as i32, 0);
+        assert_eq!(ffi::lrt_pool_options_set_num_threads(o, threads) as i32, 0);
+        assert_eq!(
+            ffi::lrt_pool_options_set_spin_duration_us(o, spin_us) as i32,
+            0
+        );
+        assert_eq!(ffi::lrt_pool_create(o, &mut p) as i32, 0);
+        ffi::lrt_pool_options_destroy(o);
+    }
+    p
+}
