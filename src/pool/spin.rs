@@ -74,14 +74,27 @@ pub fn calibrated_pause_ns() -> f64 {
     })
 }
 
-/// How long an idle worker spins before it sleeps, in pauses.
+/// How long an idle worker spins before it sleeps.
+///
+/// A microsecond budget is turned into a pause count with the calibrated
+/// pause cost, but an idle worker does more than pause: every iteration also
+/// polls the queues and the section slot, which costs more on a big pool
+/// than the pause itself. So a microsecond budget is also a wall-clock
+/// deadline (`deadline_ns`), checked every [`DEADLINE_CHECK_EVERY`]
+/// iterations; whichever runs out first ends the spin. The legacy mode
+/// (`-1`) is ORT's iteration count and has no deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpinPolicy {
     /// Pauses before sleeping; 0 = sleep at once.
     pub pauses: u64,
+    /// Wall-clock budget of one spin, for a microsecond budget.
+    pub deadline_ns: Option<u64>,
     /// Backoff cap (1 = off).
     pub backoff_max: u32,
 }
+
+/// Spin iterations between two reads of the clock (a vDSO call, ~20 ns).
+pub(crate) const DEADLINE_CHECK_EVERY: u64 = 16;
 
 impl SpinPolicy {
     /// Resolves the options: not allowed or 0 µs: no spinning; -1: legacy
@@ -95,8 +108,10 @@ impl SpinPolicy {
             let ns = f64::from(spin_duration_us) * 1000.0;
             ((ns / calibrated_pause_ns()).ceil() as u64).max(1)
         };
+        let deadline_ns = (allow && spin_duration_us > 0).then(|| spin_duration_us as u64 * 1000);
         SpinPolicy {
             pauses,
+            deadline_ns,
             backoff_max: backoff_max.clamp(1, MAX_BACKOFF as i32) as u32,
         }
     }
@@ -133,6 +148,19 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn microsecond_budgets_are_also_deadlines() {
+        let p = SpinPolicy::new(true, 1000, 8);
+        assert_eq!(p.deadline_ns, Some(1_000_000));
+        assert!(p.pauses > 0);
+        let legacy = SpinPolicy::new(true, -1, 1);
+        assert_eq!(legacy.deadline_ns, None);
+        assert_eq!(legacy.pauses, LEGACY_SPIN_PAUSES);
+        assert_eq!(SpinPolicy::new(true, 0, 1).deadline_ns, None);
+        assert_eq!(SpinPolicy::new(false, 1000, 1).deadline_ns, None);
+        assert_eq!(SpinPolicy::new(false, 1000, 1).pauses, 0);
+    }
 
     #[test]
     fn backoff_doubles_up_to_cap() {

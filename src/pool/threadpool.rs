@@ -22,7 +22,7 @@ use super::options::{CustomThreadHandle, JoinFnPtr, PoolOptions, FORCE_HYBRID_EN
 use super::parallel::LoopState;
 use super::section::Section;
 use super::sleep::EventCount;
-use super::spin::{Backoff, SpinPolicy};
+use super::spin::{Backoff, SpinPolicy, DEADLINE_CHECK_EVERY};
 use super::{affinity, cpu};
 use crate::{Error, Result};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
@@ -32,6 +32,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Most jobs one queue holds before Schedule runs a task inline.
 pub const QUEUE_CAPACITY: usize = 1024;
@@ -502,6 +503,12 @@ fn spin(shared: &Shared, me: &WorkerLocal, counters: &Counters) -> bool {
     let mut backoff = Backoff::new(shared.policy.backoff_max);
     let (mut spent, mut iterations) = (0u64, 0u64);
     let mut found = false;
+    // A microsecond budget is wall-clock time, not only pauses: the polls
+    // between the pauses cost time too (see `SpinPolicy`).
+    let deadline = shared
+        .policy
+        .deadline_ns
+        .map(|ns| (Instant::now(), Duration::from_nanos(ns)));
     while spent < budget && may_spin(shared) {
         if shared.section.joinable() || has_work(shared, me) {
             found = true;
@@ -509,6 +516,11 @@ fn spin(shared: &Shared, me: &WorkerLocal, counters: &Counters) -> bool {
         }
         spent += u64::from(backoff.pause());
         iterations += 1;
+        if let Some((start, limit)) = deadline {
+            if iterations % DEADLINE_CHECK_EVERY == 0 && start.elapsed() >= limit {
+                break;
+            }
+        }
     }
     bump(&counters.spin_iterations, iterations);
     found
