@@ -778,6 +778,24 @@ pub fn charts(results: &[CellResult]) -> Vec<Chart> {
             })
             .collect()
     };
+    // At thread count `t`, one group per key (a gap, an idle period), each
+    // with a bar per runtime/configuration (NaN where the cell lacks it).
+    let per_key = |t: usize,
+                   keys: &[f64],
+                   label: &dyn Fn(f64) -> String,
+                   value: &dyn Fn(&CellResult, f64) -> Option<f64>|
+     -> Vec<Group> {
+        keys.iter()
+            .map(|&k| Group {
+                label: label(k),
+                bars: results
+                    .iter()
+                    .filter(|r| r.spec.threads == t)
+                    .map(|r| bar(r, value(r, k).unwrap_or(f64::NAN)))
+                    .collect(),
+            })
+            .collect()
+    };
     if results.iter().any(|r| r.fork_join_us.is_some()) {
         charts.push(Chart {
             title: "fork-join overhead of a tiny region".into(),
@@ -797,54 +815,22 @@ pub fn charts(results: &[CellResult]) -> Vec<Chart> {
     }
     if let Some(first) = results.iter().find(|r| !r.bursty.is_empty()) {
         let gaps: Vec<f64> = first.bursty.iter().map(|b| b.gap_ms).collect();
+        let gap_label = |g: f64| format!("gap {g} ms");
+        fn gap(r: &CellResult, g: f64) -> Option<&Bursty> {
+            r.bursty.iter().find(|b| b.gap_ms == g)
+        }
         for &t in &threads {
-            let groups: Vec<Group> = gaps
-                .iter()
-                .map(|&g| Group {
-                    label: format!("gap {g} ms"),
-                    bars: results
-                        .iter()
-                        .filter(|r| r.spec.threads == t)
-                        .map(|r| {
-                            bar(
-                                r,
-                                r.bursty
-                                    .iter()
-                                    .find(|b| b.gap_ms == g)
-                                    .map_or(f64::NAN, |b| b.latency_us.p50),
-                            )
-                        })
-                        .collect(),
-                })
-                .collect();
             charts.push(Chart {
                 title: format!("bursty load: request latency, {t} threads"),
                 unit: "µs, p50".into(),
-                groups,
+                groups: per_key(t, &gaps, &gap_label, &|r, g| {
+                    gap(r, g).map(|b| b.latency_us.p50)
+                }),
             });
-            let groups: Vec<Group> = gaps
-                .iter()
-                .map(|&g| Group {
-                    label: format!("gap {g} ms"),
-                    bars: results
-                        .iter()
-                        .filter(|r| r.spec.threads == t)
-                        .map(|r| {
-                            bar(
-                                r,
-                                r.bursty
-                                    .iter()
-                                    .find(|b| b.gap_ms == g)
-                                    .map_or(f64::NAN, |b| b.cpu_pct),
-                            )
-                        })
-                        .collect(),
-                })
-                .collect();
             charts.push(Chart {
                 title: format!("bursty load: CPU (user+sys over wall), {t} threads"),
                 unit: "%".into(),
-                groups,
+                groups: per_key(t, &gaps, &gap_label, &|r, g| gap(r, g).map(|b| b.cpu_pct)),
             });
         }
     }
@@ -864,29 +850,20 @@ pub fn charts(results: &[CellResult]) -> Vec<Chart> {
     }
     if results.iter().any(|r| !r.wake.is_empty()) {
         for &t in &threads {
-            let groups: Vec<Group> = WAKE_IDLE_MS
-                .iter()
-                .map(|&idle| Group {
-                    label: format!("after {idle} ms idle"),
-                    bars: results
-                        .iter()
-                        .filter(|r| r.spec.threads == t)
-                        .map(|r| {
-                            bar(
-                                r,
-                                r.wake
-                                    .iter()
-                                    .find(|w| w.idle_ms == idle)
-                                    .map_or(f64::NAN, |w| w.latency_us.p50),
-                            )
-                        })
-                        .collect(),
-                })
-                .collect();
             charts.push(Chart {
                 title: format!("wake latency, {t} threads"),
                 unit: "µs, p50".into(),
-                groups,
+                groups: per_key(
+                    t,
+                    &WAKE_IDLE_MS,
+                    &|i| format!("after {i} ms idle"),
+                    &|r, i| {
+                        r.wake
+                            .iter()
+                            .find(|w| w.idle_ms == i)
+                            .map(|w| w.latency_us.p50)
+                    },
+                ),
             });
         }
     }
