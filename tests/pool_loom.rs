@@ -199,25 +199,36 @@ fn section_loop(ec: &EventCount, sec: &Section<Payload>, payload: &Payload, valu
     payload.data.with_mut(|d| unsafe { *d = value + 1 });
 }
 
+/// One helper thread (`section_worker`) beside an owner that runs one loop
+/// through the slot per value, each with its own payload; then the helper is
+/// stopped. The helper joins each loop at most once.
+fn run_section_loops(values: &[usize]) {
+    let ec = Arc::new(EventCount::new());
+    let sec = Arc::new(Section::<Payload>::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ec2, sec2, stop2) = (ec.clone(), sec.clone(), stop.clone());
+    let w = loom::thread::spawn(move || section_worker(&ec2, &sec2, &stop2));
+    // Every payload lives until the end, as a host's loop state may.
+    let payloads: Vec<Payload> = values
+        .iter()
+        .map(|_| Payload {
+            data: UnsafeCell::new(0),
+        })
+        .collect();
+    for (payload, &value) in payloads.iter().zip(values) {
+        section_loop(&ec, &sec, payload, value);
+    }
+    stop.store(true, Ordering::Release);
+    ec.notify(usize::MAX);
+    assert!(w.join().unwrap() <= values.len());
+}
+
 #[test]
 fn section_join_and_owner_wakeup() {
     // One helper that may join, sleep, or miss the section; the owner parks
     // in close_and_wait if the helper is inside: it must be woken, and the
     // payload must not be touched after the join.
-    builder().check(|| {
-        let ec = Arc::new(EventCount::new());
-        let sec = Arc::new(Section::<Payload>::new());
-        let stop = Arc::new(AtomicBool::new(false));
-        let (ec2, sec2, stop2) = (ec.clone(), sec.clone(), stop.clone());
-        let w = loom::thread::spawn(move || section_worker(&ec2, &sec2, &stop2));
-        let payload = Payload {
-            data: UnsafeCell::new(0),
-        };
-        section_loop(&ec, &sec, &payload, 1);
-        stop.store(true, Ordering::Release);
-        ec.notify(usize::MAX);
-        assert!(w.join().unwrap() <= 1);
-    });
+    builder().check(|| run_section_loops(&[1]));
 }
 
 #[test]
@@ -225,24 +236,7 @@ fn section_reopened_for_a_second_loop() {
     // Two loops in a row through the same slot with different payloads: a
     // helper that read the gate of the first loop must never use the first
     // payload after that loop's join, nor join the second one twice.
-    builder().check(|| {
-        let ec = Arc::new(EventCount::new());
-        let sec = Arc::new(Section::<Payload>::new());
-        let stop = Arc::new(AtomicBool::new(false));
-        let (ec2, sec2, stop2) = (ec.clone(), sec.clone(), stop.clone());
-        let w = loom::thread::spawn(move || section_worker(&ec2, &sec2, &stop2));
-        let first = Payload {
-            data: UnsafeCell::new(0),
-        };
-        section_loop(&ec, &sec, &first, 1);
-        let second = Payload {
-            data: UnsafeCell::new(0),
-        };
-        section_loop(&ec, &sec, &second, 3);
-        stop.store(true, Ordering::Release);
-        ec.notify(usize::MAX);
-        assert!(w.join().unwrap() <= 2);
-    });
+    builder().check(|| run_section_loops(&[1, 3]));
 }
 
 #[test]

@@ -216,8 +216,10 @@ impl<T> Section<T> {
         self.gate.0.fetch_and(!OWNED, Ordering::Release);
     }
 
-    /// Helpers inside right now (for tests).
+    /// Helpers inside right now (for tests; only the loom tests use it in a
+    /// `cfg(loom)` library build).
     #[cfg(any(test, loom))]
+    #[cfg_attr(loom, allow(dead_code))]
     pub fn inside(&self) -> usize {
         let joined = joined(self.gate.0.load(Ordering::Acquire));
         (joined - self.left.0.load(Ordering::Acquire) / LEFT) as usize
