@@ -53,23 +53,6 @@ struct RawCfg {
     flags: u32,
 }
 
-fn rd_u64(base: *const u8, off: usize) -> u64 {
-    // SAFETY: callers pass offsets inside a live image.
-    unsafe { base.add(off).cast::<u64>().read_unaligned() }
-}
-fn rd_i32(base: *const u8, off: usize) -> i32 {
-    // SAFETY: as rd_u64.
-    unsafe { base.add(off).cast::<i32>().read_unaligned() }
-}
-fn wr_u64(base: *mut u8, off: usize, v: u64) {
-    // SAFETY: callers pass offsets inside a live, writable image.
-    unsafe { base.add(off).cast::<u64>().write_unaligned(v) }
-}
-fn wr_i32(base: *mut u8, off: usize, v: i32) {
-    // SAFETY: as wr_u64.
-    unsafe { base.add(off).cast::<i32>().write_unaligned(v) }
-}
-
 /// The value the script writes into slot `i` of run `r`.
 fn tag(r: usize, i: usize, what: u64) -> u64 {
     ((r as u64) << 40) | ((i as u64) << 8) | what

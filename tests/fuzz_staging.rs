@@ -108,24 +108,7 @@ fn segments_untouched(s: &SmSegments) -> bool {
     seg_array(s).iter().all(|&v| v == 0xdead)
 }
 
-// Raw reads and writes at byte offsets (the mirror and the device image are
-// plain memory; the test uses the contract's offsets, not Rust field names).
-fn rd_u64(base: *const u8, off: usize) -> u64 {
-    // SAFETY: callers pass a base and offset inside a live image.
-    unsafe { base.add(off).cast::<u64>().read_unaligned() }
-}
-fn rd_i32(base: *const u8, off: usize) -> i32 {
-    // SAFETY: as rd_u64.
-    unsafe { base.add(off).cast::<i32>().read_unaligned() }
-}
-fn wr_u64(base: *mut u8, off: usize, v: u64) {
-    // SAFETY: callers pass a base and offset inside a live, writable image.
-    unsafe { base.add(off).cast::<u64>().write_unaligned(v) }
-}
-fn wr_i32(base: *mut u8, off: usize, v: i32) {
-    // SAFETY: as wr_u64.
-    unsafe { base.add(off).cast::<i32>().write_unaligned(v) }
-}
+// Raw reads and writes at byte offsets: `rd_*`/`wr_*` in fuzz_common.
 fn bytes(base: *const u8, off: usize, len: usize) -> Vec<u8> {
     // SAFETY: callers pass a range inside a live image.
     unsafe { std::slice::from_raw_parts(base.add(off), len) }.to_vec()

@@ -540,3 +540,28 @@ pub fn c_pool(threads: i32, spin_us: i32) -> *mut leanrt::pool::ThreadPool {
     }
     p
 }
+
+// Raw reads and writes at byte offsets (the mirror and the device image are
+// plain memory; the staging tests use the contract's offsets, not Rust field
+// names).
+
+/// The u64 at `base + off`.
+pub fn rd_u64(base: *const u8, off: usize) -> u64 {
+    // SAFETY: callers pass a base and offset inside a live image.
+    unsafe { base.add(off).cast::<u64>().read_unaligned() }
+}
+/// The i32 at `base + off`.
+pub fn rd_i32(base: *const u8, off: usize) -> i32 {
+    // SAFETY: as rd_u64.
+    unsafe { base.add(off).cast::<i32>().read_unaligned() }
+}
+/// Writes the u64 at `base + off`.
+pub fn wr_u64(base: *mut u8, off: usize, v: u64) {
+    // SAFETY: callers pass a base and offset inside a live, writable image.
+    unsafe { base.add(off).cast::<u64>().write_unaligned(v) }
+}
+/// Writes the i32 at `base + off`.
+pub fn wr_i32(base: *mut u8, off: usize, v: i32) {
+    // SAFETY: as wr_u64.
+    unsafe { base.add(off).cast::<i32>().write_unaligned(v) }
+}
