@@ -35,40 +35,8 @@ static int all_hit(int n, int times) {
   return 1;
 }
 
-/* Custom threads made with pthreads; create fails on call number FAIL_AT. */
-#include <pthread.h>
-#include <stdlib.h>
-static atomic_int creates, joins, create_calls, fail_at;
-typedef struct {
-  pthread_t t;
-  lrt_thread_worker_fn fn;
-  void *param;
-} custom_thread;
-static void *custom_main(void *arg) {
-  custom_thread *c = (custom_thread *)arg;
-  c->fn(c->param);
-  return NULL;
-}
-static lrt_custom_thread_handle custom_create(void *options, lrt_thread_worker_fn fn, void *param) {
-  (void)options;
-  if (atomic_fetch_add(&create_calls, 1) + 1 == atomic_load(&fail_at)) return NULL;
-  custom_thread *c = (custom_thread *)malloc(sizeof *c);
-  if (!c) return NULL;
-  c->fn = fn;
-  c->param = param;
-  if (pthread_create(&c->t, NULL, custom_main, c) != 0) {
-    free(c);
-    return NULL;
-  }
-  atomic_fetch_add(&creates, 1);
-  return (lrt_custom_thread_handle)(void *)c;
-}
-static void custom_join(lrt_custom_thread_handle h) {
-  custom_thread *c = (custom_thread *)(void *)h;
-  pthread_join(c->t, NULL);
-  free(c);
-  atomic_fetch_add(&joins, 1);
-}
+/* Custom threads made with pthreads; create fails on call number fail_at. */
+#include "custom_threads.h"
 
 /* The DOP of a pool made from opts (1 for the NULL pool). */
 static int dop_of(const lrt_pool_options *opts) {

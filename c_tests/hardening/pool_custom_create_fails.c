@@ -12,41 +12,7 @@
 
 #include "check.h"
 
-static atomic_int creates, joins, calls, fail_at;
-
-typedef struct {
-  pthread_t t;
-  lrt_thread_worker_fn fn;
-  void *param;
-} custom_thread;
-
-static void *custom_main(void *arg) {
-  custom_thread *c = (custom_thread *)arg;
-  c->fn(c->param);
-  return NULL;
-}
-
-static lrt_custom_thread_handle custom_create(void *options, lrt_thread_worker_fn fn, void *param) {
-  (void)options;
-  if (atomic_fetch_add(&calls, 1) + 1 == atomic_load(&fail_at)) return NULL;
-  custom_thread *c = (custom_thread *)malloc(sizeof *c);
-  if (!c) return NULL;
-  c->fn = fn;
-  c->param = param;
-  if (pthread_create(&c->t, NULL, custom_main, c) != 0) {
-    free(c);
-    return NULL;
-  }
-  atomic_fetch_add(&creates, 1);
-  return (lrt_custom_thread_handle)(void *)c;
-}
-
-static void custom_join(lrt_custom_thread_handle h) {
-  custom_thread *c = (custom_thread *)(void *)h;
-  pthread_join(c->t, NULL);
-  free(c);
-  atomic_fetch_add(&joins, 1);
-}
+#include "custom_threads.h"
 
 static long rss_kib(void) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -69,7 +35,7 @@ int main(void) {
   long early = 0;
   for (int r = 0; r < rounds; r++) {
     if (r == rounds / 10) early = rss_kib();
-    atomic_store(&calls, 0);
+    atomic_store(&create_calls, 0);
     atomic_store(&fail_at, 1 + r % 3); /* the 1st, 2nd or 3rd worker fails */
     lrt_pool *const sentinel = (lrt_pool *)(uintptr_t)0x77;
     lrt_pool *p = sentinel;
