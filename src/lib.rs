@@ -8,6 +8,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod device;
+pub mod diag;
 pub mod error;
 pub mod ffi;
 pub mod pool;

@@ -356,10 +356,8 @@ impl Fuzz {
                 self.opts.push(o);
             }
             // SAFETY: NULL out must be rejected.
-            assert_eq!(
-                self.st(unsafe { ffi::lrt_pool_options_create(null_mut()) }),
-                INVALID
-            );
+            let st = unsafe { ffi::lrt_pool_options_create(null_mut()) };
+            assert_eq!(self.st(st), INVALID);
             return;
         }
         if r == 1 {
@@ -524,17 +522,13 @@ impl Fuzz {
         // Keep thread counts small (the fuzzer may have set anything).
         let n = self.rng.range_i64(1, 4) as i32;
         // SAFETY: live handle.
-        assert_eq!(
-            self.st(unsafe { ffi::lrt_pool_options_set_num_threads(o, n) }),
-            OK
-        );
+        let st = unsafe { ffi::lrt_pool_options_set_num_threads(o, n) };
+        assert_eq!(self.st(st), OK);
         // and spinning short: the fuzzer may have configured 35 minutes.
         let spin = *self.rng.pick(&[-1, 0, 10, 200]);
         // SAFETY: live handle.
-        assert_eq!(
-            self.st(unsafe { ffi::lrt_pool_options_set_spin_duration_us(o, spin) }),
-            OK
-        );
+        let st = unsafe { ffi::lrt_pool_options_set_spin_duration_us(o, spin) };
+        assert_eq!(self.st(st), OK);
         let null_opts = self.rng.chance(1, 12);
         let null_out = self.rng.chance(1, 12);
         let fail_create = self.rng.chance(1, 6) && n > 2;

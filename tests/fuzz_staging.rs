@@ -504,11 +504,8 @@ impl Fuzz {
         assert_eq!(rd_u64(s, S_PAYLOAD), p as u64, "slot payload pointer");
         assert_eq!(rd_u64(s, S_TASK), d as u64, "slot task pointer");
         // SAFETY: flags segment of the live mirror.
-        assert_eq!(
-            unsafe { *h.add(m.segs[3] as usize + idx) },
-            0,
-            "completion flag"
-        );
+        let flag = unsafe { *h.add(m.segs[3] as usize + idx) };
+        assert_eq!(flag, 0, "completion flag");
         m.slots.truncate(idx);
         if write {
             wr_i32(d, D_KERNEL, content.kernel0);
@@ -973,10 +970,8 @@ fn cycles_rss(f: &mut Fuzz) -> (u64, u64) {
         ops: null(),
     };
     // SAFETY: valid out.
-    assert_eq!(
-        unsafe { leanrt::ffi::device::lrt_host_api_host(&mut host) } as i32,
-        OK
-    );
+    let st = unsafe { leanrt::ffi::device::lrt_host_api_host(&mut host) };
+    assert_eq!(st as i32, OK);
     let mut early = 0;
     for c in 0..CYCLES {
         if c == CYCLES / 10 {

@@ -82,11 +82,8 @@ fn claim_past_the_window_and_corrupted_index() {
     }
     assert_eq!(m.claim_slot().unwrap_err().kind(), ErrorKind::OutOfRange);
     // SAFETY: live mirror header.
-    assert_eq!(
-        unsafe { (*h).current_task_index },
-        4,
-        "failed claim changed nothing"
-    );
+    let index = unsafe { (*h).current_task_index };
+    assert_eq!(index, 4, "failed claim changed nothing");
     for bad in [-1, 5, i32::MIN, i32::MAX] {
         set_index(h, bad);
         assert_eq!(

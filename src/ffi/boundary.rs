@@ -84,7 +84,8 @@ macro_rules! ffi_value {
     };
 }
 
-fn null_arg(what: &str) -> Error {
+/// The error for a NULL pointer argument named `what`.
+pub(crate) fn null_arg(what: &str) -> Error {
     Error::invalid_argument(format!("`{what}` is NULL"))
 }
 
@@ -269,10 +270,8 @@ mod tests {
         assert_eq!(n, "f: 0123456789".len());
         assert_eq!(buf[4], 0);
         // SAFETY: NUL-terminated above.
-        assert_eq!(
-            unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap(),
-            "f: 0"
-        );
+        let text = unsafe { CStr::from_ptr(buf.as_ptr()) };
+        assert_eq!(text.to_str().unwrap(), "f: 0");
         // SAFETY: NULL with len 0 only asks for the length.
         assert_eq!(unsafe { lrt_last_error(std::ptr::null_mut(), 0) }, n);
     }

@@ -408,7 +408,7 @@ fn run_job(job: Job) {
     match job {
         Job::Task(f) => {
             if catch_unwind(AssertUnwindSafe(f)).is_err() {
-                eprintln!("leanrt: a task scheduled on the thread pool panicked");
+                crate::diag::warn("a task scheduled on the thread pool panicked");
             }
         }
         Job::Help(state, participant) => state.help(participant),

@@ -125,10 +125,10 @@ fn resolve_window(configured: u64) -> Result<u64> {
         let text = raw.to_string_lossy();
         match text.trim().parse::<u64>() {
             Ok(w) if segment_offsets(w).is_ok() => return Ok(w),
-            _ => eprintln!(
-                "leanrt: warning: ignoring {TASK_WINDOW_ENV}={text:?} (not a power of two in \
+            _ => crate::diag::warn(&format!(
+                "ignoring {TASK_WINDOW_ENV}={text:?} (not a power of two in \
                  [4, 262144]); using {DEFAULT_TASK_WINDOW}"
-            ),
+            )),
         }
     }
     Ok(DEFAULT_TASK_WINDOW)
@@ -150,7 +150,9 @@ fn pin_or_warn(api: &HostApi, map: &Mapping, what: &str) -> Option<PinnedRegion>
     match device::pin_host_memory(api, map.as_ptr(), map.len()) {
         Ok(region) => Some(region),
         Err(e) => {
-            eprintln!("leanrt: warning: could not pin the {what}, continuing unpinned: {e}");
+            crate::diag::warn(&format!(
+                "could not pin the {what}, continuing unpinned: {e}"
+            ));
             None
         }
     }
