@@ -131,6 +131,18 @@ typedef enum lrt_status {
 } lrt_status;
 
 /**
+ * How serious a message passed to an lrt_log_fn is.
+ */
+typedef enum lrt_log_level {
+  /**
+   * Something was ignored or degraded (an invalid PTO2_RING_TASK_WINDOW,
+   * a mirror that could not be pinned, a scheduled task or a leanrt call
+   * that panicked) and leanrt carried on.
+   */
+  LRT_LOG_WARNING = 1,
+} lrt_log_level;
+
+/**
  * How `lrt_runtime_maker_upload` ships the image.
  */
 typedef enum lrt_upload_policy {
@@ -195,6 +207,13 @@ typedef struct lrt_host_api {
   void *ctx;
   const struct lrt_host_api_ops *ops;
 } lrt_host_api;
+
+/**
+ * Receives one message: `ctx` as given to lrt_set_log_callback, the level,
+ * and a NUL-terminated text that is valid only during the call. It may be
+ * called from any thread, including the pool's workers, and concurrently.
+ */
+typedef void (*lrt_log_fn)(void *ctx, enum lrt_log_level level, const char *message);
 
 /**
  * ORT's `OrtCustomThreadHandle`: what a custom create function returns.
@@ -531,6 +550,17 @@ enum lrt_status lrt_host_api_cuda(int device, struct lrt_host_api *out);
  * `api` is NULL or points to an `lrt_host_api` filled by leanrt (or zeroed).
  */
 void lrt_host_api_release(struct lrt_host_api *api);
+
+/**
+ * Sends leanrt's warnings to `callback(ctx, level, message)` instead of the
+ * default. By default leanrt prints nothing; with the environment variable
+ * LEANRT_LOG=stderr and no callback installed, it writes one line per
+ * message to standard error. A NULL `callback` removes the callback (back
+ * to the default). Installing replaces any earlier callback; the old one
+ * may still receive a message that was being delivered while it was
+ * replaced. Always returns LRT_OK.
+ */
+enum lrt_status lrt_set_log_callback(lrt_log_fn callback, void *ctx);
 
 /**
  * Creates pool options with ONNX Runtime's defaults.
