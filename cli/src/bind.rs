@@ -2,12 +2,12 @@
 //! (writing a little content into each) + upload, on a maker reused across
 //! runs, for each window, task count and upload policy; plus an H2D
 //! bandwidth mode (`--bandwidth`).
-use crate::api::device::{self, HostApi};
-use crate::api::staging::{
-    self, MakerConfig, RuntimeMaker, UploadPolicy, MAKER_FRESH_MIRROR, MAKER_PIN_MIRROR,
-};
 use crate::stats::{median, resident_bytes, usage};
 use crate::svg::{Bar, Chart, Group};
+use leanrt::device::{self, HostApi};
+use leanrt::staging::{
+    self, MakerConfig, RuntimeMaker, UploadPolicy, MAKER_FRESH_MIRROR, MAKER_PIN_MIRROR,
+};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -134,6 +134,12 @@ pub struct RunSample {
     pub bytes: u64,
     pub copies: u32,
     pub total_tasks: i32,
+    /// CUDA only: cuCtxSynchronize after the upload (not part of total_ns).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_ns: Option<u64>,
+    /// CUDA only: wall time inside the driver's H2D copy calls of this run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2d_ns: Option<u64>,
 }
 
 /// Medians over the measured runs (ns, bytes).
@@ -148,6 +154,10 @@ pub struct Medians {
     pub upload_ns: f64,
     pub bytes: f64,
     pub copies: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_ns: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2d_ns: Option<f64>,
 }
 
 /// One (backend, window, tasks, policy) cell.
@@ -191,8 +201,11 @@ fn write_task(slot: &staging::TaskSlot, i: u64) {
     }
 }
 
-/// One run: begin, claim `n` (with content), upload.
-fn run_once(maker: &mut RuntimeMaker, n: u64) -> Result<RunSample, String> {
+/// One run: begin, claim `n` (with content), upload; on CUDA also the
+/// synchronize after the upload and the time spent in the driver's copies.
+fn run_once(maker: &mut RuntimeMaker, n: u64, api: &HostApi) -> Result<RunSample, String> {
+    let cuda = device::cuda::is_cuda_api(api);
+    let h2d_before = if cuda { Some(h2d_ns(api)?) } else { None };
     let t0 = Instant::now();
     maker.begin_run().map_err(|e| format!("begin_run: {e}"))?;
     let t1 = Instant::now();
@@ -204,6 +217,14 @@ fn run_once(maker: &mut RuntimeMaker, n: u64) -> Result<RunSample, String> {
     let r = maker.upload().map_err(|e| format!("upload: {e}"))?;
     let t3 = Instant::now();
     let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
+    let (sync_ns, h2d) = match h2d_before {
+        Some(before) => {
+            device::cuda::synchronize(api).map_err(|e| format!("synchronize: {e}"))?;
+            let sync = ns(t3, Instant::now());
+            (Some(sync), Some(h2d_ns(api)? - before))
+        }
+        None => (None, None),
+    };
     Ok(RunSample {
         begin_ns: ns(t0, t1),
         claim_ns: ns(t1, t2),
@@ -215,7 +236,16 @@ fn run_once(maker: &mut RuntimeMaker, n: u64) -> Result<RunSample, String> {
         bytes: r.bytes,
         copies: r.copies,
         total_tasks: r.total_tasks,
+        sync_ns,
+        h2d_ns: h2d,
     })
+}
+
+/// Nanoseconds spent so far inside the CUDA driver's H2D copies of `api`.
+fn h2d_ns(api: &HostApi) -> Result<u64, String> {
+    device::cuda::copy_stats(api)
+        .map(|s| s.h2d_ns)
+        .map_err(|e| format!("copy stats: {e}"))
 }
 
 fn medians(s: &[RunSample]) -> Medians {
@@ -230,6 +260,14 @@ fn medians(s: &[RunSample]) -> Medians {
         upload_ns: m(&|r| r.upload_ns as f64),
         bytes: m(&|r| r.bytes as f64),
         copies: m(&|r| r.copies as f64),
+        sync_ns: s
+            .iter()
+            .all(|r| r.sync_ns.is_some())
+            .then(|| m(&|r| r.sync_ns.unwrap_or(0) as f64)),
+        h2d_ns: s
+            .iter()
+            .all(|r| r.h2d_ns.is_some())
+            .then(|| m(&|r| r.h2d_ns.unwrap_or(0) as f64)),
     }
 }
 
@@ -290,10 +328,10 @@ fn run_cells(
             let image_bytes = maker.segments().end;
             let rss_before = resident_bytes();
             let f0 = usage().minflt;
-            let first = run_once(&mut maker, n)?;
+            let first = run_once(&mut maker, n, &api)?;
             let f1 = usage().minflt;
             for _ in 1..plan.warmup {
-                run_once(&mut maker, n)?;
+                run_once(&mut maker, n, &api)?;
             }
             let min_time = std::time::Duration::from_millis(plan.min_time_ms);
             let max_runs = plan.max_runs.max(plan.runs) as usize;
@@ -306,7 +344,7 @@ fn run_cells(
             while samples.len() < plan.runs as usize
                 || (start.elapsed() < min_time && samples.len() < max_runs)
             {
-                samples.push(run_once(&mut maker, n)?);
+                samples.push(run_once(&mut maker, n, &api)?);
             }
             let u1 = usage().minflt;
             let rss_after = resident_bytes();
@@ -397,6 +435,12 @@ pub fn table(cells: &[BindCell]) -> String {
                 "tasks", "policy", "runs", "total", "zero", "claim", "relocate", "copy", "bytes",
                 "copies", "faults/run", "rss before→after", "full-fresh/x"
             ));
+            if c.median.h2d_ns.is_some() {
+                // CUDA: the synchronize after the upload, and the time inside
+                // the driver's H2D copies (part of copy).
+                s.pop();
+                s.push_str(&format!(" {:>10} {:>10}\n", "sync", "in H2D"));
+            }
             last = Some(key);
         }
         let m = &c.median;
@@ -424,6 +468,10 @@ pub fn table(cells: &[BindCell]) -> String {
                 .filter(|r| *r > 0.0)
                 .map_or("-".into(), |r| times(1.0 / r)),
         ));
+        if let (Some(sync), Some(h2d)) = (m.sync_ns, m.h2d_ns) {
+            s.pop();
+            s.push_str(&format!(" {:>10} {:>10}\n", fmt_ns(sync), fmt_ns(h2d)));
+        }
     }
     s
 }

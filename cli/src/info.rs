@@ -1,5 +1,5 @@
 //! `leanrt info` and the machine line every report starts with.
-use crate::api::{device, pool};
+use leanrt::{device, pool};
 use serde::Serialize;
 
 /// The facts about this machine that every report carries.

@@ -4,7 +4,6 @@
 //! * `leanrt bind`  — staging: upload policies across windows and task counts.
 //! * `leanrt pool`  — thread pool: ORT spin presets against rayon and OpenMP.
 //! * `leanrt info`  — version, CPU facts, backends.
-mod api;
 mod bind;
 mod info;
 mod peers;
@@ -226,7 +225,7 @@ fn write_outputs(
 
 fn resolve_threads(t: usize) -> usize {
     if t == 0 {
-        api::pool::cpu::physical_cores().max(1)
+        leanrt::pool::cpu::physical_cores().max(1)
     } else {
         t
     }

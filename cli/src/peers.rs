@@ -1,7 +1,7 @@
 //! The parallel runtimes `leanrt pool` compares: leanrt's pool (one per
 //! configuration), rayon, and OpenMP (libgomp) through `csrc/omp_shim.c`.
 //! Every peer runs the same Rust loop bodies.
-use crate::api::pool::{self, PoolOptions, ThreadPool};
+use leanrt::pool::{self, PoolOptions, ThreadPool};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
