@@ -129,8 +129,8 @@ pub fn gather() -> Result<Info, String> {
         calibrated_pause_ns: pool::spin::calibrated_pause_ns(),
         default_degree_of_parallelism: dop,
         backends: backends(),
-        openmp_peer: crate::peers::OPENMP_BUILT,
-        openmp_max_threads: crate::peers::omp_max_threads(),
+        openmp_peer: crate::pool::peers::openmp::OPENMP_BUILT,
+        openmp_max_threads: crate::pool::peers::openmp::omp_max_threads(),
     })
 }
 

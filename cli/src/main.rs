@@ -6,15 +6,14 @@
 //! * `leanrt info`  — version, CPU facts, backends.
 mod bind;
 mod info;
-mod peers;
-mod poolbench;
+mod pool;
 mod progress;
 mod stats;
 mod svg;
 
 use bind::{BindPlan, Policy};
 use clap::{Args, Parser, Subcommand};
-use poolbench::{PoolPlan, Sizes};
+use pool::{PoolPlan, Sizes};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -130,7 +129,7 @@ struct PoolArgs {
     /// spin_500, spin_1000, spin_2000, backoff_4, backoff_8,
     /// spin_1000_backoff_4, spin_1000_backoff_8, spin_2000_backoff_8) or
     /// custom "key=value;key=value" ORT config entries.
-    #[arg(long, value_delimiter = ',', value_parser = poolbench::check_config,
+    #[arg(long, value_delimiter = ',', value_parser = pool::check_config,
           default_value = "default,no_spin,spin_1000,backoff_8,spin_1000_backoff_8")]
     config: Vec<String>,
     /// Scenarios: fork_join, bursty, idle_after_burst, wake, throughput, or all.
@@ -201,7 +200,7 @@ struct Report<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     bandwidth: Option<&'a [bind::BandwidthCell]>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pool: Option<&'a [poolbench::CellResult]>,
+    pool: Option<&'a [pool::CellResult]>,
 }
 
 fn write_outputs(
@@ -250,9 +249,9 @@ fn pool_plan(a: &PoolArgs) -> Result<PoolPlan, String> {
     Ok(PoolPlan {
         threads,
         configs: a.config.clone(),
-        peers: poolbench::parse_peers(&a.peers)?,
-        scenarios: poolbench::parse_scenarios(&a.scenario)?,
-        sizes: poolbench::sizes_for(a.work_us, a.fj_item_us, base),
+        peers: pool::parse_peers(&a.peers)?,
+        scenarios: pool::parse_scenarios(&a.scenario)?,
+        sizes: pool::sizes_for(a.work_us, a.fj_item_us, base),
     })
 }
 
@@ -260,16 +259,16 @@ fn cmd_pool(a: &PoolArgs) -> Result<(), String> {
     let plan = pool_plan(a)?;
     let machine = info::Machine::detect();
     println!("{}", machine.line());
-    let n = poolbench::cells(&plan).len() as u64;
+    let n = pool::cells(&plan).len() as u64;
     let pb = progress::bar(n, "pool", a.out.quiet);
-    let results = poolbench::run(&plan, &|m| {
+    let results = pool::run(&plan, &|m| {
         pb.set_message(m.to_string());
         pb.inc(0);
     });
     pb.finish_and_clear();
     let results = results?;
-    print!("{}", poolbench::table(&results));
-    for l in poolbench::headline(&results) {
+    print!("{}", pool::table(&results));
+    for l in pool::headline(&results) {
         println!("{l}");
     }
     let report = Report {
@@ -279,7 +278,7 @@ fn cmd_pool(a: &PoolArgs) -> Result<(), String> {
         bandwidth: None,
         pool: Some(&results),
     };
-    write_outputs(&a.out, &report, "leanrt pool", &poolbench::charts(&results))
+    write_outputs(&a.out, &report, "leanrt pool", &pool::charts(&results))
 }
 
 fn cmd_bind(a: &BindArgs) -> Result<(), String> {
@@ -428,9 +427,9 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
         pool_args
     };
     let pplan = pool_plan(&pool_args)?;
-    let pb = progress::bar(poolbench::cells(&pplan).len() as u64, "pool", a.out.quiet);
+    let pb = progress::bar(pool::cells(&pplan).len() as u64, "pool", a.out.quiet);
     let first = std::cell::Cell::new(true);
-    let pool = poolbench::run(&pplan, &|m| {
+    let pool = pool::run(&pplan, &|m| {
         if !first.replace(false) {
             pb.inc(1);
         }
@@ -439,12 +438,12 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
     pb.finish_and_clear();
     let pool = pool?;
     print!("{}", bind::table(&staging));
-    print!("{}", poolbench::table(&pool));
+    print!("{}", pool::table(&pool));
     println!();
     if let Some(h) = bind::headline(&staging) {
         println!("{h}");
     }
-    for l in poolbench::headline(&pool) {
+    for l in pool::headline(&pool) {
         println!("{l}");
     }
     let report = Report {
@@ -455,7 +454,7 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
         pool: Some(&pool),
     };
     let mut charts = bind::charts(&staging);
-    charts.extend(poolbench::charts(&pool));
+    charts.extend(pool::charts(&pool));
     write_outputs(&a.out, &report, "leanrt bench", &charts)
 }
 
@@ -470,9 +469,9 @@ fn cmd_info(a: &InfoArgs) -> Result<(), String> {
 }
 
 fn cmd_pool_cell(spec: &str) -> Result<(), String> {
-    let spec: poolbench::CellSpec =
+    let spec: pool::CellSpec =
         serde_json::from_str(spec).map_err(|e| format!("bad cell spec: {e}"))?;
-    let r = poolbench::run_cell(&spec)?;
+    let r = pool::run_cell(&spec)?;
     println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
     Ok(())
 }
