@@ -1,10 +1,11 @@
 //! One cell, in this process: the runtime under test, a warm-up, then the
 //! scenarios the spec names, in order.
 use super::peers::{self, Peer};
+use super::request;
 use super::results::CellResult;
 use super::scenarios;
 use super::spec::{CellSpec, PeerKind};
-use super::workload::request;
+use super::workload::{request, IS_CALLER};
 
 /// The runtime a spec names.
 fn open_peer(spec: &CellSpec) -> Result<Box<dyn Peer>, String> {
@@ -22,6 +23,7 @@ pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
     let s = &spec.sizes;
     let wants = |name: &str| spec.scenarios.iter().any(|x| x == name);
     let mut out = CellResult::empty(spec, p.dop());
+    IS_CALLER.with(|c| c.set(true));
     // Warm up: threads started, caches warm.
     for _ in 0..3 {
         request(p, s);
@@ -41,6 +43,11 @@ pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
     if wants("throughput") {
         out.throughput = Some(scenarios::throughput(p, s));
     }
+    if wants("request") {
+        let (runs, serial) = request::request(p, s);
+        out.request = runs;
+        out.request_serial_us = Some(serial);
+    }
     out.counters = p.stats();
     Ok(out)
 }
@@ -48,7 +55,7 @@ pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::spec::{Sizes, SCENARIOS, WAKE_IDLE_MS};
+    use crate::pool::spec::{Gap, RunShape, Sizes, SCENARIOS, WAKE_IDLE_MS};
     use crate::pool::{charts, table};
 
     fn tiny() -> Sizes {
@@ -64,6 +71,25 @@ mod tests {
             idle_ms: 1,
             wake_reps: 1,
             duration_ms: 1,
+            run: RunShape {
+                preamble_us: 1.0,
+                rounds: 4,
+                round_us: 2.0,
+                between_us: 1.0,
+                preamble_items: 2,
+                round_items: 8,
+                between_items: 1,
+            },
+            request_gaps: vec![
+                Gap {
+                    mean_ms: 0.1,
+                    exponential: false,
+                },
+                Gap {
+                    mean_ms: 0.2,
+                    exponential: true,
+                },
+            ],
         }
     }
 
@@ -76,6 +102,7 @@ mod tests {
             threads: 2,
             scenarios: SCENARIOS.iter().map(|s| s.to_string()).collect(),
             sizes: tiny(),
+            oversubscribe: false,
         };
         let r = run_cell(&spec).unwrap();
         assert_eq!(r.fork_join_us.as_ref().unwrap().n, 5);
@@ -86,6 +113,16 @@ mod tests {
         assert!(r.idle_after_burst.as_ref().unwrap().requests_in_burst >= 1);
         assert_eq!(r.wake.len(), WAKE_IDLE_MS.len());
         assert_eq!(r.wake[2].latency_us.n, 3); // 50 ms: at least 3 probes
+        for w in &r.wake {
+            // Two threads: every probe has a helper or a missed team.
+            assert_eq!(w.team_us.n + w.team_missed as usize, w.latency_us.n);
+            assert!(w.first_helper_us.n <= w.latency_us.n);
+        }
+        assert_eq!(r.request.len(), 2);
+        assert!(r.request[1].gap.exponential);
+        assert_eq!(r.request[0].latency_us.n, 2);
+        assert!(!r.request[0].hints);
+        assert_eq!(r.request_serial_us.as_ref().unwrap().n, 3);
         assert!(r.throughput.as_ref().unwrap().requests >= 1);
         // The JSON round trip the parent relies on.
         let back: CellResult = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();

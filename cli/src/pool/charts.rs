@@ -1,6 +1,6 @@
 //! The SVG charts of `leanrt pool`.
-use super::results::{Bursty, CellResult};
-use super::spec::WAKE_IDLE_MS;
+use super::results::{Bursty, CellResult, RequestRun};
+use super::spec::{Gap, WAKE_IDLE_MS};
 use crate::svg::{Bar, Chart, Group};
 
 /// The cells and their thread counts, with the two ways of grouping bars.
@@ -70,6 +70,7 @@ pub fn charts(results: &[CellResult]) -> Vec<Chart> {
     charts.extend(bursty_charts(&p));
     charts.extend(load_charts(&p));
     charts.extend(wake_charts(&p));
+    charts.extend(request_charts(&p));
     charts
 }
 
@@ -159,5 +160,52 @@ fn wake_charts(p: &Panels) -> Vec<Chart> {
                 },
             ),
         })
+        .chain(p.threads.iter().map(|&t| Chart {
+            title: format!("waking the whole team after idle, {t} threads"),
+            unit: "µs, p50".into(),
+            groups: p.per_key(
+                t,
+                &WAKE_IDLE_MS,
+                &|i| format!("after {i} ms idle"),
+                &|r, i| {
+                    r.wake
+                        .iter()
+                        .find(|w| w.idle_ms == i && w.team_us.n > 0)
+                        .map(|w| w.team_us.p50)
+                },
+            ),
+        }))
         .collect()
+}
+
+fn request_charts(p: &Panels) -> Vec<Chart> {
+    let Some(first) = p.results.iter().find(|r| !r.request.is_empty()) else {
+        return vec![];
+    };
+    let gaps: Vec<Gap> = first.request.iter().map(|q| q.gap).collect();
+    // Keys are indices into `gaps` (the panels key on numbers).
+    let keys: Vec<f64> = (0..gaps.len()).map(|i| i as f64).collect();
+    let label = |k: f64| format!("gap {}", gaps[k as usize].label());
+    let find = |r: &CellResult, k: f64| -> Option<RequestRun> {
+        r.request
+            .iter()
+            .find(|q| q.gap == gaps[k as usize])
+            .cloned()
+    };
+    let mut charts = Vec::new();
+    for &t in &p.threads {
+        charts.push(Chart {
+            title: format!("requests: run latency, {t} threads"),
+            unit: "µs, p50".into(),
+            groups: p.per_key(t, &keys, &label, &|r, k| {
+                find(r, k).map(|q| q.latency_us.p50)
+            }),
+        });
+        charts.push(Chart {
+            title: format!("requests: CPU between runs (user+sys over wall), {t} threads"),
+            unit: "%".into(),
+            groups: p.per_key(t, &keys, &label, &|r, k| find(r, k).map(|q| q.gap_cpu_pct)),
+        });
+    }
+    charts
 }

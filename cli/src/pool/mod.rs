@@ -7,11 +7,11 @@
 //! * `spec`      — scenarios, sizes, the runtime of a cell, the child's spec
 //! * `results`   — what a cell measured
 //! * `workload`  — the work kernel, its calibration, one request
-//! * `scenarios` — one function per scenario
+//! * `scenarios` — one function per scenario (`request` has its own module)
 //! * `cell`      — one cell in this process
 //! * `child`     — the parent/child protocol
 //! * `parse`     — the flags
-//! * `table`, `charts` — text and SVG output
+//! * `table`, `request_table`, `charts` — text and SVG output
 //! * `peers`     — the runtimes under test (`peers::leanrt` is the only place
 //!   that calls leanrt's pool API)
 mod cell;
@@ -19,6 +19,8 @@ mod charts;
 mod child;
 mod parse;
 pub mod peers;
+mod request;
+mod request_table;
 mod results;
 mod scenarios;
 mod spec;
@@ -27,10 +29,10 @@ mod workload;
 
 pub use cell::run_cell;
 pub use charts::charts;
-pub use child::run_cell_in_child;
-pub use parse::{check_config, parse_peers, parse_scenarios};
+pub use child::{busy_main, run_cell_in_child};
+pub use parse::{check_config, parse_gap, parse_peers, parse_scenarios, skipped_configs};
 pub use results::CellResult;
-pub use spec::{CellSpec, PeerKind, Sizes};
+pub use spec::{CellSpec, Gap, PeerKind, RunShape, Sizes, BENCH_SCENARIOS};
 pub use table::{headline, table};
 pub use workload::sizes_for;
 
@@ -42,6 +44,8 @@ pub struct PoolPlan {
     pub peers: Vec<PeerKind>,
     pub scenarios: Vec<String>,
     pub sizes: Sizes,
+    /// One competing busy thread per logical core during every cell.
+    pub oversubscribe: bool,
 }
 
 /// The cells of a plan, in run order: per thread count, leanrt's
@@ -55,6 +59,7 @@ pub fn cells(plan: &PoolPlan) -> Vec<CellSpec> {
                 threads: t,
                 scenarios: plan.scenarios.clone(),
                 sizes: plan.sizes.clone(),
+                oversubscribe: plan.oversubscribe,
             });
         }
         for p in &plan.peers {
@@ -63,6 +68,7 @@ pub fn cells(plan: &PoolPlan) -> Vec<CellSpec> {
                 threads: t,
                 scenarios: plan.scenarios.clone(),
                 sizes: plan.sizes.clone(),
+                oversubscribe: plan.oversubscribe,
             });
         }
     }

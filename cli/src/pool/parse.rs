@@ -1,6 +1,6 @@
 //! The `--peers`, `--scenario` and `--config` flags.
-use super::peers::{self, openmp::OPENMP_BUILT};
-use super::spec::{PeerKind, SCENARIOS};
+use super::peers::{leanrt, openmp::OPENMP_BUILT};
+use super::spec::{Gap, PeerKind, SCENARIOS};
 
 /// The peers flag: which runtimes besides leanrt.
 pub fn parse_peers(list: &[String]) -> Result<Vec<PeerKind>, String> {
@@ -37,6 +37,11 @@ pub fn parse_peers(list: &[String]) -> Result<Vec<PeerKind>, String> {
     Ok(v)
 }
 
+/// Parses one `--request-gaps` item: `N` ms or `expN`.
+pub fn parse_gap(s: &str) -> Result<Gap, String> {
+    Gap::parse(s)
+}
+
 /// Parses the scenario list.
 pub fn parse_scenarios(list: &[String]) -> Result<Vec<String>, String> {
     let mut v: Vec<String> = Vec::new();
@@ -57,10 +62,28 @@ pub fn parse_scenarios(list: &[String]) -> Result<Vec<String>, String> {
 }
 
 /// Checks a configuration name without running anything (the library checks
-/// the keys and values).
+/// the keys and values). A configuration that sets the adaptive spin key
+/// passes even where the library does not know that key: it is skipped
+/// later, with a note (`skipped_configs`).
 pub fn check_config(config: &str) -> Result<String, String> {
-    peers::leanrt::pool_options(2, config)?;
+    if leanrt::skip_reason(config).is_some() {
+        return Ok(config.to_string());
+    }
+    leanrt::pool_options(2, config)?;
     Ok(config.to_string())
+}
+
+/// Splits configurations into those to run and notes on those skipped.
+pub fn skipped_configs(configs: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut run = Vec::new();
+    let mut notes = Vec::new();
+    for c in configs {
+        match leanrt::skip_reason(c) {
+            Some(note) => notes.push(note),
+            None => run.push(c.clone()),
+        }
+    }
+    (run, notes)
 }
 
 #[cfg(test)]

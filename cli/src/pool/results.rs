@@ -1,5 +1,5 @@
 //! What a cell measured (the JSON a child prints and `--json` keeps).
-use super::spec::CellSpec;
+use super::spec::{CellSpec, Gap};
 use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +31,38 @@ pub struct Wake {
     pub idle_ms: f64,
     /// Submission to a worker starting the probe, µs.
     pub latency_us: Summary,
+    /// A region of one index per thread, each index waiting for the others:
+    /// from the call to the first index that runs on a thread other than
+    /// the caller, µs (probes where no helper came within 50 ms are left out).
+    #[serde(default)]
+    pub first_helper_us: Summary,
+    /// ... and to the moment every thread of the team has started its
+    /// index, µs (probes where the team was not complete within 50 ms are
+    /// left out and counted in `team_missed`).
+    #[serde(default)]
+    pub team_us: Summary,
+    #[serde(default)]
+    pub team_missed: u32,
+}
+
+/// request at one gap.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RequestRun {
+    pub gap: Gap,
+    /// Whether the runtime was told where each run starts and ends
+    /// (leanrt with `session.force_spinning_stop`: enable/disable spinning,
+    /// as ONNX Runtime's session does).
+    pub hints: bool,
+    /// Run latency (hints included), µs.
+    pub latency_us: Summary,
+    /// Process CPU over wall time inside the runs, percent.
+    pub run_cpu_pct: f64,
+    /// Process CPU over wall time in the gaps between runs, percent.
+    pub gap_cpu_pct: f64,
+    pub run_wall_s: f64,
+    pub run_cpu_s: f64,
+    pub gap_wall_s: f64,
+    pub gap_cpu_s: f64,
 }
 
 /// throughput.
@@ -76,6 +108,12 @@ pub struct CellResult {
     pub idle_after_burst: Option<IdleAfterBurst>,
     pub wake: Vec<Wake>,
     pub throughput: Option<Throughput>,
+    /// request: one entry per gap.
+    #[serde(default)]
+    pub request: Vec<RequestRun>,
+    /// request: the same run serially on the caller (no pool, no hints), µs.
+    #[serde(default)]
+    pub request_serial_us: Option<Summary>,
     pub counters: Option<Counters>,
 }
 
@@ -95,6 +133,8 @@ impl CellResult {
             idle_after_burst: None,
             wake: vec![],
             throughput: None,
+            request: vec![],
+            request_serial_us: None,
             counters: None,
         }
     }

@@ -6,7 +6,7 @@ use super::spec::{Sizes, WAKE_IDLE_MS};
 use super::workload::{request, sleep_precise, work, IS_CALLER};
 use crate::stats::{median, us, usage, Summary};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Times `regions` regions of one index per thread, each index `iters`
@@ -36,7 +36,6 @@ fn fork_join_regions(p: &dyn Peer, regions: u32, iters: u32) -> (Vec<f64>, f64) 
 
 /// fork_join: tiny regions, then (if sized) regions of small indices.
 pub fn fork_join(p: &dyn Peer, s: &Sizes, out: &mut CellResult) {
-    IS_CALLER.with(|c| c.set(true));
     let (v, helped) = fork_join_regions(p, s.regions, 1);
     out.fork_join_us = Some(Summary::of(v));
     out.fork_join_helped_pct = Some(helped);
@@ -109,7 +108,9 @@ pub fn idle_after_burst(p: &dyn Peer, s: &Sizes) -> IdleAfterBurst {
     }
 }
 
-/// wake: after each idle period, how long until a worker runs a probe.
+/// wake: after each idle period, how long until a worker runs a probe
+/// task, and how long until the first helper and the whole team run their
+/// share of a region.
 pub fn wake(p: &dyn Peer, s: &Sizes) -> Vec<Wake> {
     let mut out = Vec::new();
     for idle in WAKE_IDLE_MS {
@@ -121,19 +122,78 @@ pub fn wake(p: &dyn Peer, s: &Sizes) -> Vec<Wake> {
         let d = Duration::from_secs_f64(idle / 1e3);
         let mut v = Vec::with_capacity(reps as usize);
         for _ in 0..reps {
-            // Activity first, so that the idle period starts from busy workers.
-            p.tiny_region(&|i| {
-                black_box(work(i as u64, 1));
-            });
-            sleep_precise(d);
+            idle_from_busy(p, d);
             v.push(us(p.wake_latency()));
+        }
+        let (mut first, mut team, mut missed) = (Vec::new(), Vec::new(), 0);
+        for _ in 0..reps {
+            idle_from_busy(p, d);
+            let (f, t) = team_probe(p);
+            first.extend(f);
+            match t {
+                Some(t) => team.push(t),
+                None => missed += 1,
+            }
         }
         out.push(Wake {
             idle_ms: idle,
             latency_us: Summary::of(v),
+            first_helper_us: Summary::of(first),
+            team_us: Summary::of(team),
+            team_missed: missed,
         });
     }
     out
+}
+
+/// Activity first, so that the idle period starts from busy workers; then
+/// the idle period.
+fn idle_from_busy(p: &dyn Peer, idle: Duration) {
+    p.tiny_region(&|i| {
+        black_box(work(i as u64, 1));
+    });
+    sleep_precise(idle);
+}
+
+/// How long a team probe waits for the whole team.
+const TEAM_WAIT: Duration = Duration::from_millis(50);
+
+/// One region of one index per thread in which every index waits (up to
+/// `TEAM_WAIT`) until all have started, so that no thread can run two:
+/// returns µs from the call to the first index on a thread other than the
+/// caller, and to the start of the last index (None where that did not
+/// happen within `TEAM_WAIT`).
+fn team_probe(p: &dyn Peer) -> (Option<f64>, Option<f64>) {
+    let dop = p.dop();
+    let arrived = AtomicUsize::new(0);
+    let first_ns = AtomicU64::new(u64::MAX);
+    let team_ns = AtomicU64::new(u64::MAX);
+    let t0 = Instant::now();
+    p.tiny_region(&|_| {
+        let at = t0.elapsed();
+        if !IS_CALLER.with(|c| c.get()) {
+            first_ns.fetch_min(at.as_nanos() as u64, Ordering::Relaxed);
+        }
+        if arrived.fetch_add(1, Ordering::AcqRel) + 1 == dop && at < TEAM_WAIT {
+            team_ns.store(at.as_nanos() as u64, Ordering::Relaxed);
+        }
+        // Spin, then yield: on an oversubscribed machine a waiting thread
+        // must not keep the one it waits for off the core.
+        let mut spins = 0u32;
+        while arrived.load(Ordering::Acquire) < dop && t0.elapsed() < TEAM_WAIT {
+            spins += 1;
+            if spins < 2000 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    });
+    let get = |a: &AtomicU64| {
+        let v = a.load(Ordering::Relaxed);
+        (v != u64::MAX).then(|| v as f64 / 1e3)
+    };
+    (get(&first_ns), get(&team_ns))
 }
 
 /// throughput: back-to-back requests for `duration_ms`.

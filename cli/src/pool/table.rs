@@ -1,4 +1,5 @@
 //! The text tables and the headline lines.
+use super::request_table::{self, label_width};
 use super::results::CellResult;
 use super::spec::PeerKind;
 use crate::stats::Summary;
@@ -22,8 +23,9 @@ fn p50_p99(v: Option<&Summary>) -> String {
 }
 
 fn overheads_table(results: &[CellResult], first: &CellResult) -> String {
+    let lw = label_width(results);
     let mut s = format!(
-        "\npool, overheads (µs; p50/p99; forked% = regions where a non-caller thread ran an index)\n{:<27} {:>3} {:>13} {:>7} {:>17} {:>7} {:>22}\n",
+        "\npool, overheads (µs; p50/p99; forked% = regions where a non-caller thread ran an index)\n{:<lw$} {:>3} {:>13} {:>7} {:>17} {:>7} {:>22}\n",
         "runtime / configuration",
         "thr",
         "fork-join",
@@ -35,7 +37,7 @@ fn overheads_table(results: &[CellResult], first: &CellResult) -> String {
     for r in results {
         let wake: Vec<String> = r.wake.iter().map(|w| f1(w.latency_us.p50)).collect();
         s.push_str(&format!(
-            "{:<27} {:>3} {:>13} {:>7} {:>17} {:>7} {:>22}\n",
+            "{:<lw$} {:>3} {:>13} {:>7} {:>17} {:>7} {:>22}\n",
             r.label,
             r.spec.threads,
             p50_p99(r.fork_join_us.as_ref()),
@@ -69,15 +71,18 @@ pub fn table(results: &[CellResult]) -> String {
     if load {
         s.push_str(&load_table(results, first));
     }
+    s.push_str(&request_table::wake_team_table(results));
+    s.push_str(&request_table::request_table(results));
     s
 }
 
 /// The load table: bursty per gap, throughput, CPU after a burst.
 fn load_table(results: &[CellResult], first: &CellResult) -> String {
+    let lw = label_width(results);
     let s0 = &first.spec.sizes;
     let gaps: Vec<f64> = first.bursty.iter().map(|b| b.gap_ms).collect();
     let mut s = format!(
-        "\npool, load (request = {} items × {} rounds, ~{:.0} µs serial; latency µs p50/p90/p99; CPU% = process user+sys / wall; idle CPU ms = CPU time burnt in the idle period after a burst)\n{:<27} {:>3}",
+        "\npool, load (request = {} items × {} rounds, ~{:.0} µs serial; latency µs p50/p90/p99; CPU% = process user+sys / wall; idle CPU ms = CPU time burnt in the idle period after a burst)\n{:<lw$} {:>3}",
         s0.items,
         s0.iters,
         s0.items as f64 * s0.cost_cycles / 3.0 / 1e3,
@@ -96,14 +101,14 @@ fn load_table(results: &[CellResult], first: &CellResult) -> String {
         "req/s", "CPU%", "idle CPU ms"
     ));
     for r in results {
-        s.push_str(&load_row(r, &gaps));
+        s.push_str(&load_row(r, &gaps, lw));
     }
     s
 }
 
 /// One row of the load table.
-fn load_row(r: &CellResult, gaps: &[f64]) -> String {
-    let mut s = format!("{:<27} {:>3}", r.label, r.spec.threads);
+fn load_row(r: &CellResult, gaps: &[f64], lw: usize) -> String {
+    let mut s = format!("{:<lw$} {:>3}", r.label, r.spec.threads);
     for g in gaps {
         match r.bursty.iter().find(|b| b.gap_ms == *g) {
             Some(b) => s.push_str(&format!(
@@ -162,6 +167,7 @@ pub fn headline(results: &[CellResult]) -> Vec<String> {
             lines.push(format!("pool headline ({t} threads): {}", parts.join("; ")));
         }
     }
+    lines.extend(request_table::request_headline(results));
     lines
 }
 

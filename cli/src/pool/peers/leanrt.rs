@@ -18,16 +18,34 @@ pub fn pool_options(threads: usize, config: &str) -> Result<PoolOptions, String>
     Ok(o)
 }
 
+/// The adaptive spin key, run only where the library accepts it.
+pub const ADAPTIVE_KEY: &str = "leanrt.intra_op.adaptive_spin";
+
+/// Why a configuration is skipped rather than refused: it sets the
+/// adaptive spin key and this build of the library does not know it.
+pub fn skip_reason(config: &str) -> Option<String> {
+    let pairs = config_pairs(config).ok()?;
+    let (_, v) = pairs.iter().find(|(k, _)| k == ADAPTIVE_KEY)?;
+    let err = PoolOptions::default().set_config(ADAPTIVE_KEY, v).err()?;
+    Some(format!(
+        "configuration '{config}' skipped: this leanrt does not accept {ADAPTIVE_KEY} ({err})"
+    ))
+}
+
 /// leanrt's pool with one configuration (None = the NULL pool: serial).
 pub struct Leanrt {
     pool: Option<ThreadPool>,
+    /// `session.force_spinning_stop`: runs are bracketed by
+    /// enable_spinning / disable_spinning.
+    hints: bool,
 }
 
 impl Leanrt {
     pub fn new(threads: usize, config: &str) -> Result<Leanrt, String> {
         let o = pool_options(threads, config)?;
         let pool = ThreadPool::create(&o).map_err(|e| format!("creating the pool: {e}"))?;
-        Ok(Leanrt { pool })
+        let hints = o.force_spinning_stop() && pool.is_some();
+        Ok(Leanrt { pool, hints })
     }
 }
 
@@ -62,6 +80,19 @@ impl Peer for Leanrt {
             }),
         );
         rx.recv().unwrap_or_default()
+    }
+    fn hints(&self) -> bool {
+        self.hints
+    }
+    fn begin_run(&self) {
+        if let (true, Some(p)) = (self.hints, &self.pool) {
+            p.enable_spinning();
+        }
+    }
+    fn end_run(&self) {
+        if let (true, Some(p)) = (self.hints, &self.pool) {
+            p.disable_spinning();
+        }
     }
     fn stats(&self) -> Option<Counters> {
         self.pool.as_ref().map(|p| {

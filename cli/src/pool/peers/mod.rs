@@ -26,6 +26,16 @@ pub trait Peer {
     fn stats(&self) -> Option<Counters> {
         None
     }
+    /// Whether `begin_run` / `end_run` tell the runtime anything (leanrt
+    /// with `session.force_spinning_stop`, where ONNX Runtime's session
+    /// enables spinning when a run starts and disables it when it ends).
+    fn hints(&self) -> bool {
+        false
+    }
+    /// An inference run starts.
+    fn begin_run(&self) {}
+    /// An inference run ended.
+    fn end_run(&self) {}
 }
 
 /// An ORT configuration preset: the config keys it sets.
@@ -65,7 +75,8 @@ pub const PRESETS: [&str; 11] = [
 ];
 
 /// The key/value pairs of a configuration: a preset name, or a custom
-/// `key=value[;key=value...]` list of ORT config keys.
+/// `key=value[;key=value...]` list of ORT config keys whose items may also
+/// be preset names (`spin_1000_backoff_8;session.force_spinning_stop=1`).
 pub fn config_pairs(config: &str) -> Result<Vec<(String, String)>, String> {
     if let Some(p) = preset(config) {
         return Ok(p
@@ -75,20 +86,23 @@ pub fn config_pairs(config: &str) -> Result<Vec<(String, String)>, String> {
     }
     if !config.contains('=') {
         return Err(format!(
-            "unknown configuration '{config}' (presets: {}; or key=value[;key=value] with ORT config keys)",
+            "unknown configuration '{config}' (presets: {}; or key=value[;key=value] with ORT config keys, which may start with a preset: spin_1000_backoff_8;session.force_spinning_stop=1)",
             PRESETS.join(", ")
         ));
     }
-    config
-        .split(';')
-        .filter(|kv| !kv.trim().is_empty())
-        .map(|kv| {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| format!("'{kv}' is not key=value"))?;
-            Ok((k.trim().to_string(), v.trim().to_string()))
-        })
-        .collect()
+    let mut out = Vec::new();
+    for item in config.split(';').filter(|kv| !kv.trim().is_empty()) {
+        match item.split_once('=') {
+            Some((k, v)) => out.push((k.trim().to_string(), v.trim().to_string())),
+            None => {
+                let p = preset(item.trim()).ok_or_else(|| {
+                    format!("unknown configuration '{item}' in '{config}' (not a preset, not key=value)")
+                })?;
+                out.extend(p.into_iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -128,6 +142,13 @@ mod tests {
             config_pairs("a=1;b = 2").unwrap(),
             vec![("a".into(), "1".into()), ("b".into(), "2".into())]
         );
+        let mut composite = config_pairs("spin_1000_backoff_8").unwrap();
+        composite.push(("session.force_spinning_stop".into(), "1".into()));
+        assert_eq!(
+            config_pairs("spin_1000_backoff_8;session.force_spinning_stop=1").unwrap(),
+            composite
+        );
+        assert!(config_pairs("spin_3000;a=1").is_err());
     }
 
     fn covers_every_index(p: &dyn Peer) {
