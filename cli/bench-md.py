@@ -98,6 +98,7 @@ def pool(d, name):
     gaps = [b["gap_ms"] for b in cells[0]["bursty"]]
     if not gaps:
         request(cells)
+        sections(cells)
         return
     print(f"Load (a request is a parallel loop of {s0['items']} indices, about 500 µs of serial work; latency µs p50 / p90 / p99; "
           "CPU% = process user+sys time over wall time, 100% = one core; idle CPU ms = CPU time burnt in the second after a burst):\n")
@@ -116,6 +117,30 @@ def pool(d, name):
         print(row)
     print()
     request(cells)
+    sections(cells)
+
+
+def sections(cells):
+    with_sec = [c for c in cells if c.get("section") or c.get("section_note")]
+    if not with_sec:
+        return
+    ks = next(([x["loops"] for x in c["section"]] for c in with_sec if c.get("section")), [])
+    item = with_sec[0]["spec"]["sizes"]["section_item_us"]
+    print(f"Parallel sections (µs per loop, p50, loops of one {item:g} µs index per thread: k separate loops / "
+          "k loops inside one section; ratio = separate / in section):\n")
+    print("| runtime / configuration | threads |" + "".join(f" k = {k} | ratio |" for k in ks) + " note |")
+    print("|---|---:|" + "---:|---:|" * len(ks) + "---|")
+    for c in with_sec:
+        row = f"| {c['label']} | {c['spec']['threads']} |"
+        for k in ks:
+            x = next((x for x in c.get("section", []) if x["loops"] == k), None)
+            if x:
+                sep, ins = x["separate_us"]["p50"], x["in_section_us"]["p50"]
+                row += f" {f1(sep)} / {f1(ins)} | {sep / ins if ins > 0 else 0:.2f} |"
+            else:
+                row += " - | - |"
+        print(row + f" {c.get('section_note') or ''} |")
+    print()
 
 
 def wake_team(cells):

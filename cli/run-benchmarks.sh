@@ -47,6 +47,8 @@ run pool pool --threads "$THREADS" --config default,no_spin,spin_1000,backoff_8,
 # where the library does not accept it); then the same oversubscribed.
 REQ_CONFIGS="default,spin_1000_backoff_8,spin_1000_backoff_8;session.force_spinning_stop=1,spin_1000_backoff_8;leanrt.intra_op.adaptive_spin=1"
 run pool-request pool --threads "$THREADS" --config "$REQ_CONFIGS" --peers rayon,openmp --scenario request,wake
+run pool-section pool --threads "$THREADS" --config default,spin_1000_backoff_8 --peers rayon,openmp \
+  --scenario section --section-loops 1,4,16
 run pool-request-oversubscribed pool --threads "$THREADS" --config "$REQ_CONFIGS" --peers rayon,openmp \
   --scenario request --oversubscribe
 echo "outputs in $OUT/"

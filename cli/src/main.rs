@@ -136,10 +136,12 @@ struct PoolArgs {
           default_value = "default,no_spin,spin_1000,backoff_8,spin_1000_backoff_8")]
     config: Vec<String>,
     /// Scenarios: fork_join, bursty, idle_after_burst, wake, throughput,
-    /// request, or all. request models inference runs: where the
+    /// request, section, or all. request models inference runs: where the
     /// configuration sets session.force_spinning_stop=1, enable spinning →
     /// a serial preamble → --rounds parallel loops with serial work between
-    /// them → disable spinning; then a gap (--request-gaps).
+    /// them → disable spinning; then a gap (--request-gaps). section times
+    /// k loops inside one parallel section against k separate loops
+    /// (--section-loops).
     #[arg(long, value_delimiter = ',', default_value = "all")]
     scenario: Vec<String>,
     /// Other runtimes: rayon, openmp (= openmp-passive + openmp-active), none.
@@ -187,6 +189,13 @@ struct PoolArgs {
     /// request: serial work between two rounds, µs.
     #[arg(long, default_value_t = 5.0, value_parser = parse_non_negative)]
     between_us: f64,
+    /// section: loops per parallel section (each compared with as many
+    /// separate loops).
+    #[arg(long, value_delimiter = ',', default_value = "4,16", value_parser = clap::value_parser!(u32).range(1..))]
+    section_loops: Vec<u32>,
+    /// section: serial work of one index, µs (one index per thread and loop).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_positive_ms)]
+    section_item_us: f64,
     /// Run every cell with one competing busy thread per logical core (a
     /// separate process, as other programs on a shared server).
     #[arg(long)]
@@ -285,6 +294,9 @@ fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
             between_items: 0,
         },
         request_gaps: dedup(a.request_gaps.clone()),
+        section_loops: dedup(a.section_loops.clone()),
+        section_item_us: a.section_item_us,
+        section_iters: 0,
     };
     let (configs, notes) = pool::skipped_configs(&a.config);
     let plan = PoolPlan {
@@ -496,6 +508,8 @@ fn bench_pool_args(a: &BenchArgs) -> PoolArgs {
         rounds: 32,
         round_us: 50.0,
         between_us: 5.0,
+        section_loops: vec![],
+        section_item_us: 1.0,
         oversubscribe: false,
         out: a.out.clone(),
     };

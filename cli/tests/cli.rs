@@ -613,3 +613,61 @@ fn pool_oversubscribe_is_recorded() {
     assert_eq!(cells[0]["spec"]["oversubscribe"], true);
     assert_eq!(cells[0]["request"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn pool_section_scenario_compares_loops_in_and_out_of_a_section() {
+    let d = scratch("section");
+    let (j, s) = (d.join("s.json"), d.join("s.svg"));
+    let o = leanrt(&[
+        "pool",
+        "--threads",
+        "1,2",
+        "--config",
+        "default,spin_1000_backoff_8",
+        "--peers",
+        "rayon,openmp",
+        "--scenario",
+        "section",
+        "--section-loops",
+        "1,3",
+        "--section-item-us",
+        "0.5",
+        "--regions",
+        "8",
+        "--work-us",
+        "5",
+        "--json",
+        j.to_str().unwrap(),
+        "--svg",
+        s.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("pool, parallel sections"));
+    let v = read_json(&j);
+    let cells = v["pool"].as_array().unwrap();
+    let mut with_sections = 0;
+    for c in cells {
+        let label = c["label"].as_str().unwrap();
+        let runs = c["section"].as_array().unwrap();
+        // Figures where the runtime has sections, a note where it has none.
+        assert_eq!(runs.is_empty(), c["section_note"].is_string(), "{label}");
+        if label == "rayon" {
+            assert!(runs.is_empty());
+        }
+        if label.starts_with("openmp") {
+            assert_eq!(runs.len(), 2, "{label}");
+        }
+        for (r, k) in runs.iter().zip([1, 3]) {
+            assert_eq!(r["loops"], k, "{label}");
+            assert_eq!(r["separate_us"]["n"], 2, "{label}"); // regions / 4
+            assert_eq!(r["in_section_us"]["n"], 2, "{label}");
+            let team = r["attached_pct"].as_f64().unwrap();
+            assert!((0.0..=100.0).contains(&team), "{label}");
+        }
+        with_sections += usize::from(!runs.is_empty());
+        assert!(c["request"].as_array().unwrap().is_empty());
+    }
+    if with_sections > 0 {
+        assert!(svg_bars(&s) >= 2 * with_sections);
+    }
+}

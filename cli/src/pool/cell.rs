@@ -4,6 +4,7 @@ use super::peers::{self, Peer};
 use super::request;
 use super::results::CellResult;
 use super::scenarios;
+use super::section;
 use super::spec::{CellSpec, PeerKind};
 use super::workload::{request, IS_CALLER};
 
@@ -43,6 +44,12 @@ pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
     if wants("throughput") {
         out.throughput = Some(scenarios::throughput(p, s));
     }
+    if wants("section") {
+        match section::section(p, s) {
+            Ok(v) => out.section = v,
+            Err(note) => out.section_note = Some(note),
+        }
+    }
     if wants("request") {
         let (runs, serial) = request::request(p, s);
         out.request = runs;
@@ -80,6 +87,9 @@ mod tests {
                 round_items: 8,
                 between_items: 1,
             },
+            section_loops: vec![1, 3],
+            section_item_us: 0.5,
+            section_iters: 4,
             request_gaps: vec![
                 Gap {
                     mean_ms: 0.1,
@@ -123,6 +133,13 @@ mod tests {
         assert_eq!(r.request[0].latency_us.n, 2);
         assert!(!r.request[0].hints);
         assert_eq!(r.request_serial_us.as_ref().unwrap().n, 3);
+        // Sections: figures where the runtime has them, a note otherwise.
+        assert_eq!(r.section.is_empty(), r.section_note.is_some());
+        for (run, k) in r.section.iter().zip([1, 3]) {
+            assert_eq!(run.loops, k);
+            assert_eq!(run.separate_us.n, 1);
+            assert_eq!(run.in_section_us.n, 1);
+        }
         assert!(r.throughput.as_ref().unwrap().requests >= 1);
         // The JSON round trip the parent relies on.
         let back: CellResult = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();

@@ -71,6 +71,7 @@ pub fn charts(results: &[CellResult]) -> Vec<Chart> {
     charts.extend(load_charts(&p));
     charts.extend(wake_charts(&p));
     charts.extend(request_charts(&p));
+    charts.extend(section_charts(&p));
     charts
 }
 
@@ -205,6 +206,32 @@ fn request_charts(p: &Panels) -> Vec<Chart> {
             title: format!("requests: CPU between runs (user+sys over wall), {t} threads"),
             unit: "%".into(),
             groups: p.per_key(t, &keys, &label, &|r, k| find(r, k).map(|q| q.gap_cpu_pct)),
+        });
+    }
+    charts
+}
+
+fn section_charts(p: &Panels) -> Vec<Chart> {
+    let Some(first) = p.results.iter().find(|r| !r.section.is_empty()) else {
+        return vec![];
+    };
+    let ks: Vec<f64> = first.section.iter().map(|x| f64::from(x.loops)).collect();
+    let find = |r: &CellResult, k: f64| r.section.iter().find(|x| f64::from(x.loops) == k).cloned();
+    let mut charts = Vec::new();
+    for &t in &p.threads {
+        charts.push(Chart {
+            title: format!("parallel sections: time per loop, k loops in one section, {t} threads"),
+            unit: "µs, p50".into(),
+            groups: p.per_key(t, &ks, &|k| format!("k={k}"), &|r, k| {
+                find(r, k).map(|x| x.in_section_us.p50)
+            }),
+        });
+        charts.push(Chart {
+            title: format!("parallel sections: time per loop, k separate loops, {t} threads"),
+            unit: "µs, p50".into(),
+            groups: p.per_key(t, &ks, &|k| format!("k={k}"), &|r, k| {
+                find(r, k).map(|x| x.separate_us.p50)
+            }),
         });
     }
     charts

@@ -7,7 +7,8 @@
 //! * `spec`      — scenarios, sizes, the runtime of a cell, the child's spec
 //! * `results`   — what a cell measured
 //! * `workload`  — the work kernel, its calibration, one request
-//! * `scenarios` — one function per scenario (`request` has its own module)
+//! * `scenarios` — one function per scenario (`request` and `section` have
+//!   their own modules)
 //! * `cell`      — one cell in this process
 //! * `child`     — the parent/child protocol
 //! * `parse`     — the flags
@@ -23,6 +24,7 @@ mod request;
 mod request_table;
 mod results;
 mod scenarios;
+mod section;
 mod spec;
 mod table;
 mod workload;

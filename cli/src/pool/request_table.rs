@@ -1,4 +1,5 @@
-//! Text output of the request scenario and of the team wake-up probes.
+//! Text output of the request and section scenarios and of the team
+//! wake-up probes.
 use super::results::{CellResult, RequestRun};
 use super::spec::{Gap, PeerKind};
 use super::table::{f1, p50_p90_p99};
@@ -162,4 +163,55 @@ fn against(q: &RequestRun, base: &RequestRun) -> String {
         ratio(q.latency_us.p50, base.latency_us.p50),
         ratio(q.gap_cpu_s, base.gap_cpu_s)
     )
+}
+
+/// The section table (only where the scenario ran).
+pub fn section_table(results: &[CellResult]) -> String {
+    let Some(first) = results
+        .iter()
+        .find(|r| !r.section.is_empty() || r.section_note.is_some())
+    else {
+        return String::new();
+    };
+    let ks: Vec<u32> = results
+        .iter()
+        .find(|r| !r.section.is_empty())
+        .map_or(vec![], |r| r.section.iter().map(|x| x.loops).collect());
+    let lw = label_width(results);
+    let mut s = format!(
+        "\npool, parallel sections (µs per loop, p50, loops of one {} µs index per thread: k separate loops / k loops in one section; ratio = separate / in section; team% = sections that got a team)\n{:<lw$} {:>3}",
+        first.spec.sizes.section_item_us, "runtime / configuration", "thr"
+    );
+    for k in &ks {
+        s.push_str(&format!(
+            " {:>18} {:>6} {:>5}",
+            format!("k={k}"),
+            "ratio",
+            "team%"
+        ));
+    }
+    s.push('\n');
+    for r in results {
+        s.push_str(&format!("{:<lw$} {:>3}", r.label, r.spec.threads));
+        for k in &ks {
+            match r.section.iter().find(|x| x.loops == *k) {
+                Some(x) => s.push_str(&format!(
+                    " {:>18} {:>6} {:>5.0}",
+                    format!("{}/{}", f1(x.separate_us.p50), f1(x.in_section_us.p50)),
+                    if x.in_section_us.p50 > 0.0 {
+                        format!("{:.2}", x.separate_us.p50 / x.in_section_us.p50)
+                    } else {
+                        "-".into()
+                    },
+                    x.attached_pct
+                )),
+                None => s.push_str(&format!(" {:>18} {:>6} {:>5}", "-", "-", "-")),
+            }
+        }
+        if let Some(n) = &r.section_note {
+            s.push_str(&format!("  ({n})"));
+        }
+        s.push('\n');
+    }
+    s
 }

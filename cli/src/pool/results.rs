@@ -45,6 +45,20 @@ pub struct Wake {
     pub team_missed: u32,
 }
 
+/// section at one loop count.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SectionRun {
+    /// Loops per section.
+    pub loops: u32,
+    /// Time per loop of `loops` loops run one after the other, µs.
+    pub separate_us: Summary,
+    /// Time per loop of the same loops inside one parallel section, µs.
+    pub in_section_us: Summary,
+    /// Share of the sections that got a team (a section whose pool was busy
+    /// runs its loops as plain loops), percent.
+    pub attached_pct: f64,
+}
+
 /// request at one gap.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RequestRun {
@@ -114,6 +128,12 @@ pub struct CellResult {
     /// request: the same run serially on the caller (no pool, no hints), µs.
     #[serde(default)]
     pub request_serial_us: Option<Summary>,
+    /// section: one entry per loop count (empty where the runtime has no
+    /// sections; `section_note` says so).
+    #[serde(default)]
+    pub section: Vec<SectionRun>,
+    #[serde(default)]
+    pub section_note: Option<String>,
     pub counters: Option<Counters>,
 }
 
@@ -135,6 +155,8 @@ impl CellResult {
             throughput: None,
             request: vec![],
             request_serial_us: None,
+            section: vec![],
+            section_note: None,
             counters: None,
         }
     }

@@ -3,13 +3,14 @@
 use serde::{Deserialize, Serialize};
 
 /// The scenarios, in run order (`all` runs every one).
-pub const SCENARIOS: [&str; 6] = [
+pub const SCENARIOS: [&str; 7] = [
     "fork_join",
     "bursty",
     "idle_after_burst",
     "wake",
     "throughput",
     "request",
+    "section",
 ];
 
 /// The scenarios `leanrt bench` runs.
@@ -52,6 +53,12 @@ pub struct Sizes {
     pub run: RunShape,
     /// request: gaps between runs.
     pub request_gaps: Vec<Gap>,
+    /// section: loops per section (one measurement per entry).
+    pub section_loops: Vec<u32>,
+    /// section: serial work of one index, µs (one index per thread and
+    /// loop), and the kernel rounds it comes to.
+    pub section_item_us: f64,
+    pub section_iters: u32,
     /// throughput: back-to-back requests for this long.
     pub duration_ms: u64,
 }

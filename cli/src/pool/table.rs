@@ -73,6 +73,7 @@ pub fn table(results: &[CellResult]) -> String {
     }
     s.push_str(&request_table::wake_team_table(results));
     s.push_str(&request_table::request_table(results));
+    s.push_str(&request_table::section_table(results));
     s
 }
 

@@ -46,18 +46,8 @@ pub fn sizes_for(work_us: f64, fj_item_us: f64, base: Sizes) -> Sizes {
     let iters = 32;
     let ns = calibrate_ns_per_item(iters).max(0.5);
     let items = ((work_us * 1e3) / ns).round().max(1.0) as u64;
-    // One long call is latency-bound (its rounds form one dependency chain),
-    // unlike a batch of short independent calls: time it directly.
     let fj_iters = if fj_item_us > 0.0 {
-        let probe = 20_000u32;
-        let mut v = Vec::new();
-        for r in 0..5 {
-            let t = Instant::now();
-            black_box(work(black_box(r), probe));
-            v.push(t.elapsed().as_nanos() as f64 / f64::from(probe));
-        }
-        let ns_per_round = crate::stats::median(&v).max(0.01);
-        ((fj_item_us * 1e3) / ns_per_round).round().max(1.0) as u32
+        rounds_for_us(fj_item_us)
     } else {
         0
     };
@@ -75,8 +65,24 @@ pub fn sizes_for(work_us: f64, fj_item_us: f64, base: Sizes) -> Sizes {
         // ~3 cycles per ns: the cost model wants cycles.
         cost_cycles: ns * 3.0,
         run,
+        section_iters: rounds_for_us(base.section_item_us),
         ..base
     }
+}
+
+/// Rounds of the kernel in one call of about `us` µs. One long call is
+/// latency-bound (its rounds form one dependency chain), unlike a batch of
+/// short independent calls: time it directly.
+fn rounds_for_us(us: f64) -> u32 {
+    let probe = 20_000u32;
+    let mut v = Vec::new();
+    for r in 0..5 {
+        let t = Instant::now();
+        black_box(work(black_box(r), probe));
+        v.push(t.elapsed().as_nanos() as f64 / f64::from(probe));
+    }
+    let ns_per_round = crate::stats::median(&v).max(0.01);
+    ((us * 1e3) / ns_per_round).round().max(1.0) as u32
 }
 
 /// One request of the bursty, idle_after_burst and throughput scenarios: a

@@ -32,6 +32,20 @@ pub trait Peer {
     fn hints(&self) -> bool {
         false
     }
+    /// `loops` loops of `total` indices each (`body(i)` once per index and
+    /// loop) inside one parallel section: the team that joins the first
+    /// loop stays for the next ones. Returns whether the loops ran attached
+    /// to a team (a section can fall back to plain loops), or None, having
+    /// run nothing, where the runtime has no sections.
+    fn section_loops(
+        &self,
+        _loops: u32,
+        _total: usize,
+        _cost_cycles: f64,
+        _body: &(dyn Fn(usize) + Sync),
+    ) -> Option<bool> {
+        None
+    }
     /// An inference run starts.
     fn begin_run(&self) {}
     /// An inference run ended.

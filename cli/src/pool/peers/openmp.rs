@@ -16,6 +16,13 @@ mod omp_ffi {
             ctx: *mut c_void,
         );
         pub fn leanrt_bench_omp_region(threads: i32, f: ThreadFn, ctx: *mut c_void);
+        pub fn leanrt_bench_omp_section(
+            threads: i32,
+            loops: i32,
+            total: std::ffi::c_long,
+            f: IndexFn,
+            ctx: *mut c_void,
+        );
         pub fn leanrt_bench_omp_max_threads() -> i32;
     }
 }
@@ -72,6 +79,21 @@ mod omp_impl {
         unsafe { leanrt_bench_omp_for(threads as i32, total as std::ffi::c_long, call_index, ctx) }
     }
 
+    pub fn omp_section(threads: usize, loops: u32, total: usize, body: Body) {
+        let ctx = &body as *const Body as *mut c_void;
+        // SAFETY: as in omp_for: the shim calls call_index with ctx for each
+        // index of each loop and returns after the region has joined.
+        unsafe {
+            leanrt_bench_omp_section(
+                threads as i32,
+                loops as i32,
+                total as std::ffi::c_long,
+                call_index,
+                ctx,
+            )
+        }
+    }
+
     pub fn omp_region(threads: usize, body: Body) {
         let ctx = &body as *const Body as *mut c_void;
         // SAFETY: as in omp_for.
@@ -109,6 +131,18 @@ impl Peer for OpenMp {
     fn tiny_region(&self, body: &(dyn Fn(usize) + Sync)) {
         #[cfg(leanrt_openmp)]
         omp_impl::omp_for(self.threads, self.threads, body);
+    }
+    #[allow(unused_variables)]
+    fn section_loops(
+        &self,
+        loops: u32,
+        total: usize,
+        _cost: f64,
+        body: &(dyn Fn(usize) + Sync),
+    ) -> Option<bool> {
+        #[cfg(leanrt_openmp)]
+        omp_impl::omp_section(self.threads, loops, total, body);
+        Some(true)
     }
     fn wake_latency(&self) -> Duration {
         // Thread 1 (the first non-caller thread) records when it starts; with
