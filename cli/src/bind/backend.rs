@@ -48,6 +48,23 @@ pub fn image_bytes(window: u64) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Whether CUDA device `ordinal` can be opened, and a line about it
+/// (device count, name, memory, driver) where the driver tells.
+pub fn cuda_detail(ordinal: i32) -> Result<Option<String>, String> {
+    let api = device::cuda::cuda_host_api(ordinal).map_err(|e| e.to_string())?;
+    drop(Device { api, cuda: true });
+    Ok(device::cuda::device_info(ordinal).ok().map(|d| {
+        format!(
+            "{} device(s); {ordinal}: {}, {:.0} GiB; driver {}.{}",
+            d.device_count,
+            d.name,
+            d.total_mem as f64 / (1u64 << 30) as f64,
+            d.driver_version / 1000,
+            (d.driver_version % 1000) / 10
+        )
+    }))
+}
+
 /// An open backend; released when dropped.
 pub struct Device {
     api: HostApi,

@@ -14,7 +14,7 @@ mod model;
 mod policies;
 mod report;
 
-pub use backend::{parse_backend, Backend};
+pub use backend::{cuda_detail, parse_backend, Backend};
 pub use bandwidth::{bandwidth, bandwidth_charts, bandwidth_table, BandwidthCell};
 pub use model::Policy;
 pub use policies::{pairs, parse_window, run, BindCell, BindPlan};

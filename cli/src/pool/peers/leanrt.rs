@@ -18,6 +18,13 @@ pub fn pool_options(threads: usize, config: &str) -> Result<PoolOptions, String>
     Ok(o)
 }
 
+/// The degree of parallelism of a pool with default options.
+pub fn default_degree_of_parallelism() -> Result<i32, String> {
+    let p = ThreadPool::create(&PoolOptions::default())
+        .map_err(|e| format!("creating a default pool: {e}"))?;
+    Ok(pool::degree_of_parallelism(p.as_ref()))
+}
+
 /// The adaptive spin key, run only where the library accepts it.
 pub const ADAPTIVE_KEY: &str = "leanrt.intra_op.adaptive_spin";
 
