@@ -88,6 +88,22 @@ impl Peer for Leanrt {
         );
         rx.recv().unwrap_or_default()
     }
+    fn section_loops(
+        &self,
+        loops: u32,
+        total: usize,
+        cost_cycles: f64,
+        body: &(dyn Fn(usize) + Sync),
+    ) -> Option<bool> {
+        // A NULL pool's section is a no-op (as in ORT): plain serial loops.
+        let section = self.pool.as_ref().and_then(|p| p.parallel_section().ok());
+        let attached = section.as_ref().is_some_and(|s| s.is_attached());
+        for _ in 0..loops {
+            self.parallel_for(total, cost_cycles, body);
+        }
+        drop(section);
+        Some(attached)
+    }
     fn hints(&self) -> bool {
         self.hints
     }
