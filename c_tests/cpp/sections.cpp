@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -44,7 +45,8 @@ struct Workers {
 // ORT-style: a pool of `threads` in total (0: a NULL pool), one section,
 // `loops` loops of each kind inside it.
 void multi_loop(int threads, int loops) {
-  const std::ptrdiff_t n = 1024;
+  // LEANRT_TEST_SMALL (valgrind): fewer indices, the same loop counts.
+  const std::ptrdiff_t n = std::getenv("LEANRT_TEST_SMALL") ? 256 : 1024;
   Counts simple(n), ranged(n), batched(n);
   std::vector<std::uint64_t> per_loop;
   std::unique_ptr<ThreadPool> pool;
