@@ -13,57 +13,27 @@
 #define LRT_ALIGNED(n) __attribute__((aligned(n)))
 #endif
 
-
-
 /**
- * Cycles per loaded byte.
- */
-#define LRT_COST_LOAD_CYCLES (11.0 / 64.0)
-
-/**
- * Cycles per stored byte.
- */
-#define LRT_COST_STORE_CYCLES (11.0 / 64.0)
-
-/**
- * Cycles to start a parallel region.
- */
-#define LRT_COST_STARTUP_CYCLES 100000.0
-
-/**
- * Cycles each extra thread costs.
- */
-#define LRT_COST_PER_THREAD_CYCLES 100000.0
-
-/**
- * Cycles a task should take.
- */
-#define LRT_COST_TASK_SIZE 40000.0
-
-/**
- * Most threads a pool may have.
+ * Most threads a pool may have (`lrt_pool_options_set_num_threads`).
  */
 #define LRT_POOL_MAX_THREADS 1024
 
 /**
- * Largest `spin_duration_us` accepted (10 s).
+ * Largest spin budget in microseconds (`lrt_pool_options_set_spin_duration_us`), 10 s.
  */
 #define LRT_POOL_MAX_SPIN_US 10000000
 
 /**
- * `spin_duration_us = -1`: the legacy count, 2^20 pause iterations.
- */
-#define LRT_POOL_LEGACY_SPIN_PAUSES (1 << 20)
-
-/**
- * Upper bound of `spin_backoff_max`.
+ * Largest backoff cap (`lrt_pool_options_set_spin_backoff_max`); larger values are capped to it.
  */
 #define LRT_POOL_MAX_BACKOFF 64
 
+
+
 /**
- * Most jobs one queue holds before Schedule runs a task inline.
+ * Most helpers one loop admits.
  */
-#define LRT_POOL_QUEUE_CAPACITY 1024
+#define MAX_HELPERS (size_t)FIELD_MASK
 
 /**
  * Number of fanin ids a payload holds.
@@ -163,16 +133,20 @@ typedef struct lrt_custom_thread_handle_t lrt_custom_thread_handle_t;
 typedef struct lrt_pool_options lrt_pool_options;
 
 /**
+ * An open parallel section (`lrt_pool_section_begin`); opaque.
+ */
+typedef struct lrt_pool_section lrt_pool_section;
+
+/**
  * The runtime maker. `Send` (a maker may move between threads) but not
  * `Sync`: one thread uses it at a time.
  */
 typedef struct lrt_runtime_maker lrt_runtime_maker;
 
 /**
- * An intra-op thread pool with ONNX Runtime's semantics. `Send + Sync`:
- * any thread may start loops or schedule tasks; dropping it runs every
- * scheduled task, then joins the workers. Must not be dropped from one of
- * its own workers.
+ * An intra-op thread pool with ONNX Runtime's semantics. Any thread may
+ * start loops or schedule tasks; dropping it runs every scheduled task,
+ * then joins the workers.
  */
 typedef struct lrt_pool lrt_pool;
 
@@ -221,12 +195,13 @@ typedef lrt_custom_thread_handle (*lrt_custom_create_thread_fn)(void *options,
 typedef void (*lrt_custom_join_thread_fn)(lrt_custom_thread_handle handle);
 
 /**
- * Loop body over a block `[first, last)`.
+ * Loop body over a block of indices `[first, last)`.
  */
 typedef void (*lrt_range_fn)(void *ctx, ptrdiff_t first, ptrdiff_t last);
 
 /**
- * Cost of one loop iteration, as ORT's `TensorOpCost`.
+ * The cost of one loop iteration (ONNX Runtime's TensorOpCost): bytes read,
+ * bytes written and compute cycles per iteration.
  */
 typedef struct lrt_tensor_op_cost {
   /**
@@ -254,16 +229,16 @@ typedef void (*lrt_index_fn)(void *ctx, ptrdiff_t index);
 typedef void (*lrt_task_fn)(void *ctx);
 
 /**
- * `KernelContext_ParallelFor`'s body.
+ * The body of `lrt_kernel_parallel_for` (ONNX Runtime's KernelContext_ParallelFor).
  */
 typedef void (*lrt_kernel_fn)(void *usr_data, size_t index);
 
 /**
- * Statistics of a pool, summed over its workers (`lrt_pool_stats`).
+ * A pool's counters, summed over its worker threads (`lrt_pool_get_stats`).
  */
 typedef struct lrt_pool_stats {
   /**
-   * Jobs run by worker threads (scheduled tasks and loop helper jobs;
+   * Jobs run by worker threads (scheduled tasks and shares of loops;
    * tasks run inline on a caller are not counted).
    */
   uint64_t tasks_run;
@@ -272,7 +247,7 @@ typedef struct lrt_pool_stats {
    */
   uint64_t steals;
   /**
-   * Spin iterations (polls of the queues while spinning).
+   * Spin iterations (polls for work while spinning).
    */
   uint64_t spin_iterations;
   /**
@@ -533,108 +508,100 @@ enum lrt_status lrt_host_api_cuda(int device, struct lrt_host_api *out);
 void lrt_host_api_release(struct lrt_host_api *api);
 
 /**
- * Creates pool options with ONNX Runtime's defaults.
- *
- * # Safety
- * `out` is NULL or valid for a write of a pointer.
+ * Creates pool options with ONNX Runtime's defaults (thread count 0 =
+ * one per physical core, spinning allowed with the legacy budget, no
+ * backoff, fixed blocks). On success `*out` owns them; free them with
+ * `lrt_pool_options_destroy`. `out` NULL: `LRT_ERR_INVALID_ARGUMENT`.
  */
 enum lrt_status lrt_pool_options_create(struct lrt_pool_options **out);
 
 /**
- * Destroys options; NULL is a no-op.
- *
- * # Safety
- * `opts` is NULL or came from `lrt_pool_options_create`, not used again.
+ * Frees options made by `lrt_pool_options_create`; NULL does nothing.
+ * Pools already created from them are not affected.
  */
 void lrt_pool_options_destroy(struct lrt_pool_options *opts);
 
 /**
- * Sets an option by its ONNX Runtime session config key (see DESIGN.md);
- * unknown key or malformed value: `LRT_ERR_INVALID_ARGUMENT`, unchanged.
- *
- * # Safety
- * `opts` is NULL or live; `key`/`value` are NULL or NUL-terminated.
+ * Sets an option by its ONNX Runtime session config key: `key` and
+ * `value` are NUL-terminated strings (keys and value syntax in
+ * docs/POOL.md). An unknown key, a malformed value or a NULL argument is
+ * `LRT_ERR_INVALID_ARGUMENT`, and the options are unchanged.
  */
 enum lrt_status lrt_pool_options_set_config(struct lrt_pool_options *opts,
                                             const char *key,
                                             const char *value);
 
 /**
- * Degree of parallelism (SetIntraOpNumThreads): 0 = physical cores,
- * 1 = no pool (NULL), n = n-1 workers + the caller; at most 1024.
- *
- * # Safety
- * `opts` is NULL or a live `lrt_pool_options`.
+ * Thread count, as ONNX Runtime's SetIntraOpNumThreads: 0 = one per
+ * physical core, 1 = no pool (`lrt_pool_create` gives NULL), n = n-1
+ * worker threads plus the calling thread. Outside [0,
+ * LRT_POOL_MAX_THREADS]: `LRT_ERR_INVALID_ARGUMENT`.
  */
 enum lrt_status lrt_pool_options_set_num_threads(struct lrt_pool_options *opts, int n);
 
 /**
- * Allow spinning: 0 or 1.
- *
- * # Safety
- * `opts` is NULL or a live `lrt_pool_options`.
+ * Allow spinning: 0 or 1 (anything else: `LRT_ERR_INVALID_ARGUMENT`).
  */
 enum lrt_status lrt_pool_options_set_spin_control(struct lrt_pool_options *opts, int allow);
 
 /**
- * Spin budget: -1 = legacy 2^20 pauses, 0 = no spinning, > 0 = calibrated
- * microseconds (at most 10000000).
- *
- * # Safety
- * `opts` is NULL or a live `lrt_pool_options`.
+ * Spin budget of an idle worker before it sleeps: -1 = the legacy 2^20
+ * pause iterations, 0 = no spinning, > 0 = that many microseconds
+ * (calibrated), at most LRT_POOL_MAX_SPIN_US.
  */
 enum lrt_status lrt_pool_options_set_spin_duration_us(struct lrt_pool_options *opts, int us);
 
 /**
- * Backoff: 1 = off; >= 2: 1, 2, 4, ... pauses per spin iteration up to this
- * cap (values above 64 are capped at 64).
- *
- * # Safety
- * `opts` is NULL or a live `lrt_pool_options`.
+ * Spin backoff: 1 = off; >= 2: 1, 2, 4, ... pauses per spin iteration up
+ * to this cap (values above LRT_POOL_MAX_BACKOFF are capped); the
+ * wall-clock budget stays the same. Below 1: `LRT_ERR_INVALID_ARGUMENT`.
  */
 enum lrt_status lrt_pool_options_set_spin_backoff_max(struct lrt_pool_options *opts, int max);
 
 /**
- * 0 = Eigen's fixed blocks; > 0 = ORT's dynamic blocks of
- * remaining / (degree of parallelism * base).
- *
- * # Safety
- * `opts` is NULL or a live `lrt_pool_options`.
+ * 0 = Eigen's fixed blocks; > 0 = ONNX Runtime's dynamic blocks of
+ * remaining / (degree of parallelism * base). Negative:
+ * `LRT_ERR_INVALID_ARGUMENT`.
  */
 enum lrt_status lrt_pool_options_set_dynamic_block_base(struct lrt_pool_options *opts, int base);
 
 /**
- * Worker affinities in ONNX Runtime's format (`"1,2;3-4"`, 1-based ids).
- *
- * # Safety
- * `opts` is NULL or live; `affinity` is NULL or NUL-terminated.
+ * Worker affinities in ONNX Runtime's format, a NUL-terminated string
+ * such as "1,2;3-4" (1-based processor ids, one `;`-separated entry per
+ * worker). Checked against the process's CPUs when the pool is created.
  */
 enum lrt_status lrt_pool_options_set_affinity(struct lrt_pool_options *opts, const char *affinity);
 
 /**
- * Flush denormals to zero (FTZ/DAZ) on the workers: 0 or 1.
- *
- * # Safety
- * `opts` is NULL or a live `lrt_pool_options`.
+ * Flush denormals to zero (FTZ and DAZ) on the worker threads: 0 or 1.
  */
 enum lrt_status lrt_pool_options_set_denormal_as_zero(struct lrt_pool_options *opts, int on);
 
 /**
- * Worker thread name prefix (non-empty).
- *
- * # Safety
- * `opts` is NULL or live; `name` is NULL or NUL-terminated.
+ * Worker thread name prefix: a non-empty NUL-terminated string.
  */
 enum lrt_status lrt_pool_options_set_name(struct lrt_pool_options *opts, const char *name);
 
 /**
- * Custom thread functions with ORT's signatures: `create` is called once
- * per worker thread (n-1 times) and must return non-NULL; `join` is called
- * for each at destroy. `create` without `join` is
- * `LRT_ERR_INVALID_ARGUMENT`; both NULL restores the built-in threads.
- *
- * # Safety
- * `opts` is NULL or live; the functions, if set, follow ORT's contract.
+ * Stack size in bytes of every worker thread leanrt starts; 0 = the
+ * platform's default. Below the platform minimum (PTHREAD_STACK_MIN):
+ * `LRT_ERR_INVALID_ARGUMENT`, options unchanged. A size the system cannot
+ * provide makes `lrt_pool_create` fail with `LRT_ERR_NO_MEMORY`. With
+ * custom thread functions the host's create function chooses the stacks
+ * and this setting is not used.
+ */
+enum lrt_status lrt_pool_options_set_stack_size(struct lrt_pool_options *opts, size_t bytes);
+
+/**
+ * Custom thread functions with ONNX Runtime's signatures. `create` is
+ * called once per worker thread (n-1 times) with `create_options`; it must
+ * start a thread that calls the given worker function once with the given
+ * parameter, and return a non-NULL handle (NULL: no thread started, and
+ * `lrt_pool_create` fails with `LRT_ERR_NO_MEMORY`). `join` is called with
+ * each handle when the pool is destroyed and must wait for that thread.
+ * Both must stay callable while a pool made from these options exists.
+ * `create` without `join` is `LRT_ERR_INVALID_ARGUMENT`; both NULL
+ * restores leanrt's own threads.
  */
 enum lrt_status lrt_pool_options_set_custom_thread_fns(struct lrt_pool_options *opts,
                                                        lrt_custom_create_thread_fn create,
@@ -642,30 +609,31 @@ enum lrt_status lrt_pool_options_set_custom_thread_fns(struct lrt_pool_options *
                                                        lrt_custom_join_thread_fn join);
 
 /**
- * Creates a pool. With a resolved thread count of 1, `*out = NULL` and
- * `LRT_OK` (a NULL pool runs everything on the caller).
- *
- * # Safety
- * `opts` is NULL or live; `out` is NULL or valid for a pointer write.
+ * Creates a pool from `opts` (which stay owned by the caller). On success
+ * `*out` is the pool, or NULL when the resolved thread count is 1 (a NULL
+ * pool runs everything on the caller). Failure to start a worker thread:
+ * `LRT_ERR_NO_MEMORY`, `*out` untouched.
  */
 enum lrt_status lrt_pool_create(const struct lrt_pool_options *opts, struct lrt_pool **out);
 
 /**
- * Runs every scheduled task, joins the workers, frees the pool. NULL is a
- * no-op. Must not be called from a task or loop body of the same pool.
- *
- * # Safety
- * `pool` is NULL or came from `lrt_pool_create`, not used again.
+ * Runs every task still scheduled, joins the workers and frees the pool.
+ * NULL does nothing. A parallel section still open on the pool is ended
+ * (its `lrt_pool_section_end` then only frees the handle). Called from one
+ * of the pool's own worker threads, or from a loop body or task running on
+ * this pool, it does nothing and records `LRT_ERR_STATE` for
+ * `lrt_last_error`: the pool stays intact and usable, and must be
+ * destroyed from elsewhere. In a forked child, destroying an inherited
+ * pool returns at once (its threads do not exist there; see docs/POOL.md).
  */
 void lrt_pool_destroy(struct lrt_pool *pool);
 
 /**
- * ORT's `TryParallelFor` with `cost_per_unit` compute cycles per
- * iteration: `fn(ctx, first, last)` over blocks covering `[0, total)`.
- * NULL `fn`: nothing runs, the error is recorded for `lrt_last_error`.
- *
- * # Safety
- * `pool` is NULL or live; `fn` is safe to call concurrently with `ctx`.
+ * ONNX Runtime's TryParallelFor with `cost_per_unit` compute cycles per
+ * iteration: calls `fn(ctx, first, last)` over blocks that cover [0,
+ * total) exactly once, on the calling thread and the workers; returns when
+ * all are done. `fn` must be safe to call from several threads at once.
+ * NULL `fn`: nothing runs, and the error is recorded for `lrt_last_error`.
  */
 void lrt_pool_try_parallel_for(struct lrt_pool *pool,
                                ptrdiff_t total,
@@ -674,10 +642,8 @@ void lrt_pool_try_parallel_for(struct lrt_pool *pool,
                                void *ctx);
 
 /**
- * ORT's `TryParallelFor` with a `TensorOpCost`.
- *
- * # Safety
- * As `lrt_pool_try_parallel_for`; `cost` is NULL or valid.
+ * As `lrt_pool_try_parallel_for`, with the cost of one iteration given as
+ * bytes loaded, bytes stored and compute cycles (`cost` must not be NULL).
  */
 void lrt_pool_try_parallel_for_cost(struct lrt_pool *pool,
                                     ptrdiff_t total,
@@ -686,10 +652,8 @@ void lrt_pool_try_parallel_for_cost(struct lrt_pool *pool,
                                     void *ctx);
 
 /**
- * ORT's `TrySimpleParallelFor`: `fn(ctx, i)` for every i in `[0, total)`.
- *
- * # Safety
- * `pool` is NULL or live; `fn` is safe to call concurrently with `ctx`.
+ * ONNX Runtime's TrySimpleParallelFor: `fn(ctx, i)` once for every i in
+ * [0, total), from several threads at once.
  */
 void lrt_pool_try_simple_parallel_for(struct lrt_pool *pool,
                                       ptrdiff_t total,
@@ -697,11 +661,10 @@ void lrt_pool_try_simple_parallel_for(struct lrt_pool *pool,
                                       void *ctx);
 
 /**
- * ORT's `TryBatchParallelFor`: `[0, total)` in `num_batches` batches
- * (<= 0: degree of parallelism).
- *
- * # Safety
- * `pool` is NULL or live; `fn` is safe to call concurrently with `ctx`.
+ * ONNX Runtime's TryBatchParallelFor: [0, total) split into `num_batches`
+ * batches as `lrt_partition_work` splits it (<= 0: the degree of
+ * parallelism; never more batches than items), each batch calling
+ * `fn(ctx, i)` for its indices.
  */
 void lrt_pool_try_batch_parallel_for(struct lrt_pool *pool,
                                      ptrdiff_t total,
@@ -710,22 +673,32 @@ void lrt_pool_try_batch_parallel_for(struct lrt_pool *pool,
                                      ptrdiff_t num_batches);
 
 /**
- * ORT's `Schedule`: runs `fn(ctx)` on a worker; inline on a NULL pool or
- * when the target queue is full. Destroy runs every scheduled task.
- *
- * # Safety
- * `pool` is NULL or live; `fn(ctx)` may run on another thread.
+ * ONNX Runtime's PartitionWork: writes to `*start` and `*end` the index
+ * range [start, end) of batch `batch_idx` when `total` items are split
+ * into `num_batches` batches; the first `total % num_batches` batches get
+ * one item more. Needs `num_batches > 0`, `0 <= batch_idx < num_batches`,
+ * `total >= 0` and non-NULL `start` and `end`; otherwise
+ * `LRT_ERR_INVALID_ARGUMENT` and nothing is written.
+ */
+enum lrt_status lrt_partition_work(ptrdiff_t batch_idx,
+                                   ptrdiff_t num_batches,
+                                   ptrdiff_t total,
+                                   ptrdiff_t *start,
+                                   ptrdiff_t *end);
+
+/**
+ * ONNX Runtime's Schedule: runs `fn(ctx)` on a worker thread; on the
+ * calling thread instead when `pool` is NULL or the chosen queue is full.
+ * Destroying the pool runs every task still queued.
  */
 void lrt_pool_schedule(struct lrt_pool *pool, lrt_task_fn func, void *ctx);
 
 /**
- * ORT's `KernelContext_ParallelFor`: `fn(usr_data, i)` for i in
- * `[0, total)`; `num_batch` 0 = one index per task (TrySimpleParallelFor),
- * else TryBatchParallelFor with `num_batch` batches. NULL `fn`, or a
- * count above PTRDIFF_MAX: `LRT_ERR_INVALID_ARGUMENT`, nothing runs.
- *
- * # Safety
- * `pool` is NULL or live; `fn` is safe to call concurrently.
+ * ONNX Runtime's KernelContext_ParallelFor: `fn(usr_data, i)` for every i
+ * in [0, total); `num_batch` 0 = one index at a time
+ * (TrySimpleParallelFor), else TryBatchParallelFor with `num_batch`
+ * batches. NULL `fn`, or a count above PTRDIFF_MAX:
+ * `LRT_ERR_INVALID_ARGUMENT`, nothing runs.
  */
 enum lrt_status lrt_kernel_parallel_for(struct lrt_pool *pool,
                                         lrt_kernel_fn func,
@@ -734,65 +707,92 @@ enum lrt_status lrt_kernel_parallel_for(struct lrt_pool *pool,
                                         void *usr_data);
 
 /**
- * Degree of parallelism; 1 for NULL.
- *
- * # Safety
- * `pool` is NULL or live.
+ * Opens a parallel section (ONNX Runtime's ThreadPool::ParallelSection) on
+ * the calling thread: until `lrt_pool_section_end`, the loops this thread
+ * runs on `pool` reuse one team of workers that wait for the next loop
+ * instead of going back to sleep. On success `*out` is the section; end it
+ * on the same thread with `lrt_pool_section_end`, before or after
+ * destroying the pool. A NULL pool (or a 1-thread pool, which is NULL):
+ * `*out = NULL` and `LRT_OK`, a section with nothing to do. Sections do
+ * not nest: when this thread already has one open (on any pool),
+ * `LRT_ERR_STATE` and `*out` untouched. Allowed from a worker thread and
+ * from a loop body; when another thread's loop or section holds the pool's
+ * hand-off slot, the section is still opened but its loops run as loops
+ * outside a section do. `out` NULL: `LRT_ERR_INVALID_ARGUMENT`.
+ */
+enum lrt_status lrt_pool_section_begin(struct lrt_pool *pool, struct lrt_pool_section **out);
+
+/**
+ * Ends a section from `lrt_pool_section_begin` and frees it; NULL does
+ * nothing. Must be called on the thread that began the section; on
+ * another thread it does nothing and records `LRT_ERR_STATE` for
+ * `lrt_last_error` (the section stays open and the handle valid). After
+ * the pool was destroyed it only frees the handle.
+ */
+void lrt_pool_section_end(struct lrt_pool_section *section);
+
+/**
+ * Starts (or restarts) profiling `pool`: `lrt_pool_stop_profiling`
+ * reports what each thread did from now on. NULL pool:
+ * `LRT_ERR_INVALID_ARGUMENT`. A pool inherited across fork():
+ * `LRT_ERR_STATE`.
+ */
+enum lrt_status lrt_pool_start_profiling(struct lrt_pool *pool);
+
+/**
+ * Stops profiling and writes to `*json_out` a NUL-terminated JSON string
+ * with the figures of each thread since `lrt_pool_start_profiling`
+ * (schema in docs/POOL.md: blocks run, tasks, steals, spin iterations,
+ * parks and nanoseconds in loops per worker; blocks, loops and
+ * nanoseconds for the calling threads together). The caller owns the
+ * string and frees it with `lrt_string_free`. Profiling not started:
+ * `LRT_ERR_STATE`, `*json_out` untouched.
+ */
+enum lrt_status lrt_pool_stop_profiling(struct lrt_pool *pool, char **json_out);
+
+/**
+ * Frees a string leanrt returned (`lrt_pool_stop_profiling`); NULL does
+ * nothing.
+ */
+void lrt_string_free(char *s);
+
+/**
+ * Degree of parallelism (thread count, times 4 on hybrid CPUs); 1 for
+ * NULL.
  */
 int lrt_pool_degree_of_parallelism(const struct lrt_pool *pool);
 
 /**
  * 1 if loops may run in parallel (degree of parallelism > 1), else 0.
- *
- * # Safety
- * `pool` is NULL or live.
  */
 int lrt_pool_should_parallelize(const struct lrt_pool *pool);
 
 /**
- * Worker threads (ORT's NumThreads): thread count - 1; 0 for NULL.
- *
- * # Safety
- * `pool` is NULL or live.
+ * Worker threads (ONNX Runtime's NumThreads): thread count - 1; 0 for NULL.
  */
 int lrt_pool_num_threads(const struct lrt_pool *pool);
 
 /**
- * 0..lrt_pool_num_threads()-1 on a worker of `pool`, -1 elsewhere (and
- * for NULL).
- *
- * # Safety
- * `pool` is NULL or live.
+ * 0 .. lrt_pool_num_threads() - 1 when called on a worker thread of
+ * `pool`, -1 on any other thread (and for NULL).
  */
 int lrt_pool_current_thread_id(const struct lrt_pool *pool);
 
 /**
- * Restores the configured spin policy. NULL: no-op.
- *
- * # Safety
- * `pool` is NULL or live.
+ * Restores the configured spin policy. NULL does nothing.
  */
 void lrt_pool_enable_spinning(struct lrt_pool *pool);
 
 /**
- * Spinning workers go to sleep at once; idle workers sleep without
- * spinning until `lrt_pool_enable_spinning`. NULL: no-op.
- *
- * # Safety
- * `pool` is NULL or live.
+ * Spinning workers go to sleep at once, and idle workers sleep without
+ * spinning, until `lrt_pool_enable_spinning`. NULL does nothing.
  */
 void lrt_pool_disable_spinning(struct lrt_pool *pool);
 
 /**
- * Counters (tasks run, steals, spin iterations, parks, wakeups, workers
- * asleep now); all zero for a NULL pool.
- *
- * DESIGN.md calls this function `lrt_pool_stats`, the same name as the
- * struct type `lrt_pool_stats`; C does not allow a typedef and a function
- * with one name, so the function is `lrt_pool_get_stats`.
- *
- * # Safety
- * `pool` is NULL or live; `out` is NULL or valid for a write.
+ * Writes the pool's counters to `*out` (all zero for a NULL pool).
+ * DESIGN.md names this function lrt_pool_stats, like the struct; C does
+ * not allow a type and a function with one name, hence lrt_pool_get_stats.
  */
 enum lrt_status lrt_pool_get_stats(const struct lrt_pool *pool, struct lrt_pool_stats *out);
 

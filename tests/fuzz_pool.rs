@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use fuzz_common::*;
 use leanrt::ffi::pool as ffi;
-use leanrt::pool::{PoolOptions, PoolStats, TensorOpCost, ThreadPool};
+use leanrt::pool::{PoolOptions, ThreadPool};
 
 const OK: i32 = 0;
 const INVALID: i32 = 1;
@@ -658,7 +658,7 @@ impl Fuzz {
                     ctx,
                 ),
                 1 => {
-                    let tc = TensorOpCost {
+                    let tc = ffi::lrt_tensor_op_cost {
                         bytes_loaded: cost,
                         bytes_stored: cost / 2.0,
                         compute_cycles: cost * 3.0,
@@ -763,7 +763,7 @@ impl Fuzz {
 
     fn fuzz_queries(&mut self) {
         let (_, pool) = self.pick_pool();
-        let mut stats = PoolStats {
+        let mut stats = ffi::lrt_pool_stats {
             tasks_run: 77,
             ..Default::default()
         };

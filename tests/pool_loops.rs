@@ -428,7 +428,8 @@ fn all_workers_asleep_after_burst_with_1000us_spin() {
 fn disable_spinning_puts_spinners_to_sleep() {
     let mut o = PoolOptions::default();
     o.set_num_threads(3).unwrap();
-    o.set_spin_duration_us(pool::options::MAX_SPIN_US).unwrap(); // 10 s spin
+    o.set_spin_duration_us(leanrt::ffi::pool::LRT_POOL_MAX_SPIN_US)
+        .unwrap(); // 10 s spin
     let p = ThreadPool::create(&o).unwrap().unwrap();
     let h = Hits::new(1000);
     try_simple_parallel_for(Some(&p), 1000, &|i| h.hit(i));
@@ -473,7 +474,7 @@ fn denormals_flush_to_zero_on_workers() {
     }
     let mut o = PoolOptions::default();
     o.set_num_threads(2).unwrap();
-    o.set_denormal_as_zero(true).unwrap();
+    o.set_denormal_as_zero(true);
     let p = ThreadPool::create(&o).unwrap().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     p.schedule(Box::new(move || {
@@ -515,7 +516,7 @@ fn affinity_pins_workers() {
 fn forced_hybrid_multiplies_dop() {
     let mut o = PoolOptions::default();
     o.set_num_threads(3).unwrap();
-    o.set_force_hybrid(true).unwrap();
+    o.set_force_hybrid(true);
     let p = ThreadPool::create(&o).unwrap().unwrap();
     assert_eq!(p.degree_of_parallelism(), 12);
     let h = Hits::new(1000);
@@ -562,11 +563,15 @@ mod custom_threads {
     fn called_n_minus_1_times_and_joined() {
         let mut o = PoolOptions::default();
         o.set_num_threads(4).unwrap();
-        assert!(o
-            .set_custom_thread_fns(Some(create), std::ptr::null_mut(), None)
-            .is_err());
-        o.set_custom_thread_fns(Some(create), 0x1234 as *mut c_void, Some(join))
-            .unwrap();
+        // SAFETY: `create` starts a thread that runs the worker once and
+        // returns its handle; `join` joins it; both live for the test.
+        unsafe {
+            assert!(o
+                .set_custom_thread_fns(Some(create), std::ptr::null_mut(), None)
+                .is_err());
+            o.set_custom_thread_fns(Some(create), 0x1234 as *mut c_void, Some(join))
+                .unwrap();
+        }
         let p = ThreadPool::create(&o).unwrap().unwrap();
         assert_eq!(CREATED.load(Ordering::SeqCst), 3);
         let ids = Mutex::new(HashSet::new());

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use fuzz_common::*;
 use leanrt::ffi::pool as ffi;
-use leanrt::pool::{PoolOptions, TensorOpCost, ThreadPool};
+use leanrt::pool::{PoolOptions, ThreadPool};
 
 const CALLERS: usize = 3;
 
@@ -143,7 +143,7 @@ fn one_loop(rng: &mut Rng, pool: *mut ThreadPool) -> u64 {
                 ctx,
             ),
             1 => {
-                let cost = TensorOpCost {
+                let cost = ffi::lrt_tensor_op_cost {
                     bytes_loaded: rng.below(1000) as f64,
                     bytes_stored: rng.below(1000) as f64,
                     compute_cycles: rng.below(100_000) as f64,

@@ -7,7 +7,6 @@
 //! cycles, and a loaded or stored byte costs 11/64 cycles.
 
 /// Cost of one loop iteration, as ORT's `TensorOpCost`.
-#[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TensorOpCost {
     /// Bytes read per iteration.
@@ -19,15 +18,15 @@ pub struct TensorOpCost {
 }
 
 /// Cycles per loaded byte.
-pub const LOAD_CYCLES: f64 = 11.0 / 64.0;
+pub(crate) const LOAD_CYCLES: f64 = 11.0 / 64.0;
 /// Cycles per stored byte.
-pub const STORE_CYCLES: f64 = 11.0 / 64.0;
+pub(crate) const STORE_CYCLES: f64 = 11.0 / 64.0;
 /// Cycles to start a parallel region.
-pub const STARTUP_CYCLES: f64 = 100_000.0;
+pub(crate) const STARTUP_CYCLES: f64 = 100_000.0;
 /// Cycles each extra thread costs.
-pub const PER_THREAD_CYCLES: f64 = 100_000.0;
+pub(crate) const PER_THREAD_CYCLES: f64 = 100_000.0;
 /// Cycles a task should take.
-pub const TASK_SIZE: f64 = 40_000.0;
+pub(crate) const TASK_SIZE: f64 = 40_000.0;
 /// Eigen's limit on blocks per thread.
 const MAX_OVERSHARDING: isize = 4;
 

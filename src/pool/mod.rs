@@ -1,32 +1,39 @@
-//! The intra-op thread pool, with ONNX Runtime's semantics (see
-//! `src/pool/README.md` for the spin/sleep protocol and its invariants).
+//! The intra-op thread pool, with ONNX Runtime's semantics (the contract:
+//! `docs/POOL.md`; the protocol and its invariants: `src/pool/README.md`).
 //!
-//! * [`ThreadPool`]: n-1 worker threads on crossbeam-deque work-stealing
-//!   queues; the thread that starts a loop always takes part in it.
-//! * The static helpers ([`try_parallel_for`], [`try_simple_parallel_for`],
-//!   [`try_batch_parallel_for`], [`schedule`], ...) take `Option<&ThreadPool>`
-//!   like ORT's take a nullable `ThreadPool*`: `None` runs serially on the
-//!   caller.
-//! * [`PoolOptions`]: ORT's options and session config keys.
-//! * [`spin`]: calibrated pause, spin budget and backoff; [`cpu`]: CPU facts.
+//! Two layers, arrows pointing down:
+//! * `loops` — ORT's loops: the cost model decision ([`cost`]), block
+//!   sizing, the sharded loop counter, and the static helpers
+//!   ([`try_parallel_for`], [`try_simple_parallel_for`],
+//!   [`try_batch_parallel_for`], [`schedule`], ...), which take
+//!   `Option<&ThreadPool>` like ORT's take a nullable `ThreadPool*`: `None`
+//!   runs serially on the caller.
+//! * `engine` — [`ThreadPool`]: n-1 worker threads on crossbeam-deque
+//!   work-stealing queues, sleep and wake, the broadcast slot, parallel
+//!   sections, Schedule, destroy, stats and profiling, and one entry that
+//!   runs a piece of work on the caller plus helpers. The thread that starts
+//!   a loop always takes part in it.
+//!
+//! Beside them: [`PoolOptions`] (ORT's options and session config keys),
+//! [`spin`] (calibrated pause, spin budget, backoff), [`cpu`] (CPU facts),
+//! [`affinity`].
 pub mod affinity;
 pub mod cost;
 pub mod cpu;
+mod engine;
+mod loops;
 pub mod options;
-mod parallel;
-mod section;
-pub mod sleep;
 pub mod spin;
-mod sync;
-mod threadpool;
 
 pub use cost::TensorOpCost;
+pub use engine::{nested_section_error, section_open_on_this_thread};
+pub use engine::{ParallelSection, PoolStats, SectionHandle, ThreadPool};
+pub use loops::{
+    degree_of_parallelism, kernel_parallel_for, partition_work, schedule, should_parallelize,
+    try_batch_parallel_for, try_parallel_for, try_parallel_for_cost, try_partition_work,
+    try_simple_parallel_for,
+};
 pub use options::{
     CustomCreateThreadFn, CustomJoinThreadFn, CustomThreadHandle, CustomThreadHandleT, PoolOptions,
     ThreadWorkerFn, FORCE_HYBRID_ENV,
 };
-pub use parallel::{
-    degree_of_parallelism, schedule, should_parallelize, try_batch_parallel_for, try_parallel_for,
-    try_parallel_for_cost, try_simple_parallel_for,
-};
-pub use threadpool::{PoolStats, ThreadPool, QUEUE_CAPACITY};

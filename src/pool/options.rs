@@ -61,10 +61,10 @@ impl PartialEq for CustomThreadFns {
     }
 }
 
-/// Most threads a pool may have.
-pub const MAX_THREADS: i32 = 1024;
-/// Largest `spin_duration_us` accepted (10 s).
-pub const MAX_SPIN_US: i32 = 10_000_000;
+/// Most threads a pool may have (C: `LRT_POOL_MAX_THREADS`).
+pub(crate) const MAX_THREADS: i32 = 1024;
+/// Largest `spin_duration_us` accepted, 10 s (C: `LRT_POOL_MAX_SPIN_US`).
+pub(crate) const MAX_SPIN_US: i32 = 10_000_000;
 
 /// Environment variable forcing the hybrid-CPU degree of parallelism (×4):
 /// `LEANRT_POOL_FORCE_HYBRID=1`.
@@ -86,6 +86,9 @@ pub struct PoolOptions {
     pub(crate) force_spinning_stop: bool,
     pub(crate) force_hybrid: bool,
     pub(crate) custom_threads: Option<CustomThreadFns>,
+    /// Stack size of each worker thread leanrt starts; 0: the platform's
+    /// default.
+    pub(crate) stack_size: usize,
 }
 
 impl Default for PoolOptions {
@@ -102,6 +105,7 @@ impl Default for PoolOptions {
             force_spinning_stop: false,
             force_hybrid: false,
             custom_threads: None,
+            stack_size: 0,
         }
     }
 }
@@ -118,22 +122,33 @@ fn parse_int(key: &str, value: &str) -> Result<i32> {
         .map_err(|_| Error::invalid_argument(format!("{key}: \"{value}\" is out of range")))
 }
 
-fn parse_bool(key: &str, value: &str) -> Result<bool> {
+/// The one check of an on/off switch given as an integer: 0 or 1.
+pub fn flag(value: i32, what: &str) -> Result<bool> {
     match value {
-        "0" => Ok(false),
-        "1" => Ok(true),
+        0 => Ok(false),
+        1 => Ok(true),
         _ => Err(Error::invalid_argument(format!(
-            "{key}: \"{value}\" must be \"0\" or \"1\""
+            "{what} {value} must be 0 or 1"
         ))),
     }
 }
 
-impl PoolOptions {
-    /// ORT defaults (same as `Default`).
-    pub fn new() -> Self {
-        Self::default()
-    }
+/// A switch given as a config string: exactly "0" or "1".
+fn parse_bool(key: &str, value: &str) -> Result<bool> {
+    let digit = match value.as_bytes() {
+        [d @ b'0'..=b'9'] => i32::from(d - b'0'),
+        _ => -1,
+    };
+    flag(digit, key)
+        .map_err(|_| Error::invalid_argument(format!("{key}: \"{value}\" must be \"0\" or \"1\"")))
+}
 
+/// Smallest worker stack the platform allows (PTHREAD_STACK_MIN).
+pub fn min_stack_size() -> usize {
+    libc::PTHREAD_STACK_MIN
+}
+
+impl PoolOptions {
     /// Sets one option by its ORT session config key:
     /// `session.intra_op.allow_spinning` ("0"/"1"),
     /// `session.intra_op.spin_duration_us` (integer >= -1),
@@ -180,15 +195,23 @@ impl PoolOptions {
 
     /// `allow_spinning`: 0 or 1 only.
     pub fn set_spin_control(&mut self, allow: i32) -> Result<()> {
-        match allow {
-            0 | 1 => {
-                self.allow_spinning = allow == 1;
-                Ok(())
-            }
-            _ => Err(Error::invalid_argument(format!(
-                "spin control {allow} must be 0 or 1"
-            ))),
+        self.allow_spinning = flag(allow, "spin control")?;
+        Ok(())
+    }
+
+    /// Stack size in bytes of every worker thread leanrt starts (0: the
+    /// platform's default). Below [`min_stack_size`] (PTHREAD_STACK_MIN) is
+    /// `ErrorKind::InvalidArgument`. Custom thread functions own their
+    /// threads' stacks; this setting does not reach them.
+    pub fn set_stack_size(&mut self, bytes: usize) -> Result<()> {
+        if bytes != 0 && bytes < min_stack_size() {
+            return Err(Error::invalid_argument(format!(
+                "stack size {bytes} is below the platform minimum {} (PTHREAD_STACK_MIN)",
+                min_stack_size()
+            )));
         }
+        self.stack_size = bytes;
+        Ok(())
     }
 
     /// -1 = legacy 2^20 pauses, 0 = no spinning, > 0 = µs budget.
@@ -233,9 +256,8 @@ impl PoolOptions {
     }
 
     /// Sets FTZ and DAZ (flush denormals to zero) on the worker threads.
-    pub fn set_denormal_as_zero(&mut self, on: bool) -> Result<()> {
+    pub fn set_denormal_as_zero(&mut self, on: bool) {
         self.denormal_as_zero = on;
-        Ok(())
     }
 
     /// Name prefix of the worker threads (non-empty, no NUL).
@@ -251,20 +273,21 @@ impl PoolOptions {
 
     /// Multiplies the degree of parallelism by 4 as on a hybrid CPU (also
     /// forced for every pool by `LEANRT_POOL_FORCE_HYBRID=1`).
-    pub fn set_force_hybrid(&mut self, on: bool) -> Result<()> {
+    pub fn set_force_hybrid(&mut self, on: bool) {
         self.force_hybrid = on;
-        Ok(())
-    }
-
-    /// ORT's `session.force_spinning_stop`.
-    pub fn set_force_spinning_stop(&mut self, on: bool) -> Result<()> {
-        self.force_spinning_stop = on;
-        Ok(())
     }
 
     /// Custom thread functions. `create` without `join` is an error; both
     /// `None` restores the built-in threads; `join` alone is kept unused.
-    pub fn set_custom_thread_fns(
+    ///
+    /// # Safety
+    /// The pool calls these functions: `create(create_options, worker,
+    /// param)` must start a thread that calls `worker(param)` exactly once
+    /// and return a non-NULL handle for it (NULL: no thread was started),
+    /// and `join(handle)` must wait until that thread has finished. Both
+    /// must stay callable, with `create_options` valid, for as long as any
+    /// pool made from these options exists.
+    pub unsafe fn set_custom_thread_fns(
         &mut self,
         create: CustomCreateThreadFn,
         create_options: *mut c_void,
@@ -321,6 +344,10 @@ impl PoolOptions {
     /// Whether `force_spinning_stop` is set.
     pub fn force_spinning_stop(&self) -> bool {
         self.force_spinning_stop
+    }
+    /// The worker stack size (0: the platform's default).
+    pub fn stack_size(&self) -> usize {
+        self.stack_size
     }
 }
 
@@ -381,7 +408,11 @@ mod tests {
         assert!(o.set_num_threads(MAX_THREADS + 1).is_err());
         assert!(o.set_spin_control(2).is_err());
         assert!(o.set_name("").is_err());
+        assert!(o.set_stack_size(1).is_err());
         assert_eq!(o, PoolOptions::default());
+        o.set_stack_size(0).unwrap();
+        o.set_stack_size(min_stack_size()).unwrap();
+        assert_eq!(o.stack_size(), min_stack_size());
         o.set_num_threads(4).unwrap();
         assert_eq!(o.num_threads(), 4);
     }

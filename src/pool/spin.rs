@@ -11,9 +11,9 @@ use once_cell::sync::OnceCell;
 use std::time::Instant;
 
 /// `spin_duration_us = -1`: the legacy count, 2^20 pause iterations.
-pub const LEGACY_SPIN_PAUSES: u64 = 1 << 20;
+pub(crate) const LEGACY_SPIN_PAUSES: u64 = 1 << 20;
 /// Upper bound of `spin_backoff_max`.
-pub const MAX_BACKOFF: u32 = 64;
+pub(crate) const MAX_BACKOFF: u32 = 64;
 /// TSC cycles one TPAUSE waits at most.
 const TPAUSE_CYCLES: u64 = 200;
 

@@ -83,7 +83,10 @@ impl EventCount {
         self.state.fetch_sub(WAITER, Ordering::AcqRel);
     }
 
-    /// Number of registered waiters (prepared or blocked) right now.
+    /// Number of registered waiters (prepared or blocked) right now (the
+    /// loom models check it).
+    #[cfg(loom)]
+    #[allow(dead_code)]
     pub fn waiters(&self) -> u64 {
         self.state.load(Ordering::Relaxed) & WAITER_MASK
     }

@@ -1,0 +1,171 @@
+//! Per-thread counters, the pool's statistics and the profiling report.
+//!
+//! Each worker's counters are written only by that worker (plain load +
+//! store, no RMW) and read by anyone. The callers of loops (any thread that
+//! is not a worker) share one set, updated with RMWs. Blocks and time in
+//! loops are counted only while profiling is on.
+use super::{Padded, Shared};
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Statistics of a pool, summed over its workers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Jobs run by worker threads (scheduled tasks and loop shares; tasks
+    /// run inline on a caller are not counted).
+    pub tasks_run: u64,
+    /// Jobs a worker took from another worker's queues.
+    pub steals: u64,
+    /// Spin iterations (polls of the queues while spinning).
+    pub spin_iterations: u64,
+    /// Times a worker went to sleep.
+    pub parks: u64,
+    /// Times a sleeping worker was woken.
+    pub wakeups: u64,
+    /// Workers asleep right now.
+    pub workers_asleep: u64,
+}
+
+/// One worker's counters.
+#[derive(Default)]
+pub(super) struct Counters {
+    pub(super) tasks_run: AtomicU64,
+    pub(super) steals: AtomicU64,
+    pub(super) spin_iterations: AtomicU64,
+    pub(super) parks: AtomicU64,
+    pub(super) wakeups: AtomicU64,
+    pub(super) asleep: AtomicU64,
+    /// Loop blocks run (while profiling).
+    pub(super) blocks: AtomicU64,
+    /// Nanoseconds spent running loop shares (while profiling).
+    pub(super) loop_ns: AtomicU64,
+}
+
+/// What the threads that start loops (not workers) did, together.
+#[derive(Default)]
+pub(super) struct CallerCounters {
+    blocks: AtomicU64,
+    loops: AtomicU64,
+    loop_ns: AtomicU64,
+}
+
+/// Adds `n` to a counter only its owner writes.
+pub(super) fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+/// Records one participant's share of a loop: `blocks` blocks, started at
+/// `t0` (set only while profiling).
+pub(super) fn record(shared: &Shared, worker: Option<usize>, blocks: u64, t0: Option<Instant>) {
+    let Some(t0) = t0 else {
+        return;
+    };
+    let ns = t0.elapsed().as_nanos() as u64;
+    match worker {
+        Some(i) => {
+            let c = &shared.counters[i].0;
+            bump(&c.blocks, blocks);
+            bump(&c.loop_ns, ns);
+        }
+        None => {
+            let c = &shared.callers.0;
+            c.blocks.fetch_add(blocks, Ordering::Relaxed);
+            c.loops.fetch_add(1, Ordering::Relaxed);
+            c.loop_ns.fetch_add(ns, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Counters summed over the workers.
+pub(super) fn stats(counters: &[Padded<Counters>]) -> PoolStats {
+    let mut s = PoolStats::default();
+    for c in counters.iter() {
+        let c = &c.0;
+        s.tasks_run += c.tasks_run.load(Ordering::Relaxed);
+        s.steals += c.steals.load(Ordering::Relaxed);
+        s.spin_iterations += c.spin_iterations.load(Ordering::Relaxed);
+        s.parks += c.parks.load(Ordering::Relaxed);
+        s.wakeups += c.wakeups.load(Ordering::Relaxed);
+        s.workers_asleep += c.asleep.load(Ordering::Relaxed);
+    }
+    s
+}
+
+/// One thread's figures: blocks, tasks, steals, spin iterations, parks,
+/// loop nanoseconds (workers); callers use blocks, loops, loop nanoseconds.
+#[derive(Clone, Copy, Default)]
+struct Figures([u64; 6]);
+
+const WORKER_KEYS: [&str; 6] = [
+    "blocks",
+    "tasks",
+    "steals",
+    "spin_iterations",
+    "parks",
+    "loop_ns",
+];
+
+/// Every counter at one moment.
+pub(super) struct Snapshot {
+    at: Instant,
+    workers: Vec<Figures>,
+    callers: [u64; 3],
+}
+
+impl Snapshot {
+    pub(super) fn take(counters: &[Padded<Counters>], callers: &CallerCounters) -> Snapshot {
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Snapshot {
+            at: Instant::now(),
+            workers: counters
+                .iter()
+                .map(|c| {
+                    let c = &c.0;
+                    Figures([
+                        ld(&c.blocks),
+                        ld(&c.tasks_run),
+                        ld(&c.steals),
+                        ld(&c.spin_iterations),
+                        ld(&c.parks),
+                        ld(&c.loop_ns),
+                    ])
+                })
+                .collect(),
+            callers: [
+                ld(&callers.blocks),
+                ld(&callers.loops),
+                ld(&callers.loop_ns),
+            ],
+        }
+    }
+}
+
+/// The profiling report between two snapshots, as JSON:
+/// `{"duration_ns":N,"main_thread":{"blocks":..,"loops":..,"loop_ns":..},
+/// "workers":[{"id":0,"blocks":..,"tasks":..,"steals":..,
+/// "spin_iterations":..,"parks":..,"loop_ns":..},...]}`.
+pub(super) fn report(start: &Snapshot, now: &Snapshot) -> String {
+    let mut s = String::with_capacity(128 + 128 * now.workers.len());
+    let d = |a: u64, b: u64| a.wrapping_sub(b);
+    let _ = write!(
+        s,
+        "{{\"duration_ns\":{},\"main_thread\":{{\"blocks\":{},\"loops\":{},\"loop_ns\":{}}},\"workers\":[",
+        now.at.duration_since(start.at).as_nanos(),
+        d(now.callers[0], start.callers[0]),
+        d(now.callers[1], start.callers[1]),
+        d(now.callers[2], start.callers[2]),
+    );
+    for (i, (a, b)) in now.workers.iter().zip(&start.workers).enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{{\"id\":{i}");
+        for (k, key) in WORKER_KEYS.iter().enumerate() {
+            let _ = write!(s, ",\"{key}\":{}", d(a.0[k], b.0[k]));
+        }
+        s.push('}');
+    }
+    s.push_str("]}");
+    s
+}

@@ -1,0 +1,330 @@
+//! The worker loop: join a published loop, run queued jobs, stay with a
+//! parallel section between its loops, spin, sleep.
+//!
+//! Invariants (see README.md):
+//! * A worker only sleeps (on the general event count, or on the team
+//!   event count while it is a section member) after `prepare` followed by
+//!   a re-check of everything its producers publish: the slot, every
+//!   queue, the shutdown flag and, for a member, whether its section ended.
+//! * A worker only exits after shutdown was set *and* a full scan found no
+//!   job; jobs pushed later can only come from a still-running worker (to
+//!   its own queue) or be loop helpers, which that worker's loop no longer
+//!   needs. The pool's `Drop` runs whatever is left after joining.
+use super::profile::{bump, Counters};
+use super::{random, Job, Shared, WorkerLocal, WorkerStart, CURRENT};
+use crate::pool::affinity;
+use crate::pool::spin::{Backoff, DEADLINE_CHECK_EVERY};
+use crossbeam_deque::Steal;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// A worker thread's body.
+pub(super) fn main(start: WorkerStart) {
+    let WorkerStart {
+        shared,
+        index,
+        local,
+    } = start;
+    if let Some(cpus) = shared.affinity.as_ref().and_then(|a| a.get(index)) {
+        // Validated at create; a refusal here (CPU hot-unplugged since)
+        // leaves the thread unpinned.
+        let _ = affinity::pin_current_thread(cpus);
+    }
+    if shared.denormal_as_zero {
+        set_denormals_are_zero();
+    }
+    let me = Rc::new(WorkerLocal {
+        pool: shared.id,
+        index,
+        local,
+    });
+    CURRENT.with(|c| *c.borrow_mut() = Some(me.clone()));
+    let counters = &shared.counters[index].0;
+    // The parallel section this worker is a member of (0: none).
+    let mut section = 0u64;
+    loop {
+        if help_slot(&shared, &mut section, index) {
+            bump(&counters.tasks_run, 1);
+            continue;
+        }
+        if let Some(job) = find_job(&shared, &me, counters, section) {
+            run_job(&shared, job, Some(index));
+            bump(&counters.tasks_run, 1);
+            continue;
+        }
+        if slot_wants(&shared, section) {
+            continue;
+        }
+        if shared.shutdown.load(Ordering::Acquire) {
+            // `find_job` may have stopped its scan early: exit only if
+            // every queue is empty.
+            if has_work(&shared, &me) {
+                continue;
+            }
+            break;
+        }
+        if section != 0 {
+            if shared.section_id.load(Ordering::Acquire) == section {
+                stay_with_section(&shared, &me, counters, section);
+                continue;
+            }
+            section = 0;
+        }
+        if spin(&shared, &me, counters, section) {
+            continue;
+        }
+        // Sleep protocol: register, re-scan, then block or cancel.
+        let ticket = shared.event.prepare();
+        if shared.shutdown.load(Ordering::Acquire)
+            || slot_wants(&shared, section)
+            || has_work(&shared, &me)
+        {
+            shared.event.cancel(ticket);
+            continue;
+        }
+        bump(&counters.parks, 1);
+        counters.asleep.store(1, Ordering::Relaxed);
+        shared.event.wait(ticket);
+        counters.asleep.store(0, Ordering::Relaxed);
+        bump(&counters.wakeups, 1);
+    }
+    CURRENT.with(|c| *c.borrow_mut() = None);
+}
+
+/// Whether the loop in the slot (if any) wants this worker: it admits
+/// helpers and is not a section loop whose team is full and excludes us.
+fn slot_wants(shared: &Shared, section: u64) -> bool {
+    if !shared.slot.joinable() {
+        return false;
+    }
+    let tag = shared.slot.tag();
+    tag == 0 || tag == section || shared.team.load(Ordering::Relaxed) < shared.slot.cap()
+}
+
+/// Joins the loop published in the slot, if it wants this worker, and works
+/// on it. A section loop makes the worker a member of that section (while
+/// the team has room; else it leaves at once without working).
+fn help_slot(shared: &Shared, section: &mut u64, index: usize) -> bool {
+    if !slot_wants(shared, *section) {
+        return false;
+    }
+    let Some((job, participant, tag)) = shared.slot.try_enter() else {
+        return false;
+    };
+    if tag != 0 && tag != *section {
+        // Inside, the cap is this loop's.
+        let cap = shared.slot.cap();
+        let joined = shared
+            .team
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |t| {
+                (t < cap).then_some(t + 1)
+            })
+            .is_ok();
+        if !joined {
+            shared.slot.leave();
+            return false;
+        }
+        *section = tag;
+    }
+    // SAFETY: the owner stored a pointer to its live `LoopJob` before
+    // publishing and keeps it alive until `close_and_wait` saw no helper
+    // inside; we are inside from `try_enter` until `leave`, and `run`
+    // catches panics from the work, so we cannot unwind past `leave`.
+    unsafe { &*job }.run(participant, shared, Some(index));
+    shared.slot.leave();
+    true
+}
+
+/// A section member between the section's loops: spins (within the pool's
+/// spin policy), then parks on the team event count, until a loop wants it,
+/// a job is queued, the section ends or the pool shuts down.
+fn stay_with_section(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64) {
+    let wanted = || {
+        slot_wants(shared, section)
+            || shared.section_id.load(Ordering::Acquire) != section
+            || shared.shutdown.load(Ordering::Acquire)
+            || has_work(shared, me)
+    };
+    if spin_until(shared, counters, &wanted) {
+        return;
+    }
+    let ticket = shared.team_event.prepare();
+    if wanted() {
+        shared.team_event.cancel(ticket);
+        return;
+    }
+    bump(&counters.parks, 1);
+    counters.asleep.store(1, Ordering::Relaxed);
+    shared.team_event.wait(ticket);
+    counters.asleep.store(0, Ordering::Relaxed);
+    bump(&counters.wakeups, 1);
+}
+
+/// Runs a queued job.
+fn run_job(shared: &Shared, job: Job, worker: Option<usize>) {
+    match job {
+        Job::Task(f) => {
+            if catch_unwind(AssertUnwindSafe(f)).is_err() {
+                crate::diag::warn("a task scheduled on the thread pool panicked");
+            }
+        }
+        Job::Help(q) => {
+            if let Some(participant) = q.gate.try_enter() {
+                q.job.run(participant, shared, worker);
+                q.gate.leave();
+            }
+        }
+    }
+}
+
+fn steal_retrying(mut f: impl FnMut() -> Steal<Job>) -> Option<Job> {
+    loop {
+        match f() {
+            Steal::Success(j) => return Some(j),
+            Steal::Empty => return None,
+            Steal::Retry => std::hint::spin_loop(),
+        }
+    }
+}
+
+/// Destroy, after the join: runs whatever is still queued on the caller.
+pub(super) fn drain(shared: &Shared) {
+    loop {
+        let mut any = false;
+        for q in shared.injectors.iter() {
+            while let Some(job) = steal_retrying(|| q.steal()) {
+                run_job(shared, job, None);
+                any = true;
+            }
+        }
+        for s in shared.stealers.iter() {
+            while let Some(job) = steal_retrying(|| s.steal()) {
+                run_job(shared, job, None);
+                any = true;
+            }
+        }
+        if !any {
+            break;
+        }
+    }
+}
+
+/// Finds a job: own deque, own injector, then the other workers' injectors
+/// and deques starting at a random one. `None` only after a scan in which
+/// every queue was empty (no `Retry` left unresolved), or early when a loop
+/// that wants this worker was published meanwhile (the caller checks the
+/// slot next, and its later scans cover the queues).
+fn find_job(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64) -> Option<Job> {
+    if let Some(j) = me.local.pop() {
+        return Some(j);
+    }
+    let n = shared.workers();
+    loop {
+        let mut retry = false;
+        match shared.injectors[me.index].steal_batch_and_pop(&me.local) {
+            Steal::Success(j) => return Some(j),
+            Steal::Retry => retry = true,
+            Steal::Empty => {}
+        }
+        let start = (random() % n as u64) as usize;
+        for k in 0..n {
+            let v = (start + k) % n;
+            if v == me.index {
+                continue;
+            }
+            if slot_wants(shared, section) {
+                return None;
+            }
+            // Evaluated one at a time: a steal that succeeds hands over a job.
+            for from_deque in [false, true] {
+                let s = if from_deque {
+                    shared.stealers[v].steal()
+                } else {
+                    shared.injectors[v].steal_batch_and_pop(&me.local)
+                };
+                match s {
+                    Steal::Success(j) => {
+                        bump(&counters.steals, 1);
+                        return Some(j);
+                    }
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+        }
+        if !retry {
+            return None;
+        }
+    }
+}
+
+/// True if any queue this worker can take from is non-empty.
+fn has_work(shared: &Shared, me: &WorkerLocal) -> bool {
+    !me.local.is_empty()
+        || shared.injectors.iter().any(|q| !q.is_empty())
+        || shared.stealers.iter().any(|s| !s.is_empty())
+}
+
+/// Whether an idle worker may keep spinning now.
+fn may_spin(shared: &Shared) -> bool {
+    shared.spin_enabled.load(Ordering::Relaxed)
+        && !shared.shutdown.load(Ordering::Relaxed)
+        && (!shared.force_stop || shared.loops_active.load(Ordering::Relaxed) > 0)
+}
+
+/// The spin phase of an idle worker: polls the slot and the queues.
+fn spin(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64) -> bool {
+    spin_until(shared, counters, &|| {
+        slot_wants(shared, section) || has_work(shared, me)
+    })
+}
+
+/// Polls `found` between pauses until it is true (true) or the pause
+/// budget or the wall-clock deadline is spent, or spinning is disabled
+/// (false).
+fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) -> bool {
+    let budget = shared.policy.pauses;
+    if budget == 0 {
+        return false;
+    }
+    let mut backoff = Backoff::new(shared.policy.backoff_max);
+    let (mut spent, mut iterations) = (0u64, 0u64);
+    let mut hit = false;
+    // A microsecond budget is wall-clock time, not only pauses: the polls
+    // between the pauses cost time too (see `SpinPolicy`).
+    let deadline = shared
+        .policy
+        .deadline_ns
+        .map(|ns| (Instant::now(), Duration::from_nanos(ns)));
+    while spent < budget && may_spin(shared) {
+        if found() {
+            hit = true;
+            break;
+        }
+        spent += u64::from(backoff.pause());
+        iterations += 1;
+        if let Some((start, limit)) = deadline {
+            if iterations % DEADLINE_CHECK_EVERY == 0 && start.elapsed() >= limit {
+                break;
+            }
+        }
+    }
+    bump(&counters.spin_iterations, iterations);
+    hit
+}
+
+/// Sets FTZ (bit 15) and DAZ (bit 6) in MXCSR for this thread.
+fn set_denormals_are_zero() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: STMXCSR/LDMXCSR save and load this thread's SSE control
+    // register through a local on the stack; setting FTZ/DAZ only changes
+    // how this thread rounds denormals.
+    unsafe {
+        let mut csr: u32 = 0;
+        std::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack));
+        csr |= (1 << 15) | (1 << 6);
+        std::arch::asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack, readonly));
+    }
+}

@@ -1,0 +1,436 @@
+//! Parallel loops on top of the engine: the cost model decision, block
+//! sizing, the sharded loop counter, and ORT's static helpers
+//! (`TryParallelFor` & co.). Everything here calls the engine through
+//! `ThreadPool::max_helpers` and `ThreadPool::run_in_parallel` only.
+//!
+//! A loop: decide (cost model, ORT's `ShouldParallelizeLoop`), size the
+//! blocks (Eigen's rule, or ORT's dynamic blocks), build a [`Counter`] over
+//! the blocks, and hand the engine one piece of work: "claim blocks from the
+//! counter and run them until it is exhausted". The engine runs it on the
+//! caller and on each helper that joins. Every block is claimed exactly
+//! once (one RMW per claim on its shard), so every index runs exactly once;
+//! the engine's gate guarantees the body is never called after the loop
+//! returned.
+use super::cost::{self, TensorOpCost};
+use super::engine::{Padded, ThreadPool};
+use crate::{Error, Result};
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+/// At most this many counter shards (each on its own cache line).
+const MAX_SHARDS: usize = 8;
+
+/// How blocks are sized.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Blocks {
+    /// Fixed blocks of this many iterations (Eigen's rule, or 1).
+    Fixed(isize),
+    /// ORT's dynamic blocks: `remaining / (dop * base)`.
+    Dynamic { dop: i32, base: i32 },
+}
+
+/// One shard of the loop counter: a contiguous part of the iteration space
+/// with its own claim position.
+struct Shard {
+    /// Fixed: next block (relative to `begin`, in blocks); Dynamic: next
+    /// iteration (absolute).
+    next: AtomicIsize,
+    begin: isize,
+    end: isize,
+}
+
+/// The sharded loop counter: participant `p` starts claiming in shard
+/// `p % shards` and moves on to the next shard when its own is exhausted,
+/// so participants mostly touch different cache lines.
+struct Counter {
+    /// Inline, so that a loop allocates nothing; only the first `n` are
+    /// used.
+    shards: [Padded<Shard>; MAX_SHARDS],
+    n: usize,
+    total: isize,
+    blocks: Blocks,
+}
+
+fn split(len: isize, parts: usize, i: usize) -> isize {
+    ((len as u128 * i as u128) / parts as u128) as isize
+}
+
+impl Counter {
+    /// `units` is `blocks.units(total)`.
+    fn new(total: isize, blocks: Blocks, units: isize, participants: usize) -> Counter {
+        let n = participants.min(MAX_SHARDS).min(units as usize).max(1);
+        let shards = std::array::from_fn(|i| {
+            if i >= n {
+                return Padded(Shard {
+                    next: AtomicIsize::new(0),
+                    begin: 0,
+                    end: 0,
+                });
+            }
+            let (begin, end) = (split(units, n, i), split(units, n, i + 1));
+            let next = match blocks {
+                Blocks::Fixed(_) => 0,
+                Blocks::Dynamic { .. } => begin,
+            };
+            Padded(Shard {
+                next: AtomicIsize::new(next),
+                begin,
+                end,
+            })
+        });
+        Counter {
+            shards,
+            n,
+            total,
+            blocks,
+        }
+    }
+
+    fn claim_in(&self, shard: &Shard) -> Option<(isize, isize)> {
+        match self.blocks {
+            Blocks::Fixed(size) => {
+                let len = shard.end - shard.begin;
+                if shard.next.load(Ordering::Relaxed) >= len {
+                    return None;
+                }
+                let k = shard.next.fetch_add(1, Ordering::Relaxed);
+                if k >= len {
+                    return None;
+                }
+                let first = (shard.begin + k) * size;
+                Some((first, first + size.min(self.total - first)))
+            }
+            Blocks::Dynamic { dop, base } => {
+                let n = self.n as u128;
+                let mut cur = shard.next.load(Ordering::Relaxed);
+                loop {
+                    if cur >= shard.end {
+                        return None;
+                    }
+                    let left = (shard.end - cur) as u128;
+                    // The shard's share of ORT's remaining / (dop * base).
+                    let size =
+                        cost::dynamic_block((left * n).min(isize::MAX as u128) as isize, dop, base)
+                            .min(shard.end - cur);
+                    match shard.next.compare_exchange_weak(
+                        cur,
+                        cur + size,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return Some((cur, cur + size)),
+                        Err(now) => cur = now,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Next block for a participant whose current shard is `*cursor`.
+    fn claim(&self, cursor: &mut usize) -> Option<(isize, isize)> {
+        let n = self.n;
+        for _ in 0..n {
+            if let Some(r) = self.claim_in(&self.shards[*cursor].0) {
+                return Some(r);
+            }
+            *cursor = (*cursor + 1) % n;
+        }
+        None
+    }
+}
+
+type Body<'a> = dyn Fn(isize, isize) + Sync + 'a;
+
+impl Blocks {
+    /// How many claimable units `total` iterations make: blocks (fixed) or
+    /// iterations (dynamic).
+    fn units(self, total: isize) -> isize {
+        match self {
+            Blocks::Fixed(b) => (total - 1) / b + 1,
+            Blocks::Dynamic { .. } => total,
+        }
+    }
+}
+
+/// Runs `body` over blocks of `0..total` (total > 1) on the caller plus up
+/// to one helper per other worker, through the engine.
+fn run_loop(pool: &ThreadPool, total: isize, blocks: Blocks, body: &Body<'_>) {
+    let units = blocks.units(total);
+    let helpers = pool.max_helpers().min((units - 1) as usize);
+    if helpers == 0 {
+        return pool.run_in_parallel(0, &|_| {
+            body(0, total);
+            1
+        });
+    }
+    let counter = Counter::new(total, blocks, units, helpers + 1);
+    pool.run_in_parallel(helpers, &|participant| {
+        let mut cursor = participant % counter.n;
+        let mut ran = 0;
+        while let Some((first, last)) = counter.claim(&mut cursor) {
+            body(first, last);
+            ran += 1;
+        }
+        ran
+    });
+}
+
+impl ThreadPool {
+    /// ORT's `ParallelFor`: cost model decision, then Eigen's fixed blocks
+    /// or (with `dynamic_block_base > 0`) ORT's dynamic blocks.
+    pub fn parallel_for(&self, total: isize, cost: &TensorOpCost, f: &Body<'_>) {
+        if total <= 0 {
+            return;
+        }
+        let _in = self.in_use();
+        let dop = self.degree_of_parallelism();
+        if total == 1 || self.max_helpers() == 0 || cost::num_threads(total as f64, cost, dop) == 1
+        {
+            return f(0, total);
+        }
+        let base = self.dynamic_block_base();
+        if base > 0 {
+            return run_loop(self, total, Blocks::Dynamic { dop, base }, f);
+        }
+        let size = cost::block_size(total, cost, dop);
+        if size >= total {
+            return f(0, total);
+        }
+        run_loop(self, total, Blocks::Fixed(size), f)
+    }
+
+    /// ORT's `SimpleParallelFor`: `f(i)` for every i in `0..total`, blocks
+    /// of one iteration.
+    pub fn simple_parallel_for(&self, total: isize, f: &(dyn Fn(isize) + Sync)) {
+        if total <= 0 {
+            return;
+        }
+        let _in = self.in_use();
+        if total == 1 || self.max_helpers() == 0 {
+            return (0..total).for_each(f);
+        }
+        run_loop(self, total, Blocks::Fixed(1), &|a, b| (a..b).for_each(f))
+    }
+}
+
+/// ORT's `TryParallelFor(tp, total, cost_per_unit, fn)`: cost is
+/// `cost_per_unit` compute cycles per iteration.
+pub fn try_parallel_for(
+    pool: Option<&ThreadPool>,
+    total: isize,
+    cost_per_unit: f64,
+    f: &(dyn Fn(isize, isize) + Sync),
+) {
+    let cost = TensorOpCost {
+        bytes_loaded: 0.0,
+        bytes_stored: 0.0,
+        compute_cycles: cost_per_unit,
+    };
+    try_parallel_for_cost(pool, total, &cost, f)
+}
+
+/// ORT's `TryParallelFor(tp, total, TensorOpCost, fn)`.
+pub fn try_parallel_for_cost(
+    pool: Option<&ThreadPool>,
+    total: isize,
+    cost: &TensorOpCost,
+    f: &(dyn Fn(isize, isize) + Sync),
+) {
+    if total <= 0 {
+        return;
+    }
+    match pool {
+        None => f(0, total),
+        Some(p) => p.parallel_for(total, cost, f),
+    }
+}
+
+/// ORT's `TrySimpleParallelFor`: `f(i)` for each i in `0..total`.
+pub fn try_simple_parallel_for(
+    pool: Option<&ThreadPool>,
+    total: isize,
+    f: &(dyn Fn(isize) + Sync),
+) {
+    match pool {
+        None => (0..total.max(0)).for_each(f),
+        Some(p) => p.simple_parallel_for(total, f),
+    }
+}
+
+/// ORT's `PartitionWork`: the `[start, end)` of batch `batch_idx` of
+/// `num_batches` over `total` items; the first `total % num_batches`
+/// batches get one item more. Requires `num_batches > 0`,
+/// `0 <= batch_idx < num_batches` and `total >= 0` (see
+/// [`try_partition_work`] for the checked form).
+pub fn partition_work(batch_idx: isize, num_batches: isize, total: isize) -> (isize, isize) {
+    let (per, extra) = (total / num_batches, total % num_batches);
+    if batch_idx < extra {
+        let start = batch_idx * (per + 1);
+        (start, start + per + 1)
+    } else {
+        let start = batch_idx * per + extra;
+        (start, start + per)
+    }
+}
+
+/// [`partition_work`] with its arguments checked: `ErrorKind::InvalidArgument`
+/// unless `num_batches > 0`, `0 <= batch_idx < num_batches` and `total >= 0`.
+pub fn try_partition_work(
+    batch_idx: isize,
+    num_batches: isize,
+    total: isize,
+) -> Result<(isize, isize)> {
+    if num_batches <= 0 || !(0..num_batches).contains(&batch_idx) || total < 0 {
+        return Err(Error::invalid_argument(format!(
+            "partition of batch {batch_idx} of {num_batches} over {total} items: \
+             needs num_batches > 0, 0 <= batch_idx < num_batches, total >= 0"
+        )));
+    }
+    Ok(partition_work(batch_idx, num_batches, total))
+}
+
+/// ORT's `TryBatchParallelFor`: `total` items in `num_batches` batches (<= 0:
+/// the degree of parallelism), each batch a loop over its items.
+pub fn try_batch_parallel_for(
+    pool: Option<&ThreadPool>,
+    total: isize,
+    f: &(dyn Fn(isize) + Sync),
+    num_batches: isize,
+) {
+    if total <= 0 {
+        return;
+    }
+    let Some(p) = pool else {
+        return (0..total).for_each(f);
+    };
+    if total == 1 {
+        return f(0);
+    }
+    // As ORT does: never more batches than items (a batch count near
+    // PTRDIFF_MAX would otherwise mean that many empty batches).
+    let batches = if num_batches <= 0 {
+        total.min(p.degree_of_parallelism() as isize)
+    } else {
+        num_batches.min(total)
+    };
+    if batches <= 1 {
+        return (0..total).for_each(f);
+    }
+    p.simple_parallel_for(batches, &|b| {
+        let (start, end) = partition_work(b, batches, total);
+        (start..end).for_each(f)
+    })
+}
+
+/// ORT's `Schedule`: on a worker, or inline when `pool` is `None`.
+pub fn schedule(pool: Option<&ThreadPool>, task: Box<dyn FnOnce() + Send + 'static>) {
+    match pool {
+        None => task(),
+        Some(p) => p.schedule(task),
+    }
+}
+
+/// ORT's `KernelContext_ParallelFor`: `f(i)` for every i in `0..total`;
+/// `num_batch` 0 runs one index per block (TrySimpleParallelFor), else
+/// TryBatchParallelFor with `num_batch` batches. `ErrorKind::InvalidArgument`
+/// (and nothing runs) when a count exceeds `isize::MAX`.
+pub fn kernel_parallel_for(
+    pool: Option<&ThreadPool>,
+    total: usize,
+    num_batch: usize,
+    f: &(dyn Fn(usize) + Sync),
+) -> Result<()> {
+    let total = isize::try_from(total)
+        .map_err(|_| Error::invalid_argument(format!("total {total} > PTRDIFF_MAX")))?;
+    let batches = isize::try_from(num_batch)
+        .map_err(|_| Error::invalid_argument(format!("num_batch {num_batch} > PTRDIFF_MAX")))?;
+    let body = |i: isize| f(i as usize);
+    if batches == 0 {
+        try_simple_parallel_for(pool, total, &body);
+    } else {
+        try_batch_parallel_for(pool, total, &body, batches);
+    }
+    Ok(())
+}
+
+/// ORT's `DegreeOfParallelism`: 1 for `None`.
+pub fn degree_of_parallelism(pool: Option<&ThreadPool>) -> i32 {
+    pool.map_or(1, ThreadPool::degree_of_parallelism)
+}
+
+/// ORT's `ShouldParallelize`: degree of parallelism above 1.
+pub fn should_parallelize(pool: Option<&ThreadPool>) -> bool {
+    degree_of_parallelism(pool) != 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(total: isize, blocks: Blocks, participants: usize) -> Vec<(isize, isize)> {
+        let c = Counter::new(total, blocks, blocks.units(total), participants);
+        let mut out = Vec::new();
+        for p in 0..participants {
+            let mut cur = p % c.n;
+            if let Some(r) = c.claim(&mut cur) {
+                out.push(r);
+            }
+        }
+        let mut cur = 0;
+        while let Some(r) = c.claim(&mut cur) {
+            out.push(r);
+        }
+        out.sort_unstable();
+        out
+    }
+
+    fn covers(v: &[(isize, isize)], total: isize) {
+        let mut at = 0;
+        for &(a, b) in v {
+            assert_eq!(a, at);
+            assert!(b > a);
+            at = b;
+        }
+        assert_eq!(at, total);
+    }
+
+    #[test]
+    fn counter_partitions_exactly() {
+        for total in [2isize, 3, 50, 81, 1000, 12345] {
+            for p in [1usize, 2, 3, 8, 16] {
+                for b in [1isize, 2, 7, 64] {
+                    covers(&claims(total, Blocks::Fixed(b), p), total);
+                }
+                for base in [1, 4] {
+                    covers(
+                        &claims(
+                            total,
+                            Blocks::Dynamic {
+                                dop: p as i32,
+                                base,
+                            },
+                            p,
+                        ),
+                        total,
+                    );
+                }
+            }
+        }
+        // No overflow near isize::MAX.
+        let b = Blocks::Fixed(isize::MAX / 3);
+        let c = Counter::new(isize::MAX, b, b.units(isize::MAX), 8);
+        let mut cur = 0;
+        let mut n = 0;
+        while c.claim(&mut cur).is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 4);
+    }
+
+    #[test]
+    fn partition_matches_ort() {
+        assert_eq!(partition_work(0, 3, 10), (0, 4));
+        assert_eq!(partition_work(1, 3, 10), (4, 7));
+        assert_eq!(partition_work(2, 3, 10), (7, 10));
+        assert_eq!(partition_work(4, 5, 3), (3, 3));
+    }
+}
