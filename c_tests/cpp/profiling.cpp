@@ -69,20 +69,26 @@ int main() {
 
   for (int threads = 2; threads <= 4; ++threads) {
     ThreadPool tp(threads);
-    // Stopping what was never started: leanrt's status as leanrt::Error, or
-    // a text; never a crash.
+    // Stopping what was never started: LRT_ERR_STATE as leanrt::Error.
+    lrt_status stop_status = LRT_OK;
     try {
       (void)ThreadPool::StopProfiling(&tp);
     } catch (const leanrt::Error &e) {
-      CHECK(e.status() != LRT_OK);
+      stop_status = e.status();
     }
+    CHECK(stop_status == LRT_ERR_STATE);
     for (int round = 0; round < 2; ++round) {
       ThreadPool::StartProfiling(&tp);
       run_loops(&tp);
       const std::string json = ThreadPool::StopProfiling(&tp);
       CHECK(json_shaped(json));
-      // One entry per worker thread.
-      CHECK(count(json, PER_THREAD_KEY) >= static_cast<std::size_t>(tp.NumThreads()));
+      // One entry per worker thread, and the calling threads' figures.
+      CHECK(count(json, "\"id\":") == static_cast<std::size_t>(tp.NumThreads()));
+      CHECK(count(json, "\"workers\":[") == 1);
+      CHECK(count(json, "\"main_thread\":{") == 1);
+      for (const char *key : {"\"blocks\":", "\"tasks\":", "\"steals\":", "\"spin_iterations\":",
+                              "\"parks\":", "\"loop_ns\":"})
+        CHECK(count(json, key) >= static_cast<std::size_t>(tp.NumThreads()));
     }
   }
 

@@ -6,6 +6,7 @@
 #include "leanrt.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -34,6 +35,12 @@ struct Counts {
 };
 
 // Which workers (by CurrentThreadId) ran blocks of one loop.
+int popcount(std::uint64_t m) {
+  int n = 0;
+  for (; m != 0; m &= m - 1) n++;
+  return n;
+}
+
 struct Workers {
   std::atomic<std::uint64_t> mask{0};
   void note(const ThreadPool *tp) {
@@ -83,6 +90,56 @@ void multi_loop(int threads, int loops) {
   for (std::uint64_t m : per_loop) seen |= m;
   CHECK((seen >> workers) == 0);
   if (workers == 0) CHECK(seen == 0);
+}
+
+// The team of a section stays between its loops: a worker that joined
+// stays a member until the section ends, and a loop admits new members only
+// while the team is smaller than its helper count. Loops of two blocks admit
+// one helper, so over all loops of one section at most one worker runs
+// blocks. Then loops wanting every worker grow the team, never beyond the
+// workers of the pool.
+void team_stays(int threads) {
+  ThreadPool tp(threads);
+  const int small = std::getenv("LEANRT_TEST_SMALL") ? 10 : 40;
+  for (int rep = 0; rep < 5; ++rep) {
+    Workers two, all;
+    Counts c(2), d(64);
+    {
+      ThreadPool::ParallelSection ps(&tp);
+      for (int l = 0; l < small; ++l)
+        ThreadPool::TrySimpleParallelFor(&tp, 2, [&](std::ptrdiff_t i) {
+          two.note(&tp);
+          const auto t0 = std::chrono::steady_clock::now();
+          while (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(200)) {
+          }
+          c.hit(i);
+        });
+      const std::uint64_t team_after_small = two.mask.load();
+      CHECK(popcount(team_after_small) <= 1);
+      for (int l = 0; l < small; ++l)
+        ThreadPool::TrySimpleParallelFor(&tp, 64, [&](std::ptrdiff_t i) {
+          all.note(&tp);
+          d.hit(i);
+        });
+    }
+    CHECK(c.all(small));
+    CHECK(d.all(small));
+    CHECK((all.mask.load() >> tp.NumThreads()) == 0);
+  }
+}
+
+// A section that outlives its pool: ending it afterwards only frees it.
+void section_outlives_pool() {
+  std::unique_ptr<ThreadPool> tp(new ThreadPool(3));
+  std::unique_ptr<ThreadPool::ParallelSection> ps(new ThreadPool::ParallelSection(tp.get()));
+  Counts c(100);
+  ThreadPool::TrySimpleParallelFor(tp.get(), 100, [&](std::ptrdiff_t i) { c.hit(i); });
+  CHECK(c.all(1));
+  tp.reset();
+  ps.reset();
+  // This thread has no section open any more: a new one opens.
+  ThreadPool again(2);
+  ThreadPool::ParallelSection next(&again);
 }
 
 // Loops of a section on a pool stay correct when another thread runs loops
@@ -182,8 +239,9 @@ void edge_cases() {
     CHECK(c.all(1));
   }
 
-  // A section opened from inside a loop body (on a worker or the caller):
-  // either refused with leanrt::Error or a working section; never a hang.
+  // A section opened from inside a loop body (on a worker or the caller) is
+  // allowed: its loops run (in a team, or as plain loops when another
+  // thread's loop holds the pool's hand-off slot).
   {
     Counts outer(8), inner(8 * 64);
     std::atomic<int> refused{0};
@@ -202,9 +260,12 @@ void edge_cases() {
     });
     CHECK(outer.all(1));
     CHECK(inner.all(1));
+    CHECK(refused.load() == 0);
   }
 
   concurrent_outside(tp);
+  section_outlives_pool();
+  for (int threads = 2; threads <= 4; ++threads) team_stays(threads);
 }
 
 }  // namespace
