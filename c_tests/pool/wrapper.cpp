@@ -1,5 +1,5 @@
 // The C++ wrapper: leanrt::ThreadPool (movable, not copyable), ORT's static
-// helper signatures through the LEANRT_ORT_COMPAT aliases, and exceptions
+// helper signatures through the LEANRT_ORT_COMPAT names, and exceptions
 // from loop bodies rethrown on the caller after the loop has finished.
 #define LEANRT_ORT_COMPAT
 #include "leanrt.hpp"
@@ -18,7 +18,7 @@ using onnxruntime::concurrency::ThreadPool;
 
 static_assert(!std::is_copy_constructible<ThreadPool>::value, "not copyable");
 static_assert(std::is_nothrow_move_constructible<ThreadPool>::value, "movable");
-static_assert(std::is_same<ThreadPool, leanrt::ThreadPool>::value, "alias");
+static_assert(std::is_base_of<leanrt::ThreadPool, ThreadPool>::value, "ORT's class is leanrt's pool");
 
 static bool once(const std::vector<std::atomic<int>> &v) {
   for (const auto &x : v)
