@@ -22,7 +22,8 @@ use std::ptr::null_mut;
 
 use fuzz_common::*;
 use leanrt::ffi::staging as ffi;
-use leanrt::staging::{RuntimeMaker, TaskSlot, UploadReport};
+use leanrt::ffi::staging::{lrt_task_slot as TaskSlot, lrt_upload_report as UploadReport};
+use leanrt::staging::RuntimeMaker;
 
 const OK: i32 = 0;
 const NO_MEMORY: i32 = 3;

@@ -26,9 +26,10 @@ use std::ptr::{null, null_mut};
 use std::time::Duration;
 
 use fuzz_common::*;
-use leanrt::device::HostApi;
+use leanrt::ffi::device::lrt_host_api as HostApi;
 use leanrt::ffi::staging as ffi;
-use leanrt::staging::{RuntimeMaker, SmSegments, TaskSlot, UploadReport};
+use leanrt::ffi::staging::{lrt_task_slot as TaskSlot, lrt_upload_report as UploadReport};
+use leanrt::staging::{RuntimeMaker, SmSegments};
 
 // Status values, as a C caller sees them.
 const OK: i32 = 0;
@@ -268,12 +269,13 @@ impl Fuzz {
         }
         // The api: the checked device, a NULL pointer, no ops, or an ops
         // table with a NULL callback.
-        static NO_FREE: leanrt::device::HostApiOps = leanrt::device::HostApiOps {
-            device_malloc: None,
-            device_free: None,
-            copy_to_device: None,
-            copy_from_device: None,
-        };
+        static NO_FREE: leanrt::ffi::device::lrt_host_api_ops =
+            leanrt::ffi::device::lrt_host_api_ops {
+                device_malloc: None,
+                device_free: None,
+                copy_to_device: None,
+                copy_from_device: None,
+            };
         let api_kind = self.rng.below(12);
         let api = match api_kind {
             0 => HostApi {

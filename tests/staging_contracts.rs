@@ -16,7 +16,7 @@ fn maker(api: &CountingApi, policy: UploadPolicy) -> RuntimeMaker {
     let cfg = MakerConfig {
         task_window: W,
         policy,
-        flags: 0,
+        ..MakerConfig::default()
     };
     RuntimeMaker::new(&cfg, api.api()).expect("create")
 }

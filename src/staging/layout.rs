@@ -22,9 +22,6 @@ pub const MAX_SCALARS: usize = 16;
 pub(crate) const TENSOR_BYTES: usize = 128;
 /// The window used when neither the config nor the environment sets one.
 pub(crate) const DEFAULT_TASK_WINDOW: u64 = 16384;
-/// Bytes shipped per live slot by a bounded upload: descriptor + payload +
-/// slot state + completion flag.
-pub(crate) const BYTES_PER_SLOT: u64 = 40 + 4864 + 64 + 1;
 
 /// The SM header: ring flow control (each counter on its own cache line),
 /// the window constants, the segment pointers and the error words.
@@ -198,10 +195,6 @@ assert_offset!(TaskSlotState, graph_context, 56);
 const_assert_eq!(size_of::<SmSegments>(), 48);
 // The layout is for 64-bit hosts (8-byte pointers), like the reference runtime.
 const_assert!(size_of::<*mut c_void>() == 8);
-const_assert_eq!(
-    BYTES_PER_SLOT as usize,
-    size_of::<TaskDescriptor>() + size_of::<TaskPayload>() + size_of::<TaskSlotState>() + 1
-);
 
 const SEGMENT_ALIGN: u64 = 64;
 

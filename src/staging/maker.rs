@@ -20,6 +20,7 @@
 //!   device image as they were.
 use std::ffi::c_void;
 use std::mem::size_of;
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::layout::{
@@ -27,14 +28,8 @@ use super::layout::{
     DEFAULT_TASK_WINDOW,
 };
 use super::mirror::Mapping;
-use crate::device::{self, HostApi, HostApiOps, PinnedRegion};
-use crate::{Error, Result};
-
-/// Page-lock the host mirror (and COMPACT's staging buffer) once at create.
-pub const MAKER_PIN_MIRROR: u32 = 1;
-/// Map a fresh mirror for every run instead of reusing one (baseline only).
-pub const MAKER_FRESH_MIRROR: u32 = 2;
-const KNOWN_FLAGS: u32 = MAKER_PIN_MIRROR | MAKER_FRESH_MIRROR;
+use crate::device::{Device, PinnedRegion};
+use crate::{Error, ErrorKind, Result};
 
 /// The environment variable read when the config leaves the window at 0.
 pub const TASK_WINDOW_ENV: &str = "PTO2_RING_TASK_WINDOW";
@@ -51,28 +46,17 @@ pub enum UploadPolicy {
     Compact,
 }
 
-impl UploadPolicy {
-    /// The policy for a raw C value (`LRT_UPLOAD_*`).
-    pub fn from_raw(raw: u32) -> Result<Self> {
-        match raw {
-            0 => Ok(UploadPolicy::Full),
-            1 => Ok(UploadPolicy::Bounded),
-            2 => Ok(UploadPolicy::Compact),
-            _ => Err(Error::invalid_argument(format!(
-                "unknown upload policy {raw} (expected 0, 1 or 2)"
-            ))),
-        }
-    }
-}
-
 /// What a maker is created with.
 #[derive(Clone, Copy, Debug)]
 pub struct MakerConfig {
     /// Slots in the ring; 0 = env `PTO2_RING_TASK_WINDOW`, else 16384.
     pub task_window: u64,
     pub policy: UploadPolicy,
-    /// `MAKER_PIN_MIRROR | MAKER_FRESH_MIRROR`.
-    pub flags: u32,
+    /// Page-lock the host mirror (and COMPACT's staging buffer) once at
+    /// create; a device that cannot pin leaves them pageable, with a warning.
+    pub pin_mirror: bool,
+    /// Map a fresh mirror for every run instead of reusing one (baseline only).
+    pub fresh_mirror: bool,
 }
 
 impl Default for MakerConfig {
@@ -80,13 +64,13 @@ impl Default for MakerConfig {
         MakerConfig {
             task_window: 0,
             policy: UploadPolicy::Bounded,
-            flags: 0,
+            pin_mirror: false,
+            fresh_mirror: false,
         }
     }
 }
 
 /// A claimed slot: its index and host-mirror addresses.
-#[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct TaskSlot {
     pub index: i32,
@@ -96,7 +80,6 @@ pub struct TaskSlot {
 }
 
 /// What one upload did.
-#[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct UploadReport {
     /// `current_task_index` at upload: the live slots `[0, N)`.
@@ -134,20 +117,24 @@ fn resolve_window(configured: u64) -> Result<u64> {
     Ok(DEFAULT_TASK_WINDOW)
 }
 
-/// The backend's own reason for the last failed callback on this thread
-/// (CUDA's error name and text), as a suffix for the maker's message.
-fn backend_note() -> String {
-    crate::device::cuda::take_last_error()
-        .map(|m| format!(" ({m})"))
-        .unwrap_or_default()
+/// `kind` for a device failure, unless the device reports itself
+/// unavailable (e.g. a CUDA device inherited across `fork`).
+fn device_kind(e: &Error, kind: ErrorKind) -> ErrorKind {
+    if e.kind() == ErrorKind::Unavailable {
+        ErrorKind::Unavailable
+    } else {
+        kind
+    }
 }
 
 fn elapsed_ns(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn pin_or_warn(api: &HostApi, map: &Mapping, what: &str) -> Option<PinnedRegion> {
-    match device::pin_host_memory(api, map.as_ptr(), map.len()) {
+fn pin_or_warn(device: &dyn Device, map: &Mapping, what: &str) -> Option<PinnedRegion> {
+    // SAFETY: the mapping outlives the region: the maker drops its pinned
+    // regions before the mappings they cover (see Drop and begin_run).
+    match unsafe { device.pin(map.as_ptr(), map.len()) } {
         Ok(region) => Some(region),
         Err(e) => {
             crate::diag::warn(&format!(
@@ -183,18 +170,19 @@ impl Rebase {
 /// The runtime maker. `Send` (a maker may move between threads) but not
 /// `Sync`: one thread uses it at a time.
 pub struct RuntimeMaker {
-    api: HostApi,
-    ops: HostApiOps,
+    device: Arc<dyn Device>,
     window: u64,
     policy: UploadPolicy,
-    flags: u32,
+    pin_mirror: bool,
+    fresh_mirror: bool,
     seg: SmSegments,
     mirror: Mapping,
     mirror_pin: Option<PinnedRegion>,
     /// COMPACT's gather buffer (same size as the mirror, untouched until used).
     staging: Option<Mapping>,
     staging_pin: Option<PinnedRegion>,
-    device: *mut u8,
+    /// The device image, from `device.alloc`.
+    image: *mut u8,
     /// `begin_run` has been called (claim/upload allowed).
     run_open: bool,
     /// The last upload succeeded (the device holds a complete image).
@@ -205,22 +193,17 @@ pub struct RuntimeMaker {
 
 // SAFETY: every pointer the maker holds (mirror, staging, device image) is
 // owned by it and reached only through `&mut self` or `&self` reads of plain
-// addresses; the host api's callbacks are required to be callable from any
-// thread (as the reference runtime's are). Not Sync: no `&self` method is
+// addresses; the device is `Send + Sync`. Not Sync: no `&self` method is
 // meant to run concurrently with another call.
 unsafe impl Send for RuntimeMaker {}
 
 impl RuntimeMaker {
     /// Resolves the window, maps the (untouched) mirror, allocates the device
-    /// image once and pins the mirror if asked. On error nothing is leaked.
-    pub fn new(cfg: &MakerConfig, api: HostApi) -> Result<Self> {
-        if cfg.flags & !KNOWN_FLAGS != 0 {
-            return Err(Error::invalid_argument(format!(
-                "unknown maker flags {:#x}",
-                cfg.flags & !KNOWN_FLAGS
-            )));
-        }
-        let ops = *api.validate()?;
+    /// image once through `device` and pins the mirror if asked. On error
+    /// nothing is leaked. A failed device allocation is
+    /// `ErrorKind::NoMemory` (or `Unavailable` when the device says so),
+    /// with the device's message.
+    pub fn new(cfg: &MakerConfig, device: Arc<dyn Device>) -> Result<Self> {
         let window = resolve_window(cfg.task_window)?;
         let seg = segment_offsets(window)?;
         let len = seg.end as usize;
@@ -229,38 +212,32 @@ impl RuntimeMaker {
             UploadPolicy::Compact => Some(Mapping::new(len)?),
             _ => None,
         };
-        let malloc = ops
-            .device_malloc
-            .ok_or_else(|| Error::internal("validated"))?;
-        // SAFETY: the host api contract: device_malloc(ctx, size) returns a
-        // device allocation of `size` bytes or NULL.
-        let device = unsafe { malloc(api.ctx, len) }.cast::<u8>();
-        if device.is_null() {
-            return Err(Error::no_memory(format!(
-                "device_malloc({len}) returned NULL{}",
-                backend_note()
-            )));
-        }
+        let image = device.alloc(len).map_err(|e| {
+            Error::new(
+                device_kind(&e, ErrorKind::NoMemory),
+                format!("device allocation of the {len}-byte image failed: {e}"),
+            )
+        })?;
         let mut maker = RuntimeMaker {
-            api,
-            ops,
+            device,
             window,
             policy: cfg.policy,
-            flags: cfg.flags,
+            pin_mirror: cfg.pin_mirror,
+            fresh_mirror: cfg.fresh_mirror,
             seg,
             mirror,
             mirror_pin: None,
             staging,
             staging_pin: None,
-            device,
+            image,
             run_open: false,
             uploaded: false,
             last_zero_ns: 0,
         };
-        if maker.flags & MAKER_PIN_MIRROR != 0 {
-            maker.mirror_pin = pin_or_warn(&maker.api, &maker.mirror, "host mirror");
+        if maker.pin_mirror {
+            maker.mirror_pin = pin_or_warn(&*maker.device, &maker.mirror, "host mirror");
             if let Some(staging) = &maker.staging {
-                maker.staging_pin = pin_or_warn(&maker.api, staging, "staging buffer");
+                maker.staging_pin = pin_or_warn(&*maker.device, staging, "staging buffer");
             }
         }
         Ok(maker)
@@ -280,7 +257,7 @@ impl RuntimeMaker {
     }
     /// The device image (its header is at offset 0 under every policy).
     pub fn device_image(&self) -> *mut c_void {
-        self.device.cast::<c_void>()
+        self.image.cast::<c_void>()
     }
 
     fn header_ptr(&self) -> *mut SmHeader {
@@ -299,13 +276,13 @@ impl RuntimeMaker {
     /// sets `current_task_index = 0`. Returns the mirror's header.
     pub fn begin_run(&mut self) -> Result<*mut SmHeader> {
         let t0 = Instant::now();
-        if self.flags & MAKER_FRESH_MIRROR != 0 {
+        if self.fresh_mirror {
             // The baseline's "allocate a new image every run".
             let fresh = Mapping::new(self.seg.end as usize)?;
             self.mirror_pin = None; // unpin before the old mapping goes away
             self.mirror = fresh;
-            if self.flags & MAKER_PIN_MIRROR != 0 {
-                self.mirror_pin = pin_or_warn(&self.api, &self.mirror, "host mirror");
+            if self.pin_mirror {
+                self.mirror_pin = pin_or_warn(&*self.device, &self.mirror, "host mirror");
             }
         }
         let zero_len = match self.policy {
@@ -441,7 +418,7 @@ impl RuntimeMaker {
     /// prefixes for `n` live slots.
     fn rebases(&self, n: usize, dev: &SmSegments) -> [Rebase; 2] {
         let host = self.mirror.as_ptr() as usize;
-        let device = self.device as usize;
+        let device = self.image as usize;
         [
             Rebase {
                 from: host + self.seg.payloads as usize,
@@ -475,22 +452,16 @@ impl RuntimeMaker {
     }
 
     fn copy_to_device(&self, dev_off: u64, src: *const u8, len: u64) -> Result<()> {
-        let copy = self
-            .ops
-            .copy_to_device
-            .ok_or_else(|| Error::internal("validated"))?;
-        let dst = self.device.wrapping_add(dev_off as usize);
-        // SAFETY: host api contract: dst..dst+len lies in the device image
-        // (dev_off + len <= end, checked by the callers' layouts) and src is
-        // valid for len bytes of the mirror or staging buffer.
-        let rc = unsafe { copy(self.api.ctx, dst.cast(), src.cast(), len as usize) };
-        if rc != 0 {
-            return Err(Error::device(format!(
-                "copy_to_device({len} bytes at device offset {dev_off}) failed with {rc}{}",
-                backend_note()
-            )));
-        }
-        Ok(())
+        let dst = self.image.wrapping_add(dev_off as usize);
+        // SAFETY: dst..dst+len lies in the device image (dev_off + len <=
+        // end, checked by the callers' layouts) and src is valid for len
+        // bytes of the mirror or staging buffer.
+        unsafe { self.device.copy_to(dst, src, len as usize) }.map_err(|e| {
+            Error::new(
+                device_kind(&e, ErrorKind::Device),
+                format!("copy of {len} bytes to device offset {dev_off} failed: {e}"),
+            )
+        })
     }
 
     /// Validates `total_tasks = current_task_index` and every live slot
@@ -530,7 +501,7 @@ impl RuntimeMaker {
         // Everything is valid: relocate.
         // SAFETY: the header is plain data at the start of the mapping.
         let saved_header = unsafe { *self.header_ptr() };
-        let device = self.device as usize;
+        let device = self.image as usize;
         let dev_arrays = [
             device + dev.descriptors as usize,
             device + dev.payloads as usize,
@@ -651,27 +622,19 @@ impl RuntimeMaker {
         if !self.uploaded {
             return Err(Error::state("read_status before a successful upload"));
         }
-        let copy = self
-            .ops
-            .copy_from_device
-            .ok_or_else(|| Error::internal("validated"))?;
         let mut h = std::mem::MaybeUninit::<SmHeader>::zeroed();
-        // SAFETY: host api contract: reads size_of::<SmHeader>() bytes from
-        // the start of the device image into a local buffer of that size.
-        let rc = unsafe {
-            copy(
-                self.api.ctx,
-                h.as_mut_ptr().cast(),
-                self.device.cast::<c_void>(),
-                size_of::<SmHeader>(),
-            )
-        };
-        if rc != 0 {
-            return Err(Error::device(format!(
-                "copy_from_device of the header failed with {rc}{}",
-                backend_note()
-            )));
+        // SAFETY: reads size_of::<SmHeader>() bytes from the start of the
+        // device image into a local buffer of that size.
+        unsafe {
+            self.device
+                .copy_from(h.as_mut_ptr().cast(), self.image, size_of::<SmHeader>())
         }
+        .map_err(|e| {
+            Error::new(
+                device_kind(&e, ErrorKind::Device),
+                format!("copy of the header from the device failed: {e}"),
+            )
+        })?;
         // SAFETY: zero-initialized, then overwritten with plain data; any bit
         // pattern is a valid SmHeader.
         let h = unsafe { h.assume_init() };
@@ -688,10 +651,8 @@ impl Drop for RuntimeMaker {
         // Unpin before the mappings are unmapped (fields drop afterwards).
         self.mirror_pin = None;
         self.staging_pin = None;
-        if let Some(free) = self.ops.device_free {
-            // SAFETY: the device image came from this api's device_malloc and
-            // is freed exactly once, here.
-            unsafe { free(self.api.ctx, self.device.cast()) };
-        }
+        // SAFETY: the device image came from this device's alloc and is
+        // freed exactly once, here.
+        unsafe { self.device.free(self.image) };
     }
 }
