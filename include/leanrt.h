@@ -26,6 +26,91 @@
  */
 #define LRT_MAKER_FRESH_MIRROR 2
 
+/**
+ * lrt_task_slot_state.task_state: submitted, waiting to run (the
+ * reference's PTO2_TASK_PENDING).
+ */
+#define LRT_TASK_PENDING 0
+
+/**
+ * lrt_task_slot_state.task_state: finished (PTO2_TASK_COMPLETED).
+ */
+#define LRT_TASK_COMPLETED 1
+
+/**
+ * lrt_task_slot_state.task_state: output fully consumed (PTO2_TASK_CONSUMED).
+ */
+#define LRT_TASK_CONSUMED 2
+
+/**
+ * lrt_task_slot_state.task_kind: a task with at least one active subtask.
+ */
+#define LRT_TASK_KIND_KERNEL 0
+
+/**
+ * lrt_task_slot_state.task_kind: a dependency-only task (no active subtask).
+ */
+#define LRT_TASK_KIND_DUMMY 1
+
+/**
+ * lrt_task_slot_state.task_kind: a graph submission.
+ */
+#define LRT_TASK_KIND_GRAPH 2
+
+/**
+ * lrt_task_slot_state.task_kind: a node of a graph.
+ */
+#define LRT_TASK_KIND_GRAPH_NODE 3
+
+/**
+ * active_mask bit: the AIC subtask slot.
+ */
+#define LRT_SUBTASK_AIC 1
+
+/**
+ * active_mask bit: the first AIV subtask slot.
+ */
+#define LRT_SUBTASK_AIV0 2
+
+/**
+ * active_mask bit: the second AIV subtask slot.
+ */
+#define LRT_SUBTASK_AIV1 4
+
+/**
+ * task_attrs bit: the task may be resolved early (set for hidden
+ * allocation tasks).
+ */
+#define LRT_TASK_ATTR_EARLY_RESOLVE 1
+
+/**
+ * task_attrs bit: the task's cores start together.
+ */
+#define LRT_TASK_ATTR_SYNC_START 2
+
+/**
+ * task_attrs bit: the task carries a dispatch predicate.
+ */
+#define LRT_TASK_ATTR_HAS_PREDICATE 4
+
+/**
+ * task_attrs bit: bits 4-7 hold a timing tag.
+ */
+#define LRT_TASK_ATTR_TIMED 8
+
+/**
+ * lrt_claim_desc flag: the task is complete before the run starts (like
+ * the reference's hidden allocation tasks): task_state LRT_TASK_COMPLETED
+ * and completion flag 1.
+ */
+#define LRT_CLAIM_COMPLETED 1
+
+/**
+ * lrt_maker_config.heap_size when neither the config nor the environment
+ * variable PTO2_RING_HEAP sets one: 256 MiB, the reference's default.
+ */
+#define LRT_DEFAULT_HEAP_SIZE 268435456
+
 
 
 /**
@@ -346,6 +431,11 @@ typedef struct lrt_maker_config {
    * LRT_MAKER_PIN_MIRROR and/or LRT_MAKER_FRESH_MIRROR; default 0.
    */
   uint32_t flags;
+  /**
+   * The header's heap_size, at least 1024. 0 (the default): the
+   * environment variable PTO2_RING_HEAP, else LRT_DEFAULT_HEAP_SIZE.
+   */
+  uint64_t heap_size;
 } lrt_maker_config;
 
 /**
@@ -394,6 +484,10 @@ typedef struct LRT_ALIGNED(64) lrt_task_payload {
  */
 typedef struct LRT_ALIGNED(64) lrt_task_slot_state {
   int32_t last_consumer_local_id;
+  /**
+   * The reference's task-state enum (an int): pending 0, completed 1,
+   * consumed 2.
+   */
   int32_t task_state;
   /**
    * The slot's payload (host mirror address on the host, device address in
@@ -410,10 +504,10 @@ typedef struct LRT_ALIGNED(64) lrt_task_slot_state {
   uint8_t task_attrs;
   uint8_t any_subtask_deferred;
   uint8_t task_kind;
-  uint16_t completed_subtasks;
-  uint16_t total_required_subtasks;
-  uint16_t logical_block_num;
-  uint16_t next_block_idx;
+  int16_t completed_subtasks;
+  int16_t total_required_subtasks;
+  int16_t logical_block_num;
+  int16_t next_block_idx;
   int32_t graph_node_index;
   void *graph_context;
 } lrt_task_slot_state;
@@ -433,7 +527,11 @@ typedef struct LRT_ALIGNED(64) lrt_sm_header {
   int32_t completed_watermark;
   uint8_t _pad2[60];
   uint64_t task_window_size;
-  uint64_t task_window_mask;
+  /**
+   * `task_window_size - 1`, a 4-byte int followed by 4 bytes of padding.
+   */
+  int32_t task_window_mask;
+  uint8_t _pad_mask[4];
   uint64_t heap_size;
   /**
    * Byte offset of the descriptor segment from the header.
@@ -450,7 +548,10 @@ typedef struct LRT_ALIGNED(64) lrt_sm_header {
    */
   uint64_t total_size;
   int32_t orch_error_code;
-  int32_t sched_error_bitmap;
+  /**
+   * Bit X set: scheduler thread X reported an error.
+   */
+  uint32_t sched_error_bitmap;
   int32_t sched_error_code;
   int32_t sched_error_thread;
   uint8_t _pad4[32];
@@ -468,6 +569,55 @@ typedef struct lrt_task_slot {
   struct lrt_task_payload *payload;
   struct lrt_task_slot_state *slot_state;
 } lrt_task_slot;
+
+/**
+ * What lrt_runtime_maker_claim_slot_ex writes for a task: the fields the
+ * reference runtime's submit path sets per task. Fill it with
+ * lrt_claim_desc_init (a root kernel task on one AIV core), then change
+ * what differs.
+ */
+typedef struct lrt_claim_desc {
+  /**
+   * Active subtask slots (LRT_SUBTASK_AIC | LRT_SUBTASK_AIV0 |
+   * LRT_SUBTASK_AIV1). 0 makes a dependency-only task (task_kind
+   * LRT_TASK_KIND_DUMMY). Default LRT_SUBTASK_AIV0.
+   */
+  uint8_t active_mask;
+  /**
+   * The reference's task-attribute byte (LRT_TASK_ATTR_*, timing tag in
+   * bits 4-7). Default 0.
+   */
+  uint8_t task_attrs;
+  /**
+   * Logical blocks, at least 1; total_required_subtasks is this times the
+   * number of active subtask slots and must fit in int16_t. Default 1.
+   */
+  int16_t logical_block_num;
+  /**
+   * LRT_CLAIM_COMPLETED or 0 (the default).
+   */
+  uint32_t flags;
+  /**
+   * Kernel per subtask slot (AIC, AIV0, AIV1); -1 = none (the default).
+   */
+  int32_t kernel_id[3];
+  /**
+   * Number of producers in fanin_local_ids, in [0, LRT_MAX_FANIN].
+   */
+  int32_t fanin_count;
+  /**
+   * Local ids (slot indices) of producers claimed earlier in this run;
+   * duplicates count once. May be NULL when fanin_count is 0. Read only
+   * during the call.
+   */
+  const int32_t *fanin_local_ids;
+  /**
+   * Written to the descriptor unchanged (device addresses of the task's
+   * packed output buffer; upload never rewrites them). Default NULL.
+   */
+  void *packed_buffer_base;
+  void *packed_buffer_end;
+} lrt_claim_desc;
 
 /**
  * What one lrt_runtime_maker_upload did.
@@ -848,7 +998,8 @@ enum lrt_status lrt_sm_ring_segment_offsets(uint64_t task_window, struct lrt_sm_
 
 /**
  * Sets `*cfg` to the defaults: window 0 (the environment, else 16384),
- * LRT_UPLOAD_BOUNDED, no flags. `cfg` must be NULL or point to writable
+ * LRT_UPLOAD_BOUNDED, no flags, heap size 0 (the environment, else
+ * LRT_DEFAULT_HEAP_SIZE). `cfg` must be NULL or point to writable
  * storage for an lrt_maker_config; NULL is ignored (and recorded for
  * lrt_last_error). Any thread may call it.
  */
@@ -871,7 +1022,7 @@ void lrt_maker_config_init(struct lrt_maker_config *cfg);
  * whichever thread uses the maker.
  *
  * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an unknown
- * policy or flag, a bad window, or a table that is NULL or has a NULL
+ * policy or flag, a bad window, a heap size below 1024, or a table that is NULL or has a NULL
  * callback; LRT_ERR_STATE for a released CUDA api; LRT_ERR_NO_MEMORY when
  * the host mirror or the device image cannot be allocated (the message
  * carries the device's own reason, e.g. CUDA's error name); LRT_ERR_UNAVAILABLE
@@ -898,8 +1049,10 @@ enum lrt_status lrt_runtime_maker_begin_run(struct lrt_runtime_maker *maker,
                                             struct lrt_sm_header **host_sm);
 
 /**
- * Claims slot current_task_index: writes everything the device reads for
- * it (docs/STAGING.md lists each field and its value), increments
+ * Claims slot current_task_index for a root kernel task on one AIV core:
+ * the same as lrt_runtime_maker_claim_slot_ex with the defaults of
+ * lrt_claim_desc_init. Writes everything the device reads for the slot
+ * (docs/STAGING.md lists each field and its value), increments
  * current_task_index and writes the slot's index and host-mirror addresses
  * to `*out`. The host then writes the task's content.
  *
@@ -912,10 +1065,51 @@ enum lrt_status lrt_runtime_maker_claim_slot(struct lrt_runtime_maker *maker,
                                              struct lrt_task_slot *out);
 
 /**
+ * Sets `*desc` to a root kernel task on one AIV core: active_mask
+ * LRT_SUBTASK_AIV0, task_attrs 0, one block, no flags, kernel ids -1, no
+ * fanins, packed buffer NULL. `desc` must be NULL or point to writable
+ * storage for an lrt_claim_desc; NULL is ignored (and recorded for
+ * lrt_last_error). Any thread may call it.
+ */
+void lrt_claim_desc_init(struct lrt_claim_desc *desc);
+
+/**
+ * Claims slot current_task_index for the task `*desc` describes and writes
+ * what the reference runtime's submit path writes for it: the descriptor
+ * (task_id = the slot index, kernel ids, packed buffer), the payload's
+ * counts (fanin_count = the distinct producers, whose ids are written to
+ * fanin_local_ids; tensor and scalar counts 0), early-dispatch and
+ * predicate state 0, the whole slot state (last_consumer_local_id = the
+ * slot index, task_state LRT_TASK_PENDING or LRT_TASK_COMPLETED, the
+ * slot's payload/task pointers, active_mask, task_attrs, task_kind
+ * LRT_TASK_KIND_KERNEL or LRT_TASK_KIND_DUMMY, total_required_subtasks,
+ * logical_block_num, graph_node_index -1, the rest 0/NULL) and the
+ * completion flag (1 when LRT_CLAIM_COMPLETED, else 0). Each producer's
+ * last_consumer_local_id is raised to this slot's index. Increments
+ * current_task_index and writes the slot to `*out`.
+ *
+ * `maker` must be NULL or a live maker; `desc` must point to an
+ * lrt_claim_desc (its fanin_local_ids array readable for fanin_count
+ * entries); `out` must point to writable storage for an lrt_task_slot.
+ * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an unknown
+ * flag, logical_block_num below 1, too many subtasks for int16_t,
+ * fanin_count outside [0, LRT_MAX_FANIN], a NULL fanin array with a
+ * non-zero count, or a fanin that is not an earlier slot of this run;
+ * LRT_ERR_STATE before begin_run; LRT_ERR_OUT_OF_RANGE when the window is
+ * full. Nothing is written on failure.
+ */
+enum lrt_status lrt_runtime_maker_claim_slot_ex(struct lrt_runtime_maker *maker,
+                                                const struct lrt_claim_desc *desc,
+                                                struct lrt_task_slot *out);
+
+/**
  * Ships the run to the device. Reads N = current_task_index and checks it
  * and every live slot's payload/task pointer before changing or copying
- * anything; rewrites the host addresses to device addresses for the copy,
- * ships per the policy, and restores the host addresses in the mirror.
+ * anything; sets orchestrator_done to 1 (the orchestration is over);
+ * rewrites the host addresses to device addresses for the copy, ships per
+ * the policy, and restores the host addresses in the mirror. Descriptors'
+ * packed buffer pointers, task states and completion flags are shipped as
+ * the host left them.
  *
  * `maker` must be NULL or a live maker; `report` may be NULL, else it must
  * point to writable storage for an lrt_upload_report, filled on success.

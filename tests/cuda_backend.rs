@@ -412,7 +412,7 @@ fn device_view(maker: &RuntimeMaker, api: &HostApi, n: usize) -> (SmHeader, Vec<
     let h: SmHeader = read_at(&image, 0);
     assert_eq!(h.current_task_index as usize, n);
     assert_eq!(h.task_window_size, maker.task_window());
-    assert_eq!(h.task_window_mask, maker.task_window() - 1);
+    assert_eq!(h.task_window_mask as u64, maker.task_window() - 1);
     let off = |p: usize| -> usize {
         assert!(
             p >= base && p < base + len,
@@ -495,13 +495,14 @@ fn expected(i: usize, run: u64) -> SlotView {
         predicate: [0; 3],
         tensors: vec![],
         scalars: vec![],
-        // last_consumer -1, task_state 0; no wake links; task_kind; one
-        // logical block, graph node -1; no graph context.
+        // last_consumer = own index, task_state 0; no wake links; active
+        // mask 2 (one AIV core), task_kind as the host wrote it, one required
+        // subtask; one logical block, graph node -1; no graph context.
         state: [
-            u32::MAX as u64,
+            i as u64,
             0,
             0,
-            ((i % 3) as u64) << 24,
+            2 | ((i % 3) as u64) << 24 | 1 << 48,
             1 | (u32::MAX as u64) << 32,
             0,
         ],

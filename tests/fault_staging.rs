@@ -52,6 +52,7 @@ struct RawCfg {
     task_window: u64,
     policy: u32,
     flags: u32,
+    heap_size: u64,
 }
 
 /// The value the script writes into slot `i` of run `r`.
@@ -106,6 +107,7 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
         task_window: W,
         policy,
         flags,
+        heap_size: 0,
     };
 
     // create (retried once after an injected failure)

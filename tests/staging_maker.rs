@@ -234,6 +234,7 @@ fn fresh_and_pinned_mirrors_work() {
                 policy,
                 pin_mirror,
                 fresh_mirror,
+                ..MakerConfig::default()
             };
             let mut m = RuntimeMaker::new(&c, host_api()).unwrap();
             for run in 0..3 {
@@ -261,6 +262,7 @@ fn c_entry_points_validate_and_leave_state_alone() {
         task_window: 99,
         policy: lrt_upload_policy::LRT_UPLOAD_FULL,
         flags: 7,
+        heap_size: 5,
     };
     // SAFETY: valid pointers or NULL, as each function allows.
     unsafe {
@@ -268,6 +270,7 @@ fn c_entry_points_validate_and_leave_state_alone() {
         assert_eq!(c.task_window, 0);
         assert_eq!(c.policy, lrt_upload_policy::LRT_UPLOAD_BOUNDED);
         assert_eq!(c.flags, 0);
+        assert_eq!(c.heap_size, 0);
         lrt_maker_config_init(null_mut());
         c.task_window = 8;
         let api = leanrt::ffi::device::host_api();

@@ -16,8 +16,8 @@ use super::boundary::{arg_mut, arg_ref, drop_handle, into_handle, OutPtr};
 use super::device::{device_for_api, lrt_host_api};
 use super::status::lrt_status;
 use crate::staging::{
-    self, MakerConfig, RuntimeMaker, SmHeader, SmSegments, TaskDescriptor, TaskPayload, TaskSlot,
-    TaskSlotState, UploadPolicy, UploadReport,
+    self, ClaimDesc, MakerConfig, RuntimeMaker, SmHeader, SmSegments, TaskDescriptor, TaskPayload,
+    TaskSlot, TaskSlotState, UploadPolicy, UploadReport,
 };
 use crate::{Error, Result};
 
@@ -70,6 +70,45 @@ pub const LRT_MAKER_PIN_MIRROR: u32 = 1;
 pub const LRT_MAKER_FRESH_MIRROR: u32 = 2;
 const KNOWN_FLAGS: u32 = LRT_MAKER_PIN_MIRROR | LRT_MAKER_FRESH_MIRROR;
 
+/// lrt_task_slot_state.task_state: submitted, waiting to run (the
+/// reference's PTO2_TASK_PENDING).
+pub const LRT_TASK_PENDING: i32 = 0;
+/// lrt_task_slot_state.task_state: finished (PTO2_TASK_COMPLETED).
+pub const LRT_TASK_COMPLETED: i32 = 1;
+/// lrt_task_slot_state.task_state: output fully consumed (PTO2_TASK_CONSUMED).
+pub const LRT_TASK_CONSUMED: i32 = 2;
+/// lrt_task_slot_state.task_kind: a task with at least one active subtask.
+pub const LRT_TASK_KIND_KERNEL: u8 = 0;
+/// lrt_task_slot_state.task_kind: a dependency-only task (no active subtask).
+pub const LRT_TASK_KIND_DUMMY: u8 = 1;
+/// lrt_task_slot_state.task_kind: a graph submission.
+pub const LRT_TASK_KIND_GRAPH: u8 = 2;
+/// lrt_task_slot_state.task_kind: a node of a graph.
+pub const LRT_TASK_KIND_GRAPH_NODE: u8 = 3;
+/// active_mask bit: the AIC subtask slot.
+pub const LRT_SUBTASK_AIC: u8 = 1;
+/// active_mask bit: the first AIV subtask slot.
+pub const LRT_SUBTASK_AIV0: u8 = 2;
+/// active_mask bit: the second AIV subtask slot.
+pub const LRT_SUBTASK_AIV1: u8 = 4;
+/// task_attrs bit: the task may be resolved early (set for hidden
+/// allocation tasks).
+pub const LRT_TASK_ATTR_EARLY_RESOLVE: u8 = 1;
+/// task_attrs bit: the task's cores start together.
+pub const LRT_TASK_ATTR_SYNC_START: u8 = 2;
+/// task_attrs bit: the task carries a dispatch predicate.
+pub const LRT_TASK_ATTR_HAS_PREDICATE: u8 = 4;
+/// task_attrs bit: bits 4-7 hold a timing tag.
+pub const LRT_TASK_ATTR_TIMED: u8 = 8;
+/// lrt_claim_desc flag: the task is complete before the run starts (like
+/// the reference's hidden allocation tasks): task_state LRT_TASK_COMPLETED
+/// and completion flag 1.
+pub const LRT_CLAIM_COMPLETED: u32 = 1;
+/// lrt_maker_config.heap_size when neither the config nor the environment
+/// variable PTO2_RING_HEAP sets one: 256 MiB, the reference's default.
+pub const LRT_DEFAULT_HEAP_SIZE: u64 = 268_435_456;
+const _: () = assert!(LRT_DEFAULT_HEAP_SIZE == staging::DEFAULT_HEAP_SIZE);
+
 /// Maker configuration. Fill it with lrt_maker_config_init, then change the
 /// members you need.
 #[repr(C)]
@@ -83,6 +122,43 @@ pub struct lrt_maker_config {
     pub policy: lrt_upload_policy,
     /// LRT_MAKER_PIN_MIRROR and/or LRT_MAKER_FRESH_MIRROR; default 0.
     pub flags: u32,
+    /// The header's heap_size, at least 1024. 0 (the default): the
+    /// environment variable PTO2_RING_HEAP, else LRT_DEFAULT_HEAP_SIZE.
+    pub heap_size: u64,
+}
+
+/// What lrt_runtime_maker_claim_slot_ex writes for a task: the fields the
+/// reference runtime's submit path sets per task. Fill it with
+/// lrt_claim_desc_init (a root kernel task on one AIV core), then change
+/// what differs.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug)]
+pub struct lrt_claim_desc {
+    /// Active subtask slots (LRT_SUBTASK_AIC | LRT_SUBTASK_AIV0 |
+    /// LRT_SUBTASK_AIV1). 0 makes a dependency-only task (task_kind
+    /// LRT_TASK_KIND_DUMMY). Default LRT_SUBTASK_AIV0.
+    pub active_mask: u8,
+    /// The reference's task-attribute byte (LRT_TASK_ATTR_*, timing tag in
+    /// bits 4-7). Default 0.
+    pub task_attrs: u8,
+    /// Logical blocks, at least 1; total_required_subtasks is this times the
+    /// number of active subtask slots and must fit in int16_t. Default 1.
+    pub logical_block_num: i16,
+    /// LRT_CLAIM_COMPLETED or 0 (the default).
+    pub flags: u32,
+    /// Kernel per subtask slot (AIC, AIV0, AIV1); -1 = none (the default).
+    pub kernel_id: [i32; 3],
+    /// Number of producers in fanin_local_ids, in [0, LRT_MAX_FANIN].
+    pub fanin_count: i32,
+    /// Local ids (slot indices) of producers claimed earlier in this run;
+    /// duplicates count once. May be NULL when fanin_count is 0. Read only
+    /// during the call.
+    pub fanin_local_ids: *const i32,
+    /// Written to the descriptor unchanged (device addresses of the task's
+    /// packed output buffer; upload never rewrites them). Default NULL.
+    pub packed_buffer_base: *mut c_void,
+    pub packed_buffer_end: *mut c_void,
 }
 
 /// A claimed slot: its index and the host-mirror addresses of its
@@ -144,7 +220,12 @@ impl From<UploadReport> for lrt_upload_report {
 }
 
 /// The core config for a C config whose fields were read as raw integers.
-fn config_from_raw(task_window: u64, raw_policy: u32, flags: u32) -> Result<MakerConfig> {
+fn config_from_raw(
+    task_window: u64,
+    raw_policy: u32,
+    flags: u32,
+    heap_size: u64,
+) -> Result<MakerConfig> {
     if flags & !KNOWN_FLAGS != 0 {
         return Err(Error::invalid_argument(format!(
             "unknown maker flags {:#x}",
@@ -156,6 +237,7 @@ fn config_from_raw(task_window: u64, raw_policy: u32, flags: u32) -> Result<Make
         policy: lrt_upload_policy::from_raw(raw_policy)?,
         pin_mirror: flags & LRT_MAKER_PIN_MIRROR != 0,
         fresh_mirror: flags & LRT_MAKER_FRESH_MIRROR != 0,
+        heap_size,
     })
 }
 
@@ -182,7 +264,8 @@ pub unsafe extern "C" fn lrt_sm_ring_segment_offsets(
 }
 
 /// Sets `*cfg` to the defaults: window 0 (the environment, else 16384),
-/// LRT_UPLOAD_BOUNDED, no flags. `cfg` must be NULL or point to writable
+/// LRT_UPLOAD_BOUNDED, no flags, heap size 0 (the environment, else
+/// LRT_DEFAULT_HEAP_SIZE). `cfg` must be NULL or point to writable
 /// storage for an lrt_maker_config; NULL is ignored (and recorded for
 /// lrt_last_error). Any thread may call it.
 #[no_mangle]
@@ -201,6 +284,7 @@ pub unsafe extern "C" fn lrt_maker_config_init(cfg: *mut lrt_maker_config) {
             task_window: d.task_window,
             policy: d.policy.into(),
             flags,
+            heap_size: d.heap_size,
         };
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(value) };
@@ -224,7 +308,7 @@ pub unsafe extern "C" fn lrt_maker_config_init(cfg: *mut lrt_maker_config) {
 /// whichever thread uses the maker.
 ///
 /// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an unknown
-/// policy or flag, a bad window, or a table that is NULL or has a NULL
+/// policy or flag, a bad window, a heap size below 1024, or a table that is NULL or has a NULL
 /// callback; LRT_ERR_STATE for a released CUDA api; LRT_ERR_NO_MEMORY when
 /// the host mirror or the device image cannot be allocated (the message
 /// carries the device's own reason, e.g. CUDA's error name); LRT_ERR_UNAVAILABLE
@@ -242,17 +326,18 @@ pub unsafe extern "C" fn lrt_runtime_maker_create(
         }
         // SAFETY: cfg is non-NULL and readable; the enum field is read as its
         // raw integer so that any value a C caller stored is defined.
-        let (task_window, raw_policy, flags) = unsafe {
+        let (task_window, raw_policy, flags, heap_size) = unsafe {
             (
                 addr_of!((*cfg).task_window).read(),
                 addr_of!((*cfg).policy).cast::<u32>().read(),
                 addr_of!((*cfg).flags).read(),
+                addr_of!((*cfg).heap_size).read(),
             )
         };
         // SAFETY: NULL or valid per the contract.
         let api = unsafe { arg_ref(api, "api") }?;
         let out = OutPtr::new(out, "out")?;
-        let config = config_from_raw(task_window, raw_policy, flags)?;
+        let config = config_from_raw(task_window, raw_policy, flags, heap_size)?;
         // SAFETY: the table's validity and thread rules are the caller's
         // contract above.
         let device = unsafe { device_for_api(api) }?;
@@ -290,8 +375,10 @@ pub unsafe extern "C" fn lrt_runtime_maker_begin_run(
     })
 }
 
-/// Claims slot current_task_index: writes everything the device reads for
-/// it (docs/STAGING.md lists each field and its value), increments
+/// Claims slot current_task_index for a root kernel task on one AIV core:
+/// the same as lrt_runtime_maker_claim_slot_ex with the defaults of
+/// lrt_claim_desc_init. Writes everything the device reads for the slot
+/// (docs/STAGING.md lists each field and its value), increments
 /// current_task_index and writes the slot's index and host-mirror addresses
 /// to `*out`. The host then writes the task's content.
 ///
@@ -316,10 +403,120 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot(
     })
 }
 
+/// Sets `*desc` to a root kernel task on one AIV core: active_mask
+/// LRT_SUBTASK_AIV0, task_attrs 0, one block, no flags, kernel ids -1, no
+/// fanins, packed buffer NULL. `desc` must be NULL or point to writable
+/// storage for an lrt_claim_desc; NULL is ignored (and recorded for
+/// lrt_last_error). Any thread may call it.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_claim_desc_init(desc: *mut lrt_claim_desc) {
+    ffi_value!("lrt_claim_desc_init", (), {
+        let out = OutPtr::new(desc, "desc")?;
+        let d = ClaimDesc::default();
+        let value = lrt_claim_desc {
+            active_mask: d.active_mask,
+            task_attrs: d.task_attrs,
+            logical_block_num: d.logical_block_num,
+            flags: 0,
+            kernel_id: d.kernel_id,
+            fanin_count: 0,
+            fanin_local_ids: std::ptr::null(),
+            packed_buffer_base: d.packed_buffer_base,
+            packed_buffer_end: d.packed_buffer_end,
+        };
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// Claims slot current_task_index for the task `*desc` describes and writes
+/// what the reference runtime's submit path writes for it: the descriptor
+/// (task_id = the slot index, kernel ids, packed buffer), the payload's
+/// counts (fanin_count = the distinct producers, whose ids are written to
+/// fanin_local_ids; tensor and scalar counts 0), early-dispatch and
+/// predicate state 0, the whole slot state (last_consumer_local_id = the
+/// slot index, task_state LRT_TASK_PENDING or LRT_TASK_COMPLETED, the
+/// slot's payload/task pointers, active_mask, task_attrs, task_kind
+/// LRT_TASK_KIND_KERNEL or LRT_TASK_KIND_DUMMY, total_required_subtasks,
+/// logical_block_num, graph_node_index -1, the rest 0/NULL) and the
+/// completion flag (1 when LRT_CLAIM_COMPLETED, else 0). Each producer's
+/// last_consumer_local_id is raised to this slot's index. Increments
+/// current_task_index and writes the slot to `*out`.
+///
+/// `maker` must be NULL or a live maker; `desc` must point to an
+/// lrt_claim_desc (its fanin_local_ids array readable for fanin_count
+/// entries); `out` must point to writable storage for an lrt_task_slot.
+/// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an unknown
+/// flag, logical_block_num below 1, too many subtasks for int16_t,
+/// fanin_count outside [0, LRT_MAX_FANIN], a NULL fanin array with a
+/// non-zero count, or a fanin that is not an earlier slot of this run;
+/// LRT_ERR_STATE before begin_run; LRT_ERR_OUT_OF_RANGE when the window is
+/// full. Nothing is written on failure.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
+    maker: *mut RuntimeMaker,
+    desc: *const lrt_claim_desc,
+    out: *mut lrt_task_slot,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_claim_slot_ex", {
+        // SAFETY: NULL or a live maker not used by another thread, per the
+        // contract.
+        let maker = unsafe { arg_mut(maker, "maker") }?;
+        // SAFETY: NULL or a readable lrt_claim_desc, per the contract.
+        let d = *unsafe { arg_ref(desc, "desc") }?;
+        let out = OutPtr::new(out, "out")?;
+        if d.flags & !LRT_CLAIM_COMPLETED != 0 {
+            return Err(Error::invalid_argument(format!(
+                "unknown claim flags {:#x}",
+                d.flags & !LRT_CLAIM_COMPLETED
+            )));
+        }
+        let count = usize::try_from(d.fanin_count)
+            .ok()
+            .filter(|&n| n <= staging::MAX_FANIN)
+            .ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "fanin_count {} is outside [0, {}]",
+                    d.fanin_count,
+                    staging::MAX_FANIN
+                ))
+            })?;
+        let fanins: &[i32] = if count == 0 {
+            &[]
+        } else if d.fanin_local_ids.is_null() {
+            return Err(Error::invalid_argument(
+                "`fanin_local_ids` is NULL with a non-zero fanin_count",
+            ));
+        } else {
+            // SAFETY: non-NULL and readable for fanin_count entries during
+            // this call, per the contract.
+            unsafe { std::slice::from_raw_parts(d.fanin_local_ids, count) }
+        };
+        let claim = ClaimDesc {
+            active_mask: d.active_mask,
+            task_attrs: d.task_attrs,
+            logical_block_num: d.logical_block_num,
+            kernel_id: d.kernel_id,
+            fanins,
+            completed: d.flags & LRT_CLAIM_COMPLETED != 0,
+            packed_buffer_base: d.packed_buffer_base,
+            packed_buffer_end: d.packed_buffer_end,
+        };
+        let slot = maker.claim_slot_with(&claim)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(slot.into()) };
+        Ok(())
+    })
+}
+
 /// Ships the run to the device. Reads N = current_task_index and checks it
 /// and every live slot's payload/task pointer before changing or copying
-/// anything; rewrites the host addresses to device addresses for the copy,
-/// ships per the policy, and restores the host addresses in the mirror.
+/// anything; sets orchestrator_done to 1 (the orchestration is over);
+/// rewrites the host addresses to device addresses for the copy, ships per
+/// the policy, and restores the host addresses in the mirror. Descriptors'
+/// packed buffer pointers, task states and completion flags are shipped as
+/// the host left them.
 ///
 /// `maker` must be NULL or a live maker; `report` may be NULL, else it must
 /// point to writable storage for an lrt_upload_report, filled on success.

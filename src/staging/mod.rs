@@ -9,4 +9,8 @@ mod maker;
 mod mirror;
 
 pub use layout::*;
-pub use maker::{MakerConfig, RuntimeMaker, TaskSlot, UploadPolicy, UploadReport, TASK_WINDOW_ENV};
+pub(crate) use maker::DEFAULT_HEAP_SIZE;
+pub use maker::{
+    ClaimDesc, MakerConfig, RuntimeMaker, TaskSlot, UploadPolicy, UploadReport, HEAP_SIZE_ENV,
+    TASK_WINDOW_ENV,
+};
