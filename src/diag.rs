@@ -61,16 +61,21 @@ pub fn warn(message: &str) {
 thread_local! {
     /// How many [`QuietPanics`] guards are live on this thread.
     static QUIET: Cell<u32> = const { Cell::new(0) };
+    /// The text of the last panic the hook muted on this thread, until the
+    /// site that caught it takes it ([`take_caught_panic`]).
+    static CAUGHT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
 }
 
 static HOOK: Once = Once::new();
 
 /// While a guard is live on a thread, a panic on that thread is not printed
-/// by Rust's panic hook: leanrt catches it (the C boundary reports it as
-/// `LRT_ERR_INTERNAL` with its message; a pool worker reports a panicking
-/// task) and it reaches the host only through the status, the last-error
-/// text and [`warn`]. Panics outside a guard (a Rust host's own code) go to
-/// the hook that was installed before, unchanged.
+/// by Rust's panic hook: the hook only keeps its text (with the location)
+/// for the site that catches the panic, which takes it with
+/// [`take_caught_panic`] and reports it (the C boundary as `LRT_ERR_INTERNAL`
+/// with its message, a pool worker as a warning about the task). Nothing
+/// else runs inside the hook, so a faulty sink cannot panic there. Panics
+/// outside a guard (a Rust host's own code) go to the hook that was
+/// installed before, unchanged.
 ///
 /// The hook wrapper is installed once, the first time a guard is taken.
 pub struct QuietPanics(());
@@ -83,7 +88,8 @@ impl QuietPanics {
             let previous = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
                 if QUIET.with(Cell::get) > 0 {
-                    warn(&format!("caught a panic: {info}"));
+                    let text = info.to_string();
+                    CAUGHT.with(|c| *c.borrow_mut() = Some(text));
                 } else {
                     previous(info);
                 }
@@ -92,6 +98,12 @@ impl QuietPanics {
         QUIET.with(|q| q.set(q.get() + 1));
         QuietPanics(())
     }
+}
+
+/// The text (message and location) of the last panic muted on this thread,
+/// once: the catching site reports it.
+pub fn take_caught_panic() -> Option<String> {
+    CAUGHT.with(|c| c.borrow_mut().take())
 }
 
 impl Drop for QuietPanics {
@@ -106,8 +118,12 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
+    /// The sink is process-wide: tests that install one take turns.
+    static SINK_TESTS: Mutex<()> = Mutex::new(());
+
     #[test]
     fn sink_receives_warnings_and_can_be_removed() {
+        let _turn = SINK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
         let seen = Arc::new(Mutex::new(Vec::<String>::new()));
         let s = seen.clone();
         set_sink(Some(Arc::new(move |level, msg| {
@@ -123,15 +139,7 @@ mod tests {
     }
 
     #[test]
-    fn quiet_panics_reach_the_sink_not_the_hook() {
-        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
-        let s = seen.clone();
-        // The sink is process-wide: only count this test's message.
-        set_sink(Some(Arc::new(move |_, msg| {
-            if msg.contains("quiet-test-panic") {
-                s.lock().unwrap().push(msg.to_owned());
-            }
-        })));
+    fn quiet_panics_are_kept_for_the_catching_site() {
         let r = std::panic::catch_unwind(|| {
             let _quiet = QuietPanics::enter();
             panic!("quiet-test-panic");
@@ -142,9 +150,15 @@ mod tests {
             0,
             "the guard was released by unwinding"
         );
-        set_sink(None);
-        let seen = seen.lock().unwrap();
-        assert_eq!(seen.len(), 1, "{seen:?}");
-        assert!(seen[0].contains("quiet-test-panic"));
+        let text = take_caught_panic().expect("the hook kept the panic's text");
+        assert!(
+            text.contains("quiet-test-panic") && text.contains("diag.rs"),
+            "{text}"
+        );
+        assert_eq!(take_caught_panic(), None, "taken once");
+        // Outside a guard nothing is kept (the previous hook handles it).
+        let r = std::panic::catch_unwind(|| panic!("loud-test-panic"));
+        assert!(r.is_err());
+        assert_eq!(take_caught_panic(), None);
     }
 }

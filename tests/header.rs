@@ -11,3 +11,233 @@ fn header_is_fresh() {
          Regenerate it with scripts/regen-header.sh and commit the result."
     );
 }
+
+/// Every name the header declares: functions, types, enum values and macros
+/// starting with `lrt_` / `LRT_` outside comments.
+fn declared_names(header: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut in_comment = false;
+    for line in header.lines() {
+        let mut code = String::new();
+        let mut rest = line;
+        loop {
+            if in_comment {
+                match rest.find("*/") {
+                    Some(i) => {
+                        rest = &rest[i + 2..];
+                        in_comment = false;
+                    }
+                    None => break,
+                }
+            } else {
+                match rest.find("/*") {
+                    Some(i) => {
+                        code.push_str(&rest[..i]);
+                        rest = &rest[i + 2..];
+                        in_comment = true;
+                    }
+                    None => {
+                        code.push_str(rest);
+                        break;
+                    }
+                }
+            }
+        }
+        let code = code.split("//").next().unwrap_or("");
+        let bytes = code.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let starts_word =
+                i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+            if starts_word && (code[i..].starts_with("lrt_") || code[i..].starts_with("LRT_")) {
+                let len = code[i..]
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(code.len() - i);
+                names.insert(code[i..i + len].to_owned());
+                i += len;
+            } else {
+                i += 1;
+            }
+        }
+    }
+    names
+}
+
+/// The header is an allow-list: what it declares is exactly the C API of
+/// docs/C_API.md; internal tuning constants stay out. A new exported item
+/// is added here on purpose, or it does not ship.
+#[test]
+fn header_declares_exactly_the_allow_list() {
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/leanrt.h"))
+        .expect("include/leanrt.h exists");
+    let declared = declared_names(&header);
+    let allowed: std::collections::BTreeSet<String> =
+        ALLOWED.iter().map(|s| (*s).to_owned()).collect();
+    let extra: Vec<_> = declared.difference(&allowed).collect();
+    let missing: Vec<_> = allowed.difference(&declared).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "the header's names differ from the allow-list in tests/header.rs\n  not allowed: {extra:?}\n  missing: {missing:?}"
+    );
+}
+
+/// The header's comments are written for C and C++ readers.
+#[test]
+fn header_docs_have_no_rust_idioms() {
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/leanrt.h"))
+        .expect("include/leanrt.h exists");
+    let idioms = [
+        "# Safety",
+        "Send",
+        "Sync",
+        "dropping",
+        "Dropped",
+        "dropped",
+        "[`",
+        "`]",
+        "Option<",
+        "Result<",
+        "Box<",
+        "Arc<",
+        "&mut",
+        "&self",
+        "Self",
+        "panic!",
+        "unwrap",
+        "Rust type",
+        "crate::",
+        "impl ",
+    ];
+    let found: Vec<String> = header
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| idioms.iter().any(|i| l.contains(i)))
+        .map(|(n, l)| format!("{}: {}", n + 1, l.trim()))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "Rust idioms in include/leanrt.h:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn declared_names_skips_comments() {
+    let names =
+        declared_names("/* lrt_a */ int lrt_b(void); // lrt_c\n/*\n lrt_d\n*/ #define LRT_E 1\n");
+    let want: std::collections::BTreeSet<String> =
+        ["lrt_b", "LRT_E"].iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(names, want);
+}
+
+/// The C API, by area (docs/C_API.md and the area documents).
+const ALLOWED: &[&str] = &[
+    // The boundary: status, messages, version, diagnostics.
+    "lrt_status",
+    "LRT_OK",
+    "LRT_ERR_INVALID_ARGUMENT",
+    "LRT_ERR_OUT_OF_RANGE",
+    "LRT_ERR_NO_MEMORY",
+    "LRT_ERR_DEVICE",
+    "LRT_ERR_UNAVAILABLE",
+    "LRT_ERR_STATE",
+    "LRT_ERR_INTERNAL",
+    "lrt_status_str",
+    "lrt_last_error",
+    "lrt_version",
+    "lrt_string_free",
+    "lrt_log_level",
+    "LRT_LOG_WARNING",
+    "lrt_log_fn",
+    "lrt_set_log_callback",
+    // Device access.
+    "lrt_host_api",
+    "lrt_host_api_ops",
+    "lrt_host_api_host",
+    "lrt_host_api_cuda",
+    "lrt_host_api_release",
+    // Staging: layout.
+    "LRT_ALIGNED",
+    "lrt_sm_header",
+    "lrt_task_descriptor",
+    "lrt_task_payload",
+    "lrt_task_slot_state",
+    "lrt_sm_segments",
+    "lrt_sm_ring_segment_offsets",
+    "LRT_MAX_FANIN",
+    "LRT_MAX_TENSORS",
+    "LRT_MAX_SCALARS",
+    // Staging: the maker.
+    "lrt_upload_policy",
+    "LRT_UPLOAD_FULL",
+    "LRT_UPLOAD_BOUNDED",
+    "LRT_UPLOAD_COMPACT",
+    "LRT_UPLOAD_AUTO",
+    "lrt_maker_config",
+    "LRT_MAKER_PIN_MIRROR",
+    "LRT_MAKER_FRESH_MIRROR",
+    "lrt_maker_config_init",
+    "lrt_runtime_maker",
+    "lrt_task_slot",
+    "lrt_upload_report",
+    "lrt_runtime_maker_create",
+    "lrt_runtime_maker_begin_run",
+    "lrt_runtime_maker_claim_slot",
+    "lrt_runtime_maker_upload",
+    "lrt_runtime_maker_read_status",
+    "lrt_runtime_maker_segments",
+    "lrt_runtime_maker_device_image",
+    "lrt_runtime_maker_destroy",
+    // Thread pool: options.
+    "lrt_pool_options",
+    "lrt_pool_options_create",
+    "lrt_pool_options_destroy",
+    "lrt_pool_options_set_config",
+    "lrt_pool_options_set_num_threads",
+    "lrt_pool_options_set_spin_control",
+    "lrt_pool_options_set_spin_duration_us",
+    "lrt_pool_options_set_spin_backoff_max",
+    "lrt_pool_options_set_dynamic_block_base",
+    "lrt_pool_options_set_affinity",
+    "lrt_pool_options_set_denormal_as_zero",
+    "lrt_pool_options_set_name",
+    "lrt_pool_options_set_custom_thread_fns",
+    "lrt_pool_options_set_stack_size",
+    "lrt_thread_worker_fn",
+    "lrt_custom_thread_handle_t",
+    "lrt_custom_thread_handle",
+    "lrt_custom_create_thread_fn",
+    "lrt_custom_join_thread_fn",
+    "LRT_POOL_MAX_THREADS",
+    "LRT_POOL_MAX_SPIN_US",
+    "LRT_POOL_MAX_BACKOFF",
+    // Thread pool: the pool and its loops.
+    "lrt_pool",
+    "lrt_pool_create",
+    "lrt_pool_destroy",
+    "lrt_tensor_op_cost",
+    "lrt_range_fn",
+    "lrt_index_fn",
+    "lrt_task_fn",
+    "lrt_kernel_fn",
+    "lrt_pool_try_parallel_for",
+    "lrt_pool_try_parallel_for_cost",
+    "lrt_pool_try_simple_parallel_for",
+    "lrt_pool_try_batch_parallel_for",
+    "lrt_pool_schedule",
+    "lrt_kernel_parallel_for",
+    "lrt_partition_work",
+    "lrt_pool_degree_of_parallelism",
+    "lrt_pool_should_parallelize",
+    "lrt_pool_num_threads",
+    "lrt_pool_current_thread_id",
+    "lrt_pool_enable_spinning",
+    "lrt_pool_disable_spinning",
+    "lrt_pool_stats",
+    "lrt_pool_get_stats",
+    "lrt_pool_section",
+    "lrt_pool_section_begin",
+    "lrt_pool_section_end",
+    "lrt_pool_start_profiling",
+    "lrt_pool_stop_profiling",
+];

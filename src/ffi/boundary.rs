@@ -66,6 +66,8 @@ pub fn run_value<T>(
         Err(payload) => {
             let msg = format!("internal error (panic): {}", panic_message(&*payload));
             set_last_error(function, &msg);
+            let detail = crate::diag::take_caught_panic().unwrap_or(msg);
+            crate::diag::warn(&format!("{function}: caught {detail}"));
             on_error(lrt_status::LRT_ERR_INTERNAL)
         }
     }

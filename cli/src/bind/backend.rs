@@ -3,11 +3,12 @@
 //! maker on it, device buffers, pinning, and (CUDA) synchronize and the
 //! driver's copy counters.
 use super::model::{Policy, RunSample};
-use leanrt::device::{self, HostApi, PinnedRegion};
-use leanrt::staging::{
-    self, MakerConfig, RuntimeMaker, UploadPolicy, MAKER_FRESH_MIRROR, MAKER_PIN_MIRROR,
-};
+use leanrt::device::cuda::{self, CudaDevice};
+use leanrt::device::host::HostDevice;
+use leanrt::device::PinnedRegion;
+use leanrt::staging::{self, MakerConfig, RuntimeMaker, UploadPolicy};
 use serde::Serialize;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Where device memory lives.
@@ -51,9 +52,8 @@ pub fn image_bytes(window: u64) -> Result<u64, String> {
 /// Whether CUDA device `ordinal` can be opened, and a line about it
 /// (device count, name, memory, driver) where the driver tells.
 pub fn cuda_detail(ordinal: i32) -> Result<Option<String>, String> {
-    let api = device::cuda::cuda_host_api(ordinal).map_err(|e| e.to_string())?;
-    drop(Device { api, cuda: true });
-    Ok(device::cuda::device_info(ordinal).ok().map(|d| {
+    drop(cuda::open(ordinal).map_err(|e| e.to_string())?);
+    Ok(cuda::device_info(ordinal).ok().map(|d| {
         format!(
             "{} device(s); {ordinal}: {}, {:.0} GiB; driver {}.{}",
             d.device_count,
@@ -65,77 +65,81 @@ pub fn cuda_detail(ordinal: i32) -> Result<Option<String>, String> {
     }))
 }
 
-/// An open backend; released when dropped.
+/// An open backend; released when the last maker and buffer on it are gone.
 pub struct Device {
-    api: HostApi,
-    cuda: bool,
+    dev: Arc<dyn leanrt::device::Device>,
+    cuda: Option<Arc<CudaDevice>>,
 }
 
 impl Device {
     /// Opens the backend.
     pub fn open(backend: Backend) -> Result<Device, String> {
-        let api = match backend {
-            Backend::Host => device::host::host_api(),
-            Backend::Cuda(d) => device::cuda::cuda_host_api(d)
-                .map_err(|e| format!("backend cuda:{d} is not available: {e}"))?,
-        };
-        let cuda = device::cuda::is_cuda_api(&api);
-        Ok(Device { api, cuda })
+        Ok(match backend {
+            Backend::Host => Device {
+                dev: Arc::new(HostDevice),
+                cuda: None,
+            },
+            Backend::Cuda(d) => {
+                let cuda = Arc::new(
+                    cuda::open(d).map_err(|e| format!("backend cuda:{d} is not available: {e}"))?,
+                );
+                Device {
+                    dev: cuda.clone(),
+                    cuda: Some(cuda),
+                }
+            }
+        })
     }
 
     /// A maker on this device for `policy` at `window` (with a page-locked
     /// mirror when `pin`).
     pub fn maker(&self, policy: Policy, window: u64, pin: bool) -> Result<Maker<'_>, String> {
-        let (upload, flags) = match policy {
-            Policy::FullFresh => (UploadPolicy::Full, MAKER_FRESH_MIRROR),
-            Policy::Full => (UploadPolicy::Full, 0),
-            Policy::Bounded => (UploadPolicy::Bounded, 0),
-            Policy::Compact => (UploadPolicy::Compact, 0),
+        let (upload, fresh_mirror) = match policy {
+            Policy::FullFresh => (UploadPolicy::Full, true),
+            Policy::Full => (UploadPolicy::Full, false),
+            Policy::Bounded => (UploadPolicy::Bounded, false),
+            Policy::Compact => (UploadPolicy::Compact, false),
         };
         let config = MakerConfig {
             task_window: window,
             policy: upload,
-            flags: flags | if pin { MAKER_PIN_MIRROR } else { 0 },
+            pin_mirror: pin,
+            fresh_mirror,
+            ..MakerConfig::default()
         };
-        let maker = RuntimeMaker::new(&config, self.api).map_err(|e| e.to_string())?;
+        let maker = RuntimeMaker::new(&config, self.dev.clone()).map_err(|e| e.to_string())?;
         Ok(Maker { dev: self, maker })
     }
 
     /// CUDA only (None elsewhere): nanoseconds spent so far inside the
     /// driver's H2D copies of this device.
     pub fn h2d_ns(&self) -> Result<Option<u64>, String> {
-        if !self.cuda {
-            return Ok(None);
-        }
-        device::cuda::copy_stats(&self.api)
-            .map(|s| Some(s.h2d_ns))
-            .map_err(|e| format!("copy stats: {e}"))
+        Ok(self.cuda.as_ref().map(|c| c.copy_stats().h2d_ns))
     }
 
     /// Waits until the device has finished every copy (CUDA: copies from
     /// pageable memory may return before the DMA is done; elsewhere a no-op).
     pub fn synchronize(&self) -> Result<(), String> {
-        if !self.cuda {
-            return Ok(());
+        match &self.cuda {
+            Some(c) => c.synchronize().map_err(|e| format!("synchronize: {e}")),
+            None => Ok(()),
         }
-        device::cuda::synchronize(&self.api).map_err(|e| format!("synchronize: {e}"))
     }
 
     /// Page-locks `[ptr, ptr + len)` until the region is dropped; the range
     /// must stay mapped until then.
     pub fn pin(&self, ptr: *mut u8, len: usize) -> Result<PinnedRegion, String> {
-        device::pin_host_memory(&self.api, ptr, len).map_err(|e| e.to_string())
+        // SAFETY: the caller keeps the range mapped while the region lives
+        // (this function's contract).
+        unsafe { self.dev.pin(ptr, len) }.map_err(|e| e.to_string())
     }
 
     /// `len` bytes of device memory, freed when dropped.
     pub fn alloc(&self, len: usize) -> Result<DevBuf<'_>, String> {
-        let ops = self.api.validate().map_err(|e| e.to_string())?;
-        let malloc = ops.device_malloc.ok_or("no device_malloc")?;
-        // SAFETY: a validated host api's callbacks may be called with its ctx.
-        let ptr = unsafe { malloc(self.api.ctx, len) };
-        if ptr.is_null() {
-            return Err(format!("device_malloc({len}) failed"));
-        }
+        let ptr = self
+            .dev
+            .alloc(len)
+            .map_err(|e| format!("device allocation of {len} bytes: {e}"))?;
         Ok(DevBuf {
             dev: self,
             ptr,
@@ -144,16 +148,10 @@ impl Device {
     }
 }
 
-impl Drop for Device {
-    fn drop(&mut self) {
-        device::release(&mut self.api);
-    }
-}
-
 /// A device allocation, freed on drop.
 pub struct DevBuf<'a> {
     dev: &'a Device,
-    ptr: *mut std::ffi::c_void,
+    ptr: *mut u8,
     len: usize,
 }
 
@@ -165,15 +163,10 @@ impl DevBuf<'_> {
         if len > self.len {
             return Err(format!("{len} bytes do not fit in {}", self.len));
         }
-        let api = &self.dev.api;
-        let ops = api.validate().map_err(|e| e.to_string())?;
-        let copy = ops.copy_to_device.ok_or("no copy_to_device")?;
         // SAFETY: `ptr` is a device allocation of `self.len >= len` bytes
-        // from this api and `src` is a live host slice of `len` bytes.
-        let rc = unsafe { copy(api.ctx, self.ptr, src.as_ptr().cast(), len) };
-        if rc != 0 {
-            return Err(format!("copy_to_device({len}) returned {rc}"));
-        }
+        // from this device and `src` is a live host slice of `len` bytes.
+        unsafe { self.dev.dev.copy_to(self.ptr, src.as_ptr(), len) }
+            .map_err(|e| format!("copy of {len} bytes to the device: {e}"))?;
         // The timed span must end when the data is on the device.
         self.dev.synchronize()
     }
@@ -181,13 +174,8 @@ impl DevBuf<'_> {
 
 impl Drop for DevBuf<'_> {
     fn drop(&mut self) {
-        let api = &self.dev.api;
-        if let Ok(ops) = api.validate() {
-            if let Some(free) = ops.device_free {
-                // SAFETY: `ptr` came from this api's device_malloc, freed once.
-                unsafe { free(api.ctx, self.ptr) };
-            }
-        }
+        // SAFETY: `ptr` came from this device's alloc and is freed once.
+        unsafe { self.dev.dev.free(self.ptr) };
     }
 }
 

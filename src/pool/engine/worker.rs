@@ -27,6 +27,10 @@ pub(super) fn main(start: WorkerStart) {
         index,
         local,
     } = start;
+    // Everything that panics on a worker is caught here (tasks) or handed
+    // to the loop's caller (loop bodies): never printed onto the host's
+    // stderr.
+    let _quiet = crate::diag::QuietPanics::enter();
     if let Some(cpus) = shared.affinity.as_ref().and_then(|a| a.get(index)) {
         // Validated at create; a refusal here (CPU hot-unplugged since)
         // leaves the thread unpinned.
@@ -167,7 +171,10 @@ fn run_job(shared: &Shared, job: Job, worker: Option<usize>) {
     match job {
         Job::Task(f) => {
             if catch_unwind(AssertUnwindSafe(f)).is_err() {
-                crate::diag::warn("a task scheduled on the thread pool panicked");
+                let detail = crate::diag::take_caught_panic().unwrap_or_default();
+                crate::diag::warn(&format!(
+                    "a task scheduled on the thread pool panicked: {detail}"
+                ));
             }
         }
         Job::Help(q) => {
