@@ -263,6 +263,28 @@ void edge_cases() {
     CHECK(refused.load() == 0);
   }
 
+  // A section opened by a scheduled task, on a worker thread.
+  {
+    Counts c(256);
+    std::atomic<bool> done{false};
+    std::atomic<int> on_worker{-2};
+    ThreadPool::Schedule(&tp, [&] {
+      on_worker = tp.CurrentThreadId();
+      {
+        ThreadPool::ParallelSection ps(&tp);
+        for (int l = 0; l < 3; ++l)
+          ThreadPool::TrySimpleParallelFor(&tp, 256, [&](std::ptrdiff_t i) { c.hit(i); });
+      }
+      done.store(true);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!done.load() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+      std::this_thread::yield();
+    CHECK(done.load());
+    CHECK(c.all(3));
+    CHECK(on_worker.load() >= -1);
+  }
+
   concurrent_outside(tp);
   section_outlives_pool();
   for (int threads = 2; threads <= 4; ++threads) team_stays(threads);
