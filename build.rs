@@ -20,6 +20,7 @@ fn main() {
         script.display()
     );
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libleanrt.so.0");
+    soname_link_beside_output(&out_dir);
 
     let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
         .expect("cbindgen.toml is readable and valid");
@@ -31,5 +32,29 @@ fn main() {
     bindings.write_to_file(out_dir.join("leanrt.h"));
     if env::var_os("LEANRT_WRITE_HEADER").is_some_and(|v| v == "1") {
         bindings.write_to_file(crate_dir.join("include/leanrt.h"));
+    }
+}
+
+/// A program linked with `-L target/<profile> -lleanrt` records the SONAME
+/// `libleanrt.so.0` and the loader looks for that file, which cargo never
+/// creates: leave a link `libleanrt.so.0 -> libleanrt.so` in the profile
+/// directory (OUT_DIR is `<profile>/build/leanrt-<hash>/out`). It dangles
+/// until cargo has linked the library. CMake and pkg-config installs make
+/// their own links.
+fn soname_link_beside_output(out_dir: &std::path::Path) {
+    if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
+        return;
+    }
+    let Some(profile_dir) = out_dir.ancestors().nth(3) else {
+        return;
+    };
+    let link = profile_dir.join("libleanrt.so.0");
+    if std::fs::read_link(&link).is_ok_and(|t| t == std::path::Path::new("libleanrt.so")) {
+        return;
+    }
+    let _ = std::fs::remove_file(&link);
+    #[cfg(unix)]
+    if let Err(e) = std::os::unix::fs::symlink("libleanrt.so", &link) {
+        println!("cargo:warning=could not create {}: {e}", link.display());
     }
 }

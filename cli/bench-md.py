@@ -93,8 +93,13 @@ def pool(d, name):
               f"{f1(sm['p50']) + ' / ' + f1(sm['p99']) if sm else '-'} | "
               f"{'%.0f%%' % c['fork_join_small_helped_pct'] if c.get('fork_join_small_helped_pct') is not None else '-'} | {wake} |")
     print()
+    wake_team(cells)
     s0 = cells[0]["spec"]["sizes"]
     gaps = [b["gap_ms"] for b in cells[0]["bursty"]]
+    if not gaps:
+        request(cells)
+        sections(cells)
+        return
     print(f"Load (a request is a parallel loop of {s0['items']} indices, about 500 µs of serial work; latency µs p50 / p90 / p99; "
           "CPU% = process user+sys time over wall time, 100% = one core; idle CPU ms = CPU time burnt in the second after a burst):\n")
     head = "| runtime / configuration | threads |" + "".join(f" bursty, {g:g} ms gaps | CPU% |" for g in gaps) + " throughput req/s | CPU% | idle CPU ms |"
@@ -109,6 +114,78 @@ def pool(d, name):
         row += f" {t['requests_per_s']:.0f} | {t['cpu_pct']:.0f} |" if t else " - | - |"
         i = c.get("idle_after_burst")
         row += f" {i['cpu_s'] * 1e3:.2f} |" if i else " - |"
+        print(row)
+    print()
+    request(cells)
+    sections(cells)
+
+
+def sections(cells):
+    with_sec = [c for c in cells if c.get("section") or c.get("section_note")]
+    if not with_sec:
+        return
+    ks = next(([x["loops"] for x in c["section"]] for c in with_sec if c.get("section")), [])
+    item = with_sec[0]["spec"]["sizes"]["section_item_us"]
+    print(f"Parallel sections (µs per loop, p50, loops of one {item:g} µs index per thread: k separate loops / "
+          "k loops inside one section; ratio = separate / in section):\n")
+    print("| runtime / configuration | threads |" + "".join(f" k = {k} | ratio |" for k in ks) + " note |")
+    print("|---|---:|" + "---:|---:|" * len(ks) + "---|")
+    for c in with_sec:
+        row = f"| {c['label']} | {c['spec']['threads']} |"
+        for k in ks:
+            x = next((x for x in c.get("section", []) if x["loops"] == k), None)
+            if x:
+                sep, ins = x["separate_us"]["p50"], x["in_section_us"]["p50"]
+                row += f" {f1(sep)} / {f1(ins)} | {sep / ins if ins > 0 else 0:.2f} |"
+            else:
+                row += " - | - |"
+        print(row + f" {c.get('section_note') or ''} |")
+    print()
+
+
+def wake_team(cells):
+    if not any(w.get("team_us", {}).get("n") for c in cells for w in c["wake"]):
+        return
+    print("Waking the team (µs p50 after 0.1 / 1 / 50 ms idle: until the first helper runs, until the whole team runs; "
+          "missed = probes without the whole team within 50 ms):\n")
+    print("| runtime / configuration | threads | first helper | whole team | missed |")
+    print("|---|---:|---:|---:|---:|")
+    for c in cells:
+        first = " / ".join(f1(w["first_helper_us"]["p50"]) for w in c["wake"]) or "-"
+        team = " / ".join(f1(w["team_us"]["p50"]) for w in c["wake"]) or "-"
+        missed = sum(w.get("team_missed", 0) for w in c["wake"])
+        print(f"| {c['label']} | {c['spec']['threads']} | {first} | {team} | {missed} |")
+    print()
+
+
+def gap_label(g):
+    return f"exp {g['mean_ms']:g} ms" if g["exponential"] else f"{g['mean_ms']:g} ms"
+
+
+def request(cells):
+    with_req = [c for c in cells if c.get("request")]
+    if not with_req:
+        return
+    c0 = with_req[0]
+    r = c0["spec"]["sizes"]["run"]
+    over = ", oversubscribed (one busy thread per logical core)" if c0["spec"].get("oversubscribe") else ""
+    print(f"Requests{over}: a run is {r['preamble_us']:g} µs of serial work, then {r['rounds']} parallel rounds of "
+          f"{r['round_us']:g} µs of serial work each ({r['round_items']} indices) with {r['between_us']:g} µs of serial work "
+          "between them; *hints* = the run is bracketed by enable/disable spinning (session.force_spinning_stop); "
+          "latency µs p50 / p90 / p99; run% / gap% = process CPU over wall time inside the runs / between them; "
+          "serial = the same run on the caller alone (p50):\n")
+    gaps = [q["gap"] for q in c0["request"]]
+    print("| runtime / configuration | threads | hints |" + "".join(f" gap {gap_label(g)} | run% | gap% |" for g in gaps) + " serial |")
+    print("|---|---:|---|" + "---:|---:|---:|" * len(gaps) + "---:|")
+    for c in with_req:
+        hints = "yes" if c["request"][0]["hints"] else "no"
+        row = f"| {c['label']} | {c['spec']['threads']} | {hints} |"
+        for g in gaps:
+            q = next((q for q in c["request"] if q["gap"] == g), None)
+            row += (f" {f1(q['latency_us']['p50'])} / {f1(q['latency_us']['p90'])} / {f1(q['latency_us']['p99'])} |"
+                    f" {q['run_cpu_pct']:.0f} | {q['gap_cpu_pct']:.1f} |") if q else " - | - | - |"
+        s = c.get("request_serial_us")
+        row += f" {f1(s['p50'])} |" if s else " - |"
         print(row)
     print()
 
@@ -210,6 +287,8 @@ def main():
         bandwidth(d, os.path.basename(p)[:-5])
     pool(d, "pool")
     pool_targets(d, "pool")
+    for p in sorted(glob.glob(os.path.join(d, "pool-*.json"))):
+        pool(d, os.path.basename(p)[:-5])
 
 
 main()

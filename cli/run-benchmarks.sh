@@ -39,7 +39,18 @@ if [ -n "${BACKEND:-}" ]; then
 fi
 PHYS=$("$B" info | awk -F: '/physical cores/ {gsub(/ /, "", $2); print $2}')
 THREADS=${THREADS:-1,$PHYS}
-run pool pool --threads "$THREADS" --config default,no_spin,spin_1000,backoff_8,spin_1000_backoff_8 --peers rayon,openmp
+run pool pool --threads "$THREADS" --config default,no_spin,spin_1000,backoff_8,spin_1000_backoff_8 --peers rayon,openmp \
+  --scenario fork_join,bursty,idle_after_burst,wake,throughput
+# Inference runs separated by gaps: ORT's default policy, spin_1000_backoff_8
+# with and without session.force_spinning_stop (which brackets each run with
+# enable/disable spinning), and the adaptive spin key (skipped, with a note,
+# where the library does not accept it); then the same oversubscribed.
+REQ_CONFIGS="default,spin_1000_backoff_8,spin_1000_backoff_8;session.force_spinning_stop=1,spin_1000_backoff_8;leanrt.intra_op.adaptive_spin=1"
+run pool-request pool --threads "$THREADS" --config "$REQ_CONFIGS" --peers rayon,openmp --scenario request,wake
+run pool-section pool --threads "$THREADS" --config default,spin_1000_backoff_8 --peers rayon,openmp \
+  --scenario section --section-loops 1,4,16
+run pool-request-oversubscribed pool --threads "$THREADS" --config "$REQ_CONFIGS" --peers rayon,openmp \
+  --scenario request --oversubscribe
 echo "outputs in $OUT/"
 if ((${#FAILED[@]})); then
   echo "failed: ${FAILED[*]}" >&2

@@ -28,6 +28,104 @@
  */
 #define LRT_POOL_MAX_BACKOFF 64
 
+/**
+ * lrt_maker_config flag: page-lock the host mirror (and COMPACT's staging
+ * buffer) once at create, so copies from it are direct DMA. A device that
+ * cannot pin leaves them pageable (a warning through leanrt's log channel).
+ */
+#define LRT_MAKER_PIN_MIRROR 1
+
+/**
+ * lrt_maker_config flag: map a fresh mirror for every run instead of
+ * reusing one (the baseline's behaviour; for measurements).
+ */
+#define LRT_MAKER_FRESH_MIRROR 2
+
+/**
+ * lrt_task_slot_state.task_state: submitted, waiting to run (the
+ * reference's PTO2_TASK_PENDING).
+ */
+#define LRT_TASK_PENDING 0
+
+/**
+ * lrt_task_slot_state.task_state: finished (PTO2_TASK_COMPLETED).
+ */
+#define LRT_TASK_COMPLETED 1
+
+/**
+ * lrt_task_slot_state.task_state: output fully consumed (PTO2_TASK_CONSUMED).
+ */
+#define LRT_TASK_CONSUMED 2
+
+/**
+ * lrt_task_slot_state.task_kind: a task with at least one active subtask.
+ */
+#define LRT_TASK_KIND_KERNEL 0
+
+/**
+ * lrt_task_slot_state.task_kind: a dependency-only task (no active subtask).
+ */
+#define LRT_TASK_KIND_DUMMY 1
+
+/**
+ * lrt_task_slot_state.task_kind: a graph submission.
+ */
+#define LRT_TASK_KIND_GRAPH 2
+
+/**
+ * lrt_task_slot_state.task_kind: a node of a graph.
+ */
+#define LRT_TASK_KIND_GRAPH_NODE 3
+
+/**
+ * active_mask bit: the AIC subtask slot.
+ */
+#define LRT_SUBTASK_AIC 1
+
+/**
+ * active_mask bit: the first AIV subtask slot.
+ */
+#define LRT_SUBTASK_AIV0 2
+
+/**
+ * active_mask bit: the second AIV subtask slot.
+ */
+#define LRT_SUBTASK_AIV1 4
+
+/**
+ * task_attrs bit: the task may be resolved early (set for hidden
+ * allocation tasks).
+ */
+#define LRT_TASK_ATTR_EARLY_RESOLVE 1
+
+/**
+ * task_attrs bit: the task's cores start together.
+ */
+#define LRT_TASK_ATTR_SYNC_START 2
+
+/**
+ * task_attrs bit: the task carries a dispatch predicate.
+ */
+#define LRT_TASK_ATTR_HAS_PREDICATE 4
+
+/**
+ * task_attrs bit: bits 4-7 hold a timing tag.
+ */
+#define LRT_TASK_ATTR_TIMED 8
+
+/**
+ * lrt_claim_desc flag: the task is complete before the run starts (like
+ * the reference's hidden allocation tasks): task_state LRT_TASK_COMPLETED
+ * and completion flag 1.
+ */
+#define LRT_CLAIM_COMPLETED 1
+
+/**
+ * lrt_maker_config.heap_size when neither the config nor the environment
+ * variable PTO2_RING_HEAP sets one: 256 MiB, the reference's default.
+ */
+#define LRT_DEFAULT_HEAP_SIZE 268435456
+
 
 
 /**
@@ -49,16 +147,6 @@
  * Number of 64-bit scalars a payload holds.
  */
 #define LRT_MAX_SCALARS 16
-
-/**
- * Page-lock the host mirror (and COMPACT's staging buffer) once at create.
- */
-#define LRT_MAKER_PIN_MIRROR 1
-
-/**
- * Map a fresh mirror for every run instead of reusing one (baseline only).
- */
-#define LRT_MAKER_FRESH_MIRROR 2
 
 /**
  * Status codes of the C ABI. `LRT_OK` is 0; every other value names an
@@ -101,20 +189,34 @@ typedef enum lrt_status {
 } lrt_status;
 
 /**
- * How `lrt_runtime_maker_upload` ships the image.
+ * How serious a message passed to an lrt_log_fn is.
+ */
+typedef enum lrt_log_level {
+  /**
+   * Something was ignored or degraded (an invalid PTO2_RING_TASK_WINDOW,
+   * a mirror that could not be pinned, a scheduled task or a leanrt call
+   * that panicked) and leanrt carried on.
+   */
+  LRT_LOG_WARNING = 1,
+} lrt_log_level;
+
+/**
+ * How lrt_runtime_maker_upload ships the image.
  */
 typedef enum lrt_upload_policy {
   /**
-   * The old path: zero the whole mirror, ship the whole image (baseline).
+   * The old path: zero the whole mirror every run, ship the whole image
+   * (the baseline).
    */
   LRT_UPLOAD_FULL = 0,
   /**
-   * Init-on-write; ship header + descriptors[0,N), payloads[0,N),
-   * slot_states[0,N), flags[0,N): 320 + 4969*N bytes in at most 4 copies.
+   * Init-on-write; ship the header and descriptors[0,N), payloads[0,N),
+   * slot_states[0,N) and flags[0,N) at their full-window offsets:
+   * 320 + 4969*N bytes in at most 4 copies.
    */
   LRT_UPLOAD_BOUNDED = 1,
   /**
-   * Gather the live prefixes into one image pitched to N; one copy.
+   * The live prefixes as one image laid out for N slots; one copy.
    */
   LRT_UPLOAD_COMPACT = 2,
 } lrt_upload_policy;
@@ -151,24 +253,50 @@ typedef struct lrt_runtime_maker lrt_runtime_maker;
 typedef struct lrt_pool lrt_pool;
 
 /**
- * The four device callbacks, in the same order and with the same signatures
- * as the reference runtime's HostApiOps, so a host's functions plug in
- * unchanged. `copy_*` return 0 on success.
+ * The four device callbacks, in the same order and with the same
+ * signatures as the reference runtime's HostApiOps. None of them may be
+ * NULL when the table is given to lrt_runtime_maker_create. leanrt may call
+ * them from whichever thread calls the maker, so they must work from any
+ * thread. `ctx` is the lrt_host_api's `ctx`, passed through unchanged.
  */
 typedef struct lrt_host_api_ops {
+  /**
+   * Allocates `size` bytes of device memory; returns NULL on failure.
+   */
   void *(*device_malloc)(void *ctx, size_t size);
+  /**
+   * Frees memory from this table's device_malloc; NULL is a no-op.
+   */
   void (*device_free)(void *ctx, void *dev_ptr);
+  /**
+   * Copies `size` bytes from host memory to device memory; returns 0 on
+   * success, anything else on failure.
+   */
   int32_t (*copy_to_device)(void *ctx, void *dev_dst, const void *host_src, size_t size);
+  /**
+   * Copies `size` bytes from device memory to host memory; returns 0 on
+   * success, anything else on failure.
+   */
   int32_t (*copy_from_device)(void *ctx, void *host_dst, const void *dev_src, size_t size);
 } lrt_host_api_ops;
 
 /**
- * A device backend: a context pointer and its callback table.
+ * A device: a context pointer and its callback table. Filled by
+ * lrt_host_api_host or lrt_host_api_cuda, or by the host with its own
+ * callbacks. The table must stay valid as long as a maker created on it
+ * lives. A plain struct: copying it copies the reference, not the device.
  */
 typedef struct lrt_host_api {
   void *ctx;
   const struct lrt_host_api_ops *ops;
 } lrt_host_api;
+
+/**
+ * Receives one message: `ctx` as given to lrt_set_log_callback, the level,
+ * and a NUL-terminated text that is valid only during the call. It may be
+ * called from any thread, including the pool's workers, and concurrently.
+ */
+typedef void (*lrt_log_fn)(void *ctx, enum lrt_log_level level, const char *message);
 
 /**
  * ORT's `OrtCustomThreadHandle`: what a custom create function returns.
@@ -280,21 +408,28 @@ typedef struct lrt_sm_segments {
 } lrt_sm_segments;
 
 /**
- * Maker configuration; fill with `lrt_maker_config_init` first.
+ * Maker configuration. Fill it with lrt_maker_config_init, then change the
+ * members you need.
  */
 typedef struct lrt_maker_config {
   /**
-   * Slots in the ring; 0: env PTO2_RING_TASK_WINDOW, else 16384.
+   * Slots in the ring: a power of two in [4, 262144]. 0 (the default):
+   * the environment variable PTO2_RING_TASK_WINDOW, else 16384.
    */
   uint64_t task_window;
   /**
-   * Default `LRT_UPLOAD_BOUNDED`.
+   * Default LRT_UPLOAD_BOUNDED.
    */
   enum lrt_upload_policy policy;
   /**
-   * `LRT_MAKER_PIN_MIRROR | LRT_MAKER_FRESH_MIRROR`.
+   * LRT_MAKER_PIN_MIRROR and/or LRT_MAKER_FRESH_MIRROR; default 0.
    */
   uint32_t flags;
+  /**
+   * The header's heap_size, at least 1024. 0 (the default): the
+   * environment variable PTO2_RING_HEAP, else LRT_DEFAULT_HEAP_SIZE.
+   */
+  uint64_t heap_size;
 } lrt_maker_config;
 
 /**
@@ -343,6 +478,10 @@ typedef struct LRT_ALIGNED(64) lrt_task_payload {
  */
 typedef struct LRT_ALIGNED(64) lrt_task_slot_state {
   int32_t last_consumer_local_id;
+  /**
+   * The reference's task-state enum (an int): pending 0, completed 1,
+   * consumed 2.
+   */
   int32_t task_state;
   /**
    * The slot's payload (host mirror address on the host, device address in
@@ -359,10 +498,10 @@ typedef struct LRT_ALIGNED(64) lrt_task_slot_state {
   uint8_t task_attrs;
   uint8_t any_subtask_deferred;
   uint8_t task_kind;
-  uint16_t completed_subtasks;
-  uint16_t total_required_subtasks;
-  uint16_t logical_block_num;
-  uint16_t next_block_idx;
+  int16_t completed_subtasks;
+  int16_t total_required_subtasks;
+  int16_t logical_block_num;
+  int16_t next_block_idx;
   int32_t graph_node_index;
   void *graph_context;
 } lrt_task_slot_state;
@@ -382,7 +521,11 @@ typedef struct LRT_ALIGNED(64) lrt_sm_header {
   int32_t completed_watermark;
   uint8_t _pad2[60];
   uint64_t task_window_size;
-  uint64_t task_window_mask;
+  /**
+   * `task_window_size - 1`, a 4-byte int followed by 4 bytes of padding.
+   */
+  int32_t task_window_mask;
+  uint8_t _pad_mask[4];
   uint64_t heap_size;
   /**
    * Byte offset of the descriptor segment from the header.
@@ -399,14 +542,20 @@ typedef struct LRT_ALIGNED(64) lrt_sm_header {
    */
   uint64_t total_size;
   int32_t orch_error_code;
-  int32_t sched_error_bitmap;
+  /**
+   * Bit X set: scheduler thread X reported an error.
+   */
+  uint32_t sched_error_bitmap;
   int32_t sched_error_code;
   int32_t sched_error_thread;
   uint8_t _pad4[32];
 } lrt_sm_header;
 
 /**
- * A claimed slot: its index and host-mirror addresses.
+ * A claimed slot: its index and the host-mirror addresses of its
+ * descriptor, payload and slot state, which the host writes the task's
+ * content through. The pointers stay valid until the next
+ * lrt_runtime_maker_begin_run or lrt_runtime_maker_destroy.
  */
 typedef struct lrt_task_slot {
   int32_t index;
@@ -416,15 +565,64 @@ typedef struct lrt_task_slot {
 } lrt_task_slot;
 
 /**
- * What one upload did.
+ * What lrt_runtime_maker_claim_slot_ex writes for a task: the fields the
+ * reference runtime's submit path sets per task. Fill it with
+ * lrt_claim_desc_init (a root kernel task on one AIV core), then change
+ * what differs.
+ */
+typedef struct lrt_claim_desc {
+  /**
+   * Active subtask slots (LRT_SUBTASK_AIC | LRT_SUBTASK_AIV0 |
+   * LRT_SUBTASK_AIV1). 0 makes a dependency-only task (task_kind
+   * LRT_TASK_KIND_DUMMY). Default LRT_SUBTASK_AIV0.
+   */
+  uint8_t active_mask;
+  /**
+   * The reference's task-attribute byte (LRT_TASK_ATTR_*, timing tag in
+   * bits 4-7). Default 0.
+   */
+  uint8_t task_attrs;
+  /**
+   * Logical blocks, at least 1; total_required_subtasks is this times the
+   * number of active subtask slots and must fit in int16_t. Default 1.
+   */
+  int16_t logical_block_num;
+  /**
+   * LRT_CLAIM_COMPLETED or 0 (the default).
+   */
+  uint32_t flags;
+  /**
+   * Kernel per subtask slot (AIC, AIV0, AIV1); -1 = none (the default).
+   */
+  int32_t kernel_id[3];
+  /**
+   * Number of producers in fanin_local_ids, in [0, LRT_MAX_FANIN].
+   */
+  int32_t fanin_count;
+  /**
+   * Local ids (slot indices) of producers claimed earlier in this run;
+   * duplicates count once. May be NULL when fanin_count is 0. Read only
+   * during the call.
+   */
+  const int32_t *fanin_local_ids;
+  /**
+   * Written to the descriptor unchanged (device addresses of the task's
+   * packed output buffer; upload never rewrites them). Default NULL.
+   */
+  void *packed_buffer_base;
+  void *packed_buffer_end;
+} lrt_claim_desc;
+
+/**
+ * What one lrt_runtime_maker_upload did.
  */
 typedef struct lrt_upload_report {
   /**
-   * `current_task_index` at upload: the live slots `[0, N)`.
+   * current_task_index at upload: the live slots [0, N).
    */
   int32_t total_tasks;
   /**
-   * `copy_to_device` calls made.
+   * copy_to_device calls made.
    */
   uint32_t copies;
   /**
@@ -432,15 +630,16 @@ typedef struct lrt_upload_report {
    */
   uint64_t bytes;
   /**
-   * Zeroing done by the `begin_run` of this run.
+   * Nanoseconds the run's begin_run spent zeroing.
    */
   uint64_t zero_ns;
   /**
-   * Validating and rewriting host pointers to device addresses.
+   * Nanoseconds spent validating and rewriting host pointers to device
+   * addresses.
    */
   uint64_t relocate_ns;
   /**
-   * Gathering (COMPACT) and copying to the device.
+   * Nanoseconds spent gathering (COMPACT) and copying to the device.
    */
   uint64_t copy_ns;
 } lrt_upload_report;
@@ -473,39 +672,58 @@ size_t lrt_last_error(char *buf, size_t len);
 const char *lrt_version(void);
 
 /**
- * Fills `*out` with the built-in host backend (device memory is host
- * memory): the embedded default.
+ * Fills `*out` with the built-in host backend, whose "device" memory is
+ * host memory: the embedded default. It holds no resources (releasing it
+ * only clears it) and keeps working in a child process after fork.
  *
- * # Safety
- * `out` is NULL or valid for a write of `lrt_host_api`.
+ * `out` must point to writable storage for an lrt_host_api.
+ * Returns LRT_OK, or LRT_ERR_INVALID_ARGUMENT when `out` is NULL.
+ * Any thread may call it.
  */
 enum lrt_status lrt_host_api_host(struct lrt_host_api *out);
 
 /**
- * Fills `*out` with a backend on CUDA device `device` (an ordinal), through
- * the CUDA driver API loaded at run time: `$LEANRT_CUDA_LIBRARY` when set,
- * else `libcuda.so.1`. The api holds a reference to the device's primary
- * context until `lrt_host_api_release`; its callbacks may be called from
- * any thread (each makes the context current for its own driver calls).
- * A failing callback returns NULL / non-zero and leaves CUDA's error name
- * and string in `lrt_last_error`. `LRT_ERR_UNAVAILABLE` without a CUDA
- * driver, without devices or for an invalid ordinal ("no CUDA device N
- * (found M)"); `LRT_ERR_DEVICE` when the driver fails otherwise; `*out` is
- * untouched on failure.
+ * Fills `*out` with a device on CUDA device `device` (an ordinal from 0),
+ * through the CUDA driver loaded at run time: the library named by the
+ * environment variable LEANRT_CUDA_LIBRARY when set, else libcuda.so.1.
  *
- * # Safety
- * `out` is NULL or valid for a write of `lrt_host_api`.
+ * The api holds a reference to the device's primary context until
+ * lrt_host_api_release (a maker created on it holds its own, so the api may
+ * be released before the maker is destroyed). Its callbacks may be called
+ * from any thread; each makes the context current for its own driver calls
+ * and restores the calling thread's context. A failing callback returns
+ * NULL or -1 and leaves CUDA's error name and text in lrt_last_error.
+ *
+ * `out` must point to writable storage for an lrt_host_api; it is written
+ * only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL
+ * `out`; LRT_ERR_UNAVAILABLE without a CUDA driver, without devices, for an
+ * invalid ordinal ("no CUDA device N (found M)"), or in a child process
+ * forked after the parent used CUDA (CUDA does not survive fork);
+ * LRT_ERR_DEVICE when the driver fails otherwise.
  */
 enum lrt_status lrt_host_api_cuda(int device, struct lrt_host_api *out);
 
 /**
- * Releases what `lrt_host_api_host`/`lrt_host_api_cuda` acquired and clears
- * `*api`. NULL, or an already released api, is a no-op.
+ * Releases what lrt_host_api_host or lrt_host_api_cuda acquired and sets
+ * both members of `*api` to NULL. NULL, an api already released, a copy of
+ * a released api, or a zeroed struct is a no-op. Makers created on the api
+ * keep working until they are destroyed. A released CUDA api's callbacks
+ * fail cleanly (NULL / -1, "not live" in lrt_last_error).
  *
- * # Safety
- * `api` is NULL or points to an `lrt_host_api` filled by leanrt (or zeroed).
+ * `api` must be NULL or point to an lrt_host_api.
  */
 void lrt_host_api_release(struct lrt_host_api *api);
+
+/**
+ * Sends leanrt's warnings to `callback(ctx, level, message)` instead of the
+ * default. By default leanrt prints nothing; with the environment variable
+ * LEANRT_LOG=stderr and no callback installed, it writes one line per
+ * message to standard error. A NULL `callback` removes the callback (back
+ * to the default). Installing replaces any earlier callback; the old one
+ * may still receive a message that was being delivered while it was
+ * replaced. Always returns LRT_OK.
+ */
+enum lrt_status lrt_set_log_callback(lrt_log_fn callback, void *ctx);
 
 /**
  * Creates pool options with ONNX Runtime's defaults (thread count 0 =
@@ -797,111 +1015,178 @@ void lrt_pool_disable_spinning(struct lrt_pool *pool);
 enum lrt_status lrt_pool_get_stats(const struct lrt_pool *pool, struct lrt_pool_stats *out);
 
 /**
- * Writes the segment offsets of the image for window `task_window` to
- * `*out`. `LRT_ERR_INVALID_ARGUMENT` unless the window is a power of two in
- * [4, INT32_MAX] whose image fits in INT32_MAX bytes.
+ * Writes to `*out` the byte offsets of the segments of the image for a
+ * window of `task_window` slots (header, descriptors, payloads, slot
+ * states, completion flags, and the end = the image size).
  *
- * # Safety
- * `out` is NULL or valid for a write of `lrt_sm_segments`.
+ * `out` must point to writable storage for an lrt_sm_segments; it is
+ * written only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
+ * NULL `out` or a window that is not a power of two in [4, 262144] (the
+ * largest whose image fits in INT32_MAX bytes). Any thread may call it.
  */
 enum lrt_status lrt_sm_ring_segment_offsets(uint64_t task_window, struct lrt_sm_segments *out);
 
 /**
- * Sets `*cfg` to the defaults: window 0 (env, else 16384), BOUNDED, no
- * flags. NULL is ignored (and recorded for `lrt_last_error`).
- *
- * # Safety
- * `cfg` is NULL or valid for a write of `lrt_maker_config`.
+ * Sets `*cfg` to the defaults: window 0 (the environment, else 16384),
+ * LRT_UPLOAD_BOUNDED, no flags, heap size 0 (the environment, else
+ * LRT_DEFAULT_HEAP_SIZE). `cfg` must be NULL or point to writable
+ * storage for an lrt_maker_config; NULL is ignored (and recorded for
+ * lrt_last_error). Any thread may call it.
  */
 void lrt_maker_config_init(struct lrt_maker_config *cfg);
 
 /**
- * Creates a maker: resolves the window (config, then env
- * PTO2_RING_TASK_WINDOW, then 16384), allocates the device image once
- * through `api` and reserves the untouched host mirror. `*out` is written
- * only on success. `LRT_ERR_INVALID_ARGUMENT` for NULL arguments, an
- * unknown policy or flag, a bad window or an incomplete `api`;
- * `LRT_ERR_NO_MEMORY` when `device_malloc` returns NULL (nothing leaked).
- * `api->ops` must outlive the maker.
+ * Creates a maker: resolves the window (`cfg->task_window`, else the
+ * environment variable PTO2_RING_TASK_WINDOW, else 16384; an unusable
+ * environment value is ignored with a warning), allocates the device image
+ * once through `api` and reserves the untouched host mirror (pinned when
+ * asked).
  *
- * # Safety
- * `cfg`, `api` and `out` are NULL or valid for their reads/write.
+ * `cfg` and `api` must point to an lrt_maker_config and an lrt_host_api;
+ * `out` to writable storage for a maker pointer, written only on success.
+ * leanrt's own apis (lrt_host_api_host, lrt_host_api_cuda) are used
+ * directly: the maker keeps its own reference to the device, so the api
+ * may be released before the maker is destroyed. For a host's own table,
+ * `api->ops` and the callbacks' `ctx` must stay valid until
+ * lrt_runtime_maker_destroy returns, and the callbacks must work from
+ * whichever thread uses the maker.
+ *
+ * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an unknown
+ * policy or flag, a bad window, a heap size below 1024, or a table that is NULL or has a NULL
+ * callback; LRT_ERR_STATE for a released CUDA api; LRT_ERR_NO_MEMORY when
+ * the host mirror or the device image cannot be allocated (the message
+ * carries the device's own reason, e.g. CUDA's error name); LRT_ERR_UNAVAILABLE
+ * for a CUDA api inherited across fork. Nothing is leaked on failure. Any
+ * thread may call it.
  */
 enum lrt_status lrt_runtime_maker_create(const struct lrt_maker_config *cfg,
                                          const struct lrt_host_api *api,
                                          struct lrt_runtime_maker **out);
 
 /**
- * Starts a run: zeroes the header (FULL: the whole mirror), stamps the
- * constants and array pointers, sets `current_task_index = 0`, and writes
- * the mirror's header to `*host_sm`.
+ * Starts a run: zeroes the mirror's header (LRT_UPLOAD_FULL: the whole
+ * mirror), writes every header field the device reads (docs/STAGING.md
+ * lists them), sets current_task_index to 0 and writes the mirror's
+ * header address to `*host_sm`. The header stays valid until the next
+ * begin_run or destroy.
  *
- * # Safety
- * `maker` is NULL or a live maker; `host_sm` is NULL or valid for a write.
+ * `maker` must be NULL or a live maker; `host_sm` must point to writable
+ * storage for a pointer. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
+ * NULL argument; LRT_ERR_NO_MEMORY when LRT_MAKER_FRESH_MIRROR cannot map
+ * a new mirror.
  */
 enum lrt_status lrt_runtime_maker_begin_run(struct lrt_runtime_maker *maker,
                                             struct lrt_sm_header **host_sm);
 
 /**
- * Claims slot `current_task_index`, initializing everything the device
- * reads for it, and writes its index and mirror addresses to `*out`.
- * `LRT_ERR_OUT_OF_RANGE` when the window is full, `LRT_ERR_STATE` before
- * `begin_run`.
+ * Claims slot current_task_index for a root kernel task on one AIV core:
+ * the same as lrt_runtime_maker_claim_slot_ex with the defaults of
+ * lrt_claim_desc_init. Writes everything the device reads for the slot
+ * (docs/STAGING.md lists each field and its value), increments
+ * current_task_index and writes the slot's index and host-mirror addresses
+ * to `*out`. The host then writes the task's content.
  *
- * # Safety
- * `maker` is NULL or a live maker; `out` is NULL or valid for a write.
+ * `maker` must be NULL or a live maker; `out` must point to writable
+ * storage for an lrt_task_slot. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT
+ * for a NULL argument; LRT_ERR_STATE before begin_run;
+ * LRT_ERR_OUT_OF_RANGE when the window is full.
  */
 enum lrt_status lrt_runtime_maker_claim_slot(struct lrt_runtime_maker *maker,
                                              struct lrt_task_slot *out);
 
 /**
- * Validates `total_tasks = current_task_index` (in [0, W], else
- * `LRT_ERR_OUT_OF_RANGE`) and the live slots' pointers (else
- * `LRT_ERR_INVALID_ARGUMENT`) before copying anything, relocates them to
- * device addresses, ships the image per policy and restores the mirror.
- * A failing `copy_to_device` is `LRT_ERR_DEVICE`; the next run still works.
- * `report` may be NULL.
+ * Sets `*desc` to a root kernel task on one AIV core: active_mask
+ * LRT_SUBTASK_AIV0, task_attrs 0, one block, no flags, kernel ids -1, no
+ * fanins, packed buffer NULL. `desc` must be NULL or point to writable
+ * storage for an lrt_claim_desc; NULL is ignored (and recorded for
+ * lrt_last_error). Any thread may call it.
+ */
+void lrt_claim_desc_init(struct lrt_claim_desc *desc);
+
+/**
+ * Claims slot current_task_index for the task `*desc` describes and writes
+ * what the reference runtime's submit path writes for it: the descriptor
+ * (task_id = the slot index, kernel ids, packed buffer), the payload's
+ * counts (fanin_count = the distinct producers, whose ids are written to
+ * fanin_local_ids; tensor and scalar counts 0), early-dispatch and
+ * predicate state 0, the whole slot state (last_consumer_local_id = the
+ * slot index, task_state LRT_TASK_PENDING or LRT_TASK_COMPLETED, the
+ * slot's payload/task pointers, active_mask, task_attrs, task_kind
+ * LRT_TASK_KIND_KERNEL or LRT_TASK_KIND_DUMMY, total_required_subtasks,
+ * logical_block_num, graph_node_index -1, the rest 0/NULL) and the
+ * completion flag (1 when LRT_CLAIM_COMPLETED, else 0). Each producer's
+ * last_consumer_local_id is raised to this slot's index. Increments
+ * current_task_index and writes the slot to `*out`.
  *
- * # Safety
- * `maker` is NULL or a live maker; `report` is NULL or valid for a write.
+ * `maker` must be NULL or a live maker; `desc` must point to an
+ * lrt_claim_desc (its fanin_local_ids array readable for fanin_count
+ * entries); `out` must point to writable storage for an lrt_task_slot.
+ * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an unknown
+ * flag, logical_block_num below 1, too many subtasks for int16_t,
+ * fanin_count outside [0, LRT_MAX_FANIN], a NULL fanin array with a
+ * non-zero count, or a fanin that is not an earlier slot of this run;
+ * LRT_ERR_STATE before begin_run; LRT_ERR_OUT_OF_RANGE when the window is
+ * full. Nothing is written on failure.
+ */
+enum lrt_status lrt_runtime_maker_claim_slot_ex(struct lrt_runtime_maker *maker,
+                                                const struct lrt_claim_desc *desc,
+                                                struct lrt_task_slot *out);
+
+/**
+ * Ships the run to the device. Reads N = current_task_index and checks it
+ * and every live slot's payload/task pointer before changing or copying
+ * anything; sets orchestrator_done to 1 (the orchestration is over);
+ * rewrites the host addresses to device addresses for the copy, ships per
+ * the policy, and restores the host addresses in the mirror. Descriptors'
+ * packed buffer pointers, task states and completion flags are shipped as
+ * the host left them.
+ *
+ * `maker` must be NULL or a live maker; `report` may be NULL, else it must
+ * point to writable storage for an lrt_upload_report, filled on success.
+ * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL maker or a slot
+ * pointer that is neither NULL nor a live element of the mirror;
+ * LRT_ERR_STATE before begin_run; LRT_ERR_OUT_OF_RANGE when N is outside
+ * [0, W]; LRT_ERR_DEVICE when a copy fails (the message carries the
+ * device's reason). The maker stays usable for the next run after any
+ * failure.
  */
 enum lrt_status lrt_runtime_maker_upload(struct lrt_runtime_maker *maker,
                                          struct lrt_upload_report *report);
 
 /**
- * Copies the device header back and writes 0, or the negated
- * `orch_error_code`, else the negated `sched_error_code`, to
- * `*runtime_status`. `LRT_ERR_STATE` before a successful upload.
+ * Copies the device's header back and writes the run's status to
+ * `*runtime_status`: 0, or the negated orch_error_code when it is non-zero,
+ * else the negated sched_error_code.
  *
- * # Safety
- * `maker` is NULL or a live maker; `runtime_status` is NULL or valid for a write.
+ * `maker` must be NULL or a live maker; `runtime_status` must point to a
+ * writable int32_t. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL
+ * argument; LRT_ERR_STATE before a successful upload; LRT_ERR_DEVICE when
+ * the copy fails.
  */
 enum lrt_status lrt_runtime_maker_read_status(struct lrt_runtime_maker *maker,
                                               int32_t *runtime_status);
 
 /**
- * Writes the full image's segment offsets to `*out`.
- *
- * # Safety
- * `maker` is NULL or a live maker; `out` is NULL or valid for a write.
+ * Writes the segment offsets of the maker's full image to `*out`.
+ * `maker` must be NULL or a live maker; `out` must point to writable
+ * storage for an lrt_sm_segments. Returns LRT_OK, or
+ * LRT_ERR_INVALID_ARGUMENT for a NULL argument.
  */
 enum lrt_status lrt_runtime_maker_segments(const struct lrt_runtime_maker *maker,
                                            struct lrt_sm_segments *out);
 
 /**
- * The device image (its header is at offset 0 under every policy); NULL
- * for a NULL maker.
- *
- * # Safety
- * `maker` is NULL or a live maker.
+ * The device image's address (its header is at offset 0 under every
+ * policy), owned by the maker; NULL for a NULL maker. `maker` must be NULL
+ * or a live maker.
  */
 void *lrt_runtime_maker_device_image(const struct lrt_runtime_maker *maker);
 
 /**
- * Frees the device image and the mirror (unpinning it). NULL is a no-op.
- *
- * # Safety
- * `maker` is NULL or a maker from `lrt_runtime_maker_create`, not used again.
+ * Frees the device image and the mirror (unpinning it) and the maker. NULL
+ * is a no-op. `maker` must be NULL or a maker from lrt_runtime_maker_create
+ * that no other thread is using; it must not be used afterwards. Works in a
+ * child process after fork (a CUDA image then stays with the parent).
  */
 void lrt_runtime_maker_destroy(struct lrt_runtime_maker *maker);
 

@@ -4,9 +4,10 @@
 # to $OUT (default ./gpu-out): one .txt per step, JSON figures, summary.txt.
 # Budget: about 4 minutes; every step has its own timeout.
 #   Steps: environment; Rust CUDA tests (real GPU + mock); C CUDA tests;
-#   h2d_bandwidth (H2D pageable vs pinned at 1/16/81 MB, staging cost per
-#   policy on CUDA, the issue-6 targets); leanrt bind --backend cuda
-#   (+ --bandwidth); leanrt info.
+#   leanrt info; leanrt bind --backend cuda --bandwidth (H2D pageable vs
+#   pinned at 1/16/81 MB); leanrt bind --backend cuda (staging cost per policy,
+#   with the synchronize and the time inside the driver's H2D copies), from a
+#   pageable and from a pinned mirror.
 # Exit status: 0 when every step passed, 1 otherwise (a step that only
 # skipped for lack of a device counts as failed here: this script exists to
 # run on a GPU). LEANRT_GPU_CHECK_DRY_RUN=1 rehearses it over the mock driver.
@@ -73,16 +74,17 @@ step rust_cuda_tests 90 env LEANRT_MOCK_CUDA_LIB="$MOCK" "$BIN/cuda_backend" --t
 step c_cuda_gpu 60 "$BIN/c_cuda_gpu"
 step c_cuda_gpu_on_mock 30 env LEANRT_CUDA_LIBRARY="$MOCK" "$BIN/c_cuda_gpu"
 step c_cuda_mock_backend 30 env LEANRT_CUDA_LIBRARY="$MOCK" "$BIN/c_cuda_mock_backend"
-# Figures.
-step h2d_bandwidth 120 "$BIN/h2d_bandwidth" --runs 7 --json "$OUT/h2d_bandwidth.json"
+# Figures, all from the leanrt command.
 if [ -x "$BIN/leanrt" ]; then
   step leanrt_info 20 "$BIN/leanrt" info
-  step leanrt_bind_bandwidth 45 "$BIN/leanrt" bind --backend cuda --bandwidth -q \
+  step leanrt_bind_bandwidth 45 "$BIN/leanrt" bind --backend cuda --bandwidth --runs 7 -q \
     --json "$OUT/bind_bandwidth.json"
-  step leanrt_bind_cuda 120 "$BIN/leanrt" bind --backend cuda --runs 10 --warmup 1 -q \
+  step leanrt_bind_cuda 120 "$BIN/leanrt" bind --backend cuda --runs 7 --warmup 1 -q \
     --json "$OUT/bind_cuda.json" --svg "$OUT/bind_cuda.svg"
+  step leanrt_bind_cuda_pinned 60 "$BIN/leanrt" bind --backend cuda --pin-mirror \
+    --policy bounded,compact --runs 7 --warmup 1 -q --json "$OUT/bind_cuda_pinned.json"
 else
-  echo "leanrt CLI not carried" | tee -a "$SUMMARY"
+  echo "leanrt command not carried" | tee -a "$SUMMARY"
   FAILED=1
 fi
 

@@ -2,8 +2,8 @@
 # Builds, on this (GPU-less) machine, everything scripts/gpu_check.sh runs on
 # a GPU machine that has no Rust toolchain, and puts it in device-carry/
 # (ignored by git; hand it to the device tool as a carried path):
-#   device-carry/bin/  cuda_backend (Rust test binary), h2d_bandwidth (example),
-#                      leanrt (CLI, when it builds), c_cuda_gpu, c_cuda_mock_backend
+#   device-carry/bin/  cuda_backend (Rust test binary), leanrt (the benchmark
+#                      command), c_cuda_gpu, c_cuda_mock_backend
 #   device-carry/lib/  libleanrt.so.0 (+ libleanrt.so link), libleanrt_mock_cuda.so
 # Release builds, stripped; the folder must stay under 60 MB.
 set -euo pipefail
@@ -18,19 +18,14 @@ JOBS=${LEANRT_JOBS:-2}
 rm -rf "$CARRY"
 mkdir -p "$CARRY/bin" "$CARRY/lib"
 
-echo "==> Rust: CUDA test binary, h2d_bandwidth example, CLI (release)"
+echo "==> Rust: CUDA test binary, the leanrt command (release)"
 test_json=$(cargo test --release -p leanrt --test cuda_backend --no-run --message-format=json)
 test_exe=$(printf '%s\n' "$test_json" | grep '"executable":"' | grep '"name":"cuda_backend"' |
   sed -e 's/.*"executable":"\([^"]*\)".*/\1/' | tail -n 1)
 [ -x "$test_exe" ] || { echo "cannot find the cuda_backend test executable" >&2; exit 1; }
 cp "$test_exe" "$CARRY/bin/cuda_backend"
-cargo build --release -p leanrt --example h2d_bandwidth
-cp "$CARGO_TARGET_DIR/release/examples/h2d_bandwidth" "$CARRY/bin/"
-if cargo build --release -p leanrt-cli --bin leanrt; then
-  cp "$CARGO_TARGET_DIR/release/leanrt" "$CARRY/bin/"
-else
-  echo "warning: the leanrt CLI does not build; gpu_check.sh will skip 'leanrt bind'" >&2
-fi
+cargo build --release -p leanrt-cli --bin leanrt
+cp "$CARGO_TARGET_DIR/release/leanrt" "$CARRY/bin/"
 
 echo "==> C: libleanrt, the mock driver and the CUDA C tests (cmake, release)"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DLEANRT_CARGO_TARGET_DIR="$CARGO_TARGET_DIR" >/dev/null

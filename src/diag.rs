@@ -8,7 +8,8 @@
 //! error) or by installing a sink ([`set_sink`]; the C surface exposes it as
 //! `lrt_set_log_callback`), which takes precedence over the variable.
 //! `LEANRT_LOG` unset, empty or `off` means silent.
-use std::sync::{Arc, RwLock};
+use std::cell::Cell;
+use std::sync::{Arc, Once, RwLock};
 
 /// The environment variable that sends warnings to standard error.
 pub const LOG_ENV: &str = "LEANRT_LOG";
@@ -57,6 +58,49 @@ pub fn warn(message: &str) {
     }
 }
 
+thread_local! {
+    /// How many [`QuietPanics`] guards are live on this thread.
+    static QUIET: Cell<u32> = const { Cell::new(0) };
+}
+
+static HOOK: Once = Once::new();
+
+/// While a guard is live on a thread, a panic on that thread is not printed
+/// by Rust's panic hook: leanrt catches it (the C boundary reports it as
+/// `LRT_ERR_INTERNAL` with its message; a pool worker reports a panicking
+/// task) and it reaches the host only through the status, the last-error
+/// text and [`warn`]. Panics outside a guard (a Rust host's own code) go to
+/// the hook that was installed before, unchanged.
+///
+/// The hook wrapper is installed once, the first time a guard is taken.
+pub struct QuietPanics(());
+
+impl QuietPanics {
+    /// Mutes the panic hook on this thread until the guard is dropped.
+    #[inline]
+    pub fn enter() -> Self {
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if QUIET.with(Cell::get) > 0 {
+                    warn(&format!("caught a panic: {info}"));
+                } else {
+                    previous(info);
+                }
+            }));
+        });
+        QUIET.with(|q| q.set(q.get() + 1));
+        QuietPanics(())
+    }
+}
+
+impl Drop for QuietPanics {
+    #[inline]
+    fn drop(&mut self) {
+        QUIET.with(|q| q.set(q.get() - 1));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +120,31 @@ mod tests {
         set_sink(None);
         warn("nowhere");
         assert_eq!(*seen.lock().unwrap(), vec!["first".to_owned()]);
+    }
+
+    #[test]
+    fn quiet_panics_reach_the_sink_not_the_hook() {
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let s = seen.clone();
+        // The sink is process-wide: only count this test's message.
+        set_sink(Some(Arc::new(move |_, msg| {
+            if msg.contains("quiet-test-panic") {
+                s.lock().unwrap().push(msg.to_owned());
+            }
+        })));
+        let r = std::panic::catch_unwind(|| {
+            let _quiet = QuietPanics::enter();
+            panic!("quiet-test-panic");
+        });
+        assert!(r.is_err());
+        assert_eq!(
+            QUIET.with(Cell::get),
+            0,
+            "the guard was released by unwinding"
+        );
+        set_sink(None);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert!(seen[0].contains("quiet-test-panic"));
     }
 }

@@ -17,10 +17,14 @@ use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use leanrt::device::{self, cuda, HostApi, HostApiOps};
+use std::sync::Arc;
+
+use leanrt::device::{cuda, Device, PinnedRegion};
+use leanrt::ffi::device::{self as cdev, lrt_host_api as HostApi, lrt_host_api_ops as HostApiOps};
+use leanrt::ffi::staging::LRT_MAKER_PIN_MIRROR as MAKER_PIN_MIRROR;
 use leanrt::staging::{
     MakerConfig, RuntimeMaker, SmHeader, TaskDescriptor, TaskPayload, TaskSlot, TaskSlotState,
-    UploadPolicy, MAKER_PIN_MIRROR,
+    UploadPolicy,
 };
 use leanrt::ErrorKind;
 
@@ -71,7 +75,7 @@ impl Mock {
         self.set("fill", 1);
     }
     fn api(&self) -> HostApi {
-        cuda::cuda_host_api_with_library(&self.path, 0).expect("the mock opens device 0")
+        cdev::cuda_api(cuda::open_with_library(&self.path, 0).expect("the mock opens device 0"))
     }
 }
 
@@ -148,13 +152,13 @@ fn mock() -> Option<&'static Mock> {
 
 /// The real device 0, or `None` with a printed skip line.
 fn gpu() -> Option<HostApi> {
-    match cuda::cuda_host_api(0) {
-        Ok(api) => Some(api),
+    match cuda::open(0) {
+        Ok(d) => Some(cdev::cuda_api(d)),
         Err(e) if e.kind() == ErrorKind::Unavailable => {
             println!("skipped: no CUDA device ({})", e.message());
             None
         }
-        Err(e) => panic!("cuda_host_api(0) failed unexpectedly: {e:?}"),
+        Err(e) => panic!("cuda::open(0) failed unexpectedly: {e:?}"),
     }
 }
 
@@ -162,7 +166,32 @@ fn gpu() -> Option<HostApi> {
 // Raw callback helpers
 
 fn ops(api: &HostApi) -> HostApiOps {
-    *api.validate().expect("a valid host api")
+    assert!(!api.ops.is_null(), "a live host api");
+    // SAFETY: a table made by leanrt (static, never freed).
+    unsafe { *api.ops }
+}
+
+/// The core device behind a C api (leanrt's own tables give the backend
+/// itself; a foreign table is adapted).
+fn dev_of(api: &HostApi) -> Arc<dyn Device> {
+    // SAFETY: the tables used here are leanrt's or the test's Counting
+    // table, whose ctx outlives every maker made on it.
+    unsafe { cdev::device_for_api(api) }.expect("a usable host api")
+}
+
+/// Pins through the CUDA device behind `api`.
+fn pin(api: &HostApi, p: *mut u8, len: usize) -> leanrt::Result<PinnedRegion> {
+    // SAFETY: the test keeps the buffer alive until the region is dropped.
+    unsafe { cdev::cuda_device_of(api)?.pin(p, len) }
+}
+
+/// This thread's lrt_last_error message, and a mark in its place, so a
+/// later call that succeeds reads back as `None`.
+fn take_last_error() -> Option<String> {
+    const MARK: &str = "test: no error since the last take";
+    let s = lrt_last_error();
+    leanrt::ffi::boundary::set_last_error("test", "no error since the last take");
+    (s != MARK).then_some(s)
 }
 
 fn malloc(api: &HostApi, size: usize) -> *mut c_void {
@@ -218,16 +247,11 @@ fn round_trip(api: &HostApi, len: usize) {
     assert!(
         !d.is_null(),
         "device_malloc({len}): {:?}",
-        cuda::take_last_error()
+        take_last_error()
     );
-    assert_eq!(to_device(api, d, &data), 0, "{:?}", cuda::take_last_error());
+    assert_eq!(to_device(api, d, &data), 0, "{:?}", take_last_error());
     let mut back = vec![0u8; len];
-    assert_eq!(
-        from_device(api, &mut back, d),
-        0,
-        "{:?}",
-        cuda::take_last_error()
-    );
+    assert_eq!(from_device(api, &mut back, d), 0, "{:?}", take_last_error());
     assert!(back == data, "round trip of {len} bytes changed the data");
     // A sub-range at an offset.
     let off = len / 3;
@@ -245,12 +269,7 @@ fn round_trip(api: &HostApi, len: usize) {
                 let q = len / 4;
                 let chunk = pattern(q, 1000 + t as u64);
                 let dst = (base + t * q) as *mut c_void;
-                assert_eq!(
-                    to_device(&api, dst, &chunk),
-                    0,
-                    "{:?}",
-                    cuda::take_last_error()
-                );
+                assert_eq!(to_device(&api, dst, &chunk), 0, "{:?}", take_last_error());
                 let mut back = vec![0u8; q];
                 assert_eq!(from_device(&api, &mut back, dst), 0);
                 assert!(back == chunk, "thread {t}");
@@ -260,7 +279,10 @@ fn round_trip(api: &HostApi, len: usize) {
     for t in threads {
         t.join().unwrap();
     }
-    cuda::synchronize(api).expect("cuCtxSynchronize");
+    cdev::cuda_device_of(api)
+        .unwrap()
+        .synchronize()
+        .expect("cuCtxSynchronize");
     free(api, d);
 }
 
@@ -280,11 +302,11 @@ unsafe impl Send for SendApi {}
 fn oversized_alloc(api: &HostApi, size: usize) {
     let p = malloc(api, size);
     assert!(p.is_null(), "device_malloc({size}) succeeded");
-    let msg = cuda::take_last_error().expect("the failure is recorded");
-    assert!(msg.contains("cuMemAlloc_v2"), "{msg}");
-    assert!(msg.contains("CUDA_ERROR_OUT_OF_MEMORY"), "{msg}");
     let last = lrt_last_error();
     assert!(last.contains("CUDA_ERROR_OUT_OF_MEMORY"), "{last}");
+    let msg = take_last_error().expect("the failure is recorded");
+    assert!(msg.contains("cuMemAlloc_v2"), "{msg}");
+    assert!(msg.contains("CUDA_ERROR_OUT_OF_MEMORY"), "{msg}");
 }
 
 /// A copy outside any allocation fails with CUDA's reason, no crash.
@@ -295,7 +317,7 @@ fn bad_copy(api: &HostApi) {
     // SAFETY: address arithmetic only; the driver validates it.
     let beyond = (d as usize + (1 << 40)) as *mut c_void;
     assert_ne!(to_device(api, beyond, &data), 0);
-    let msg = cuda::take_last_error().expect("recorded");
+    let msg = take_last_error().expect("recorded");
     assert!(
         msg.contains("cuMemcpyHtoD_v2") && msg.contains("CUDA_ERROR"),
         "{msg}"
@@ -390,7 +412,7 @@ fn device_view(maker: &RuntimeMaker, api: &HostApi, n: usize) -> (SmHeader, Vec<
     let h: SmHeader = read_at(&image, 0);
     assert_eq!(h.current_task_index as usize, n);
     assert_eq!(h.task_window_size, maker.task_window());
-    assert_eq!(h.task_window_mask, maker.task_window() - 1);
+    assert_eq!(h.task_window_mask as u64, maker.task_window() - 1);
     let off = |p: usize| -> usize {
         assert!(
             p >= base && p < base + len,
@@ -473,13 +495,14 @@ fn expected(i: usize, run: u64) -> SlotView {
         predicate: [0; 3],
         tensors: vec![],
         scalars: vec![],
-        // last_consumer -1, task_state 0; no wake links; task_kind; one
-        // logical block, graph node -1; no graph context.
+        // last_consumer = own index, task_state 0; no wake links; active
+        // mask 2 (one AIV core), task_kind as the host wrote it, one required
+        // subtask; one logical block, graph node -1; no graph context.
         state: [
-            u32::MAX as u64,
+            i as u64,
             0,
             0,
-            ((i % 3) as u64) << 24,
+            2 | ((i % 3) as u64) << 24 | 1 << 48,
             1 | (u32::MAX as u64) << 32,
             0,
         ],
@@ -535,9 +558,10 @@ fn poison_contract(api: HostApi, window: u64, policy: UploadPolicy, flags: u32) 
     let cfg = MakerConfig {
         task_window: window,
         policy,
-        flags,
+        pin_mirror: flags & MAKER_PIN_MIRROR != 0,
+        ..MakerConfig::default()
     };
-    let mut maker = RuntimeMaker::new(&cfg, api).expect("maker on the CUDA api");
+    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).expect("maker on the CUDA api");
     let w = window as usize;
     let plan = |run: u64| -> usize {
         match run {
@@ -560,7 +584,7 @@ fn poison_contract(api: HostApi, window: u64, policy: UploadPolicy, flags: u32) 
         }
         let report = maker
             .upload()
-            .unwrap_or_else(|e| panic!("upload: {e:?} / {:?}", cuda::take_last_error()));
+            .unwrap_or_else(|e| panic!("upload: {e:?} / {:?}", take_last_error()));
         assert_eq!(report.total_tasks as usize, n);
         if matches!(run, 1 | 2 | 10) {
             let (_, slots) = device_view(&maker, &api, n);
@@ -645,9 +669,9 @@ fn copy_contract(api: HostApi, window: u64) {
             let cfg = MakerConfig {
                 task_window: window,
                 policy,
-                flags: 0,
+                ..MakerConfig::default()
             };
-            let mut maker = RuntimeMaker::new(&cfg, wrapped).unwrap();
+            let mut maker = RuntimeMaker::new(&cfg, dev_of(&wrapped)).unwrap();
             maker.begin_run().unwrap();
             for i in 0..n {
                 let slot = maker.claim_slot().unwrap();
@@ -703,8 +727,8 @@ fn mock_round_trip_from_any_thread() {
     let Some(m) = mock() else { return };
     let (allocs, no_ctx) = (m.get("live_allocs"), m.get("no_ctx_errors"));
     let mut api = m.api();
-    assert!(cuda::is_cuda_api(&api));
-    assert_eq!(cuda::ordinal(&api).unwrap(), 0);
+    assert!(cdev::cuda_device_of(&api).is_ok());
+    assert_eq!(cdev::cuda_device_of(&api).unwrap().ordinal(), 0);
     round_trip(&api, 1 << 20);
     assert_eq!(m.get("live_allocs"), allocs, "the allocation was freed");
     assert_eq!(
@@ -713,7 +737,7 @@ fn mock_round_trip_from_any_thread() {
         "every driver call had a current context"
     );
     assert_eq!(m.get("thread_depth"), 0, "every push was popped");
-    device::release(&mut api);
+    cdev::release(&mut api);
     assert!(api.ctx.is_null() && api.ops.is_null());
 }
 
@@ -726,16 +750,18 @@ fn mock_invalid_ordinal_and_no_device_are_unavailable() {
         (1, "no CUDA device 1 (found 1)"),
         (-1, "no CUDA device -1 (found 1)"),
     ] {
-        let e = cuda::cuda_host_api_with_library(&m.path, dev).unwrap_err();
+        let e = cuda::open_with_library(&m.path, dev).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unavailable);
         assert!(e.message().contains(want), "{}", e.message());
     }
     m.set("device_count", 3);
-    let mut api = cuda::cuda_host_api_with_library(&m.path, 2).expect("device 2 of 3");
-    assert_eq!(cuda::ordinal(&api).unwrap(), 2);
-    device::release(&mut api);
+    let mut api = cuda::open_with_library(&m.path, 2)
+        .map(cdev::cuda_api)
+        .expect("device 2 of 3");
+    assert_eq!(cdev::cuda_device_of(&api).unwrap().ordinal(), 2);
+    cdev::release(&mut api);
     m.set("device_count", 0);
-    let e = cuda::cuda_host_api_with_library(&m.path, 0).unwrap_err();
+    let e = cuda::open_with_library(&m.path, 0).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unavailable);
     assert!(
         e.message().contains("no CUDA device 0 (found 0)"),
@@ -749,7 +775,7 @@ fn mock_invalid_ordinal_and_no_device_are_unavailable() {
     );
     m.set("device_count", 1);
     m.set("fail_init", 3);
-    let e = cuda::cuda_host_api_with_library(&m.path, 0).unwrap_err();
+    let e = cuda::open_with_library(&m.path, 0).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unavailable);
     assert!(
         e.message().contains("CUDA_ERROR_NOT_INITIALIZED"),
@@ -758,7 +784,7 @@ fn mock_invalid_ordinal_and_no_device_are_unavailable() {
     );
     m.set("fail_init", 0);
     m.set("fail_retain", 201);
-    let e = cuda::cuda_host_api_with_library(&m.path, 0).unwrap_err();
+    let e = cuda::open_with_library(&m.path, 0).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Device);
     assert!(
         e.message().contains("CUDA_ERROR_INVALID_CONTEXT"),
@@ -784,27 +810,23 @@ fn mock_errors_carry_cuda_names() {
     m.set("fail_htod_at", 2);
     assert_eq!(to_device(&api, d, &[1; 16]), 0);
     assert_ne!(to_device(&api, d, &[1; 16]), 0);
-    let msg = cuda::take_last_error().unwrap();
+    assert!(lrt_last_error().contains("CUDA_ERROR_UNKNOWN"));
+    let msg = take_last_error().unwrap();
     assert!(
         msg.starts_with("cuda copy_to_device: cuMemcpyHtoD_v2"),
         "{msg}"
     );
     assert!(msg.contains("CUDA_ERROR_UNKNOWN (unknown error)"), "{msg}");
-    assert!(lrt_last_error().contains("CUDA_ERROR_UNKNOWN"));
     assert_eq!(to_device(&api, d, &[1; 16]), 0, "the failure was once");
-    assert_eq!(
-        cuda::take_last_error(),
-        None,
-        "a successful call leaves no error"
-    );
+    assert_eq!(take_last_error(), None, "a successful call leaves no error");
     m.set("fail_code", 12345);
     m.set("fail_dtoh_at", 1);
     let mut back = [0u8; 16];
     assert_ne!(from_device(&api, &mut back, d), 0);
-    let msg = cuda::take_last_error().unwrap();
+    let msg = take_last_error().unwrap();
     assert!(msg.contains("CUDA error 12345"), "{msg}");
     free(&api, d);
-    device::release(&mut api);
+    cdev::release(&mut api);
 }
 
 #[test]
@@ -815,7 +837,7 @@ fn mock_release_returns_the_context_and_kills_the_token() {
     let mut api = m.api();
     let copy = api;
     assert_eq!(m.get("retained"), retained + 1);
-    device::release(&mut api);
+    cdev::release(&mut api);
     assert_eq!(
         m.get("retained"),
         retained,
@@ -823,11 +845,11 @@ fn mock_release_returns_the_context_and_kills_the_token() {
     );
     // A stale copy: callbacks fail cleanly, release is a no-op.
     assert!(malloc(&copy, 64).is_null());
-    assert!(cuda::take_last_error().unwrap().contains("not live"));
+    assert!(take_last_error().unwrap().contains("not live"));
     let mut copy = copy;
-    device::release(&mut copy);
+    cdev::release(&mut copy);
     assert_eq!(m.get("retained"), retained);
-    device::release(&mut api); // already cleared: no-op
+    cdev::release(&mut api); // already cleared: no-op
 }
 
 #[test]
@@ -837,7 +859,7 @@ fn mock_pinning_registers_portably_and_unpins_on_drop() {
     let mut api = m.api();
     let mut buf = vec![0u8; 1 << 16];
     let (regs, no_ctx) = (m.get("live_registrations"), m.get("no_ctx_errors"));
-    let region = device::pin_host_memory(&api, buf.as_mut_ptr(), buf.len()).expect("pin");
+    let region = pin(&api, buf.as_mut_ptr(), buf.len()).expect("pin");
     assert_eq!(m.get("live_registrations"), regs + 1);
     assert_eq!(
         m.get("last_register_flags"),
@@ -845,9 +867,7 @@ fn mock_pinning_registers_portably_and_unpins_on_drop() {
         "CU_MEMHOSTREGISTER_PORTABLE"
     );
     // Pinning the same range twice is CUDA's error, reported as Device.
-    let e = device::pin_host_memory(&api, buf.as_mut_ptr(), buf.len())
-        .err()
-        .unwrap();
+    let e = pin(&api, buf.as_mut_ptr(), buf.len()).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Device);
     assert!(
         e.message()
@@ -857,7 +877,7 @@ fn mock_pinning_registers_portably_and_unpins_on_drop() {
     );
     // The region outlives the api: it keeps the context until it unpins.
     let retained = m.get("retained");
-    device::release(&mut api);
+    cdev::release(&mut api);
     assert_eq!(m.get("retained"), retained, "still held by the region");
     drop(region);
     assert_eq!(m.get("live_registrations"), regs);
@@ -866,14 +886,11 @@ fn mock_pinning_registers_portably_and_unpins_on_drop() {
     // Bad ranges are rejected up front.
     let api = m.api();
     assert_eq!(
-        device::pin_host_memory(&api, std::ptr::null_mut(), 64)
-            .err()
-            .unwrap()
-            .kind(),
+        pin(&api, std::ptr::null_mut(), 64).err().unwrap().kind(),
         ErrorKind::InvalidArgument
     );
     let mut api = api;
-    device::release(&mut api);
+    cdev::release(&mut api);
 }
 
 #[test]
@@ -891,7 +908,7 @@ fn mock_maker_poison_contract() {
     }
     poison_contract(api, 64, UploadPolicy::Compact, MAKER_PIN_MIRROR);
     assert_eq!(m.get("bad_copies"), bad, "no copy left its allocation");
-    device::release(&mut api);
+    cdev::release(&mut api);
 }
 
 #[test]
@@ -900,7 +917,7 @@ fn mock_maker_copy_contract() {
     let Some(m) = mock() else { return };
     let mut api = m.api();
     copy_contract(api, 64);
-    device::release(&mut api);
+    cdev::release(&mut api);
 }
 
 #[test]
@@ -916,22 +933,24 @@ fn mock_maker_fault_paths() {
     let cfg = MakerConfig {
         task_window: 64,
         policy: UploadPolicy::Bounded,
-        flags: MAKER_PIN_MIRROR,
+        pin_mirror: true,
+        ..MakerConfig::default()
     };
     // An image larger than the device: NoMemory at create, nothing leaked.
     m.set("total_mem", 4096);
-    let e = RuntimeMaker::new(&cfg, api).err().expect("create fails");
+    let e = RuntimeMaker::new(&cfg, dev_of(&api))
+        .err()
+        .expect("create fails");
     assert_eq!(e.kind(), ErrorKind::NoMemory);
-    // The maker's message carries CUDA's reason (and consumes it).
+    // The maker's message carries CUDA's reason.
     assert!(e.message().contains("CUDA_ERROR_OUT_OF_MEMORY"), "{e}");
-    assert_eq!(cuda::take_last_error(), None);
     assert_eq!(m.get("live_allocs"), allocs);
     assert_eq!(m.get("live_registrations"), regs);
     m.set("total_mem", 4 << 30);
 
     // Pinned mirror: registered once at create, unregistered at drop.
     let bytes = m.get("registered_bytes");
-    let mut maker = RuntimeMaker::new(&cfg, api).unwrap();
+    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
     assert_eq!(m.get("live_registrations"), regs + 1);
     assert_eq!(
         (m.get("registered_bytes") - bytes) as u64,
@@ -973,14 +992,14 @@ fn mock_maker_fault_paths() {
 
     // Pinning refused: a warning, and the maker works unpinned.
     m.set("fail_register", 2);
-    let mut maker = RuntimeMaker::new(&cfg, api).unwrap();
+    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
     assert_eq!(m.get("live_registrations"), regs);
     maker.begin_run().unwrap();
     maker.claim_slot().unwrap();
     maker.upload().unwrap();
     drop(maker);
     assert_eq!(m.get("no_ctx_errors"), no_ctx);
-    device::release(&mut api);
+    cdev::release(&mut api);
 }
 
 #[test]
@@ -1011,7 +1030,7 @@ fn gpu_round_trip() {
     let Some(mut api) = gpu() else { return };
     round_trip(&api, 64 << 20);
     round_trip(&api, 4097);
-    device::release(&mut api);
+    cdev::release(&mut api);
 }
 
 #[test]
@@ -1020,7 +1039,7 @@ fn gpu_fault_paths() {
     let Some(mut api) = gpu() else { return };
     let info = cuda::device_info(0).unwrap();
     println!("device 0: {info:?}");
-    let e = cuda::cuda_host_api(info.device_count).unwrap_err();
+    let e = cuda::open(info.device_count).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unavailable);
     let want = format!(
         "no CUDA device {} (found {})",
@@ -1031,7 +1050,7 @@ fn gpu_fault_paths() {
     bad_copy(&api);
     // The api still works after the faults.
     round_trip(&api, 1 << 20);
-    device::release(&mut api);
+    cdev::release(&mut api);
 }
 
 #[test]
@@ -1056,7 +1075,7 @@ fn gpu_pinning() {
     // SAFETY: the mapping is len bytes, ours alone until munmap below.
     let host = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
     host.copy_from_slice(&data);
-    let region = device::pin_host_memory(&api, host.as_mut_ptr(), len).expect("cuMemHostRegister");
+    let region = pin(&api, host.as_mut_ptr(), len).expect("cuMemHostRegister");
     let d = malloc(&api, len);
     assert!(!d.is_null());
     assert_eq!(to_device(&api, d, host), 0);
@@ -1064,13 +1083,13 @@ fn gpu_pinning() {
     assert_eq!(from_device(&api, &mut back, d), 0);
     assert!(back == data);
     // Pinning the same range again is refused by the driver, not a crash.
-    let again = device::pin_host_memory(&api, host.as_mut_ptr(), len);
+    let again = pin(&api, host.as_mut_ptr(), len);
     assert_eq!(again.err().map(|e| e.kind()), Some(ErrorKind::Device));
     free(&api, d);
     drop(region);
     // SAFETY: unpinned above; the mapping made here, unmapped once.
     unsafe { libc::munmap(buf, len) };
-    device::release(&mut api);
+    cdev::release(&mut api);
 }
 
 #[test]
@@ -1085,7 +1104,7 @@ fn gpu_maker_poison_contract() {
         poison_contract(api, 1024, policy, 0);
         poison_contract(api, 1024, policy, MAKER_PIN_MIRROR);
     }
-    device::release(&mut api);
+    cdev::release(&mut api);
 }
 
 #[test]
@@ -1093,5 +1112,5 @@ fn gpu_maker_copy_contract() {
     let _g = serial();
     let Some(mut api) = gpu() else { return };
     copy_contract(api, 1024);
-    device::release(&mut api);
+    cdev::release(&mut api);
 }

@@ -22,7 +22,8 @@ use std::ptr::null_mut;
 
 use fuzz_common::*;
 use leanrt::ffi::staging as ffi;
-use leanrt::staging::{RuntimeMaker, TaskSlot, UploadReport};
+use leanrt::ffi::staging::{lrt_task_slot as TaskSlot, lrt_upload_report as UploadReport};
+use leanrt::staging::RuntimeMaker;
 
 const OK: i32 = 0;
 const NO_MEMORY: i32 = 3;
@@ -51,6 +52,7 @@ struct RawCfg {
     task_window: u64,
     policy: u32,
     flags: u32,
+    heap_size: u64,
 }
 
 /// The value the script writes into slot `i` of run `r`.
@@ -105,6 +107,7 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
         task_window: W,
         policy,
         flags,
+        heap_size: 0,
     };
 
     // create (retried once after an injected failure)

@@ -26,9 +26,10 @@ use std::ptr::{null, null_mut};
 use std::time::Duration;
 
 use fuzz_common::*;
-use leanrt::device::HostApi;
+use leanrt::ffi::device::lrt_host_api as HostApi;
 use leanrt::ffi::staging as ffi;
-use leanrt::staging::{RuntimeMaker, SmSegments, TaskSlot, UploadReport};
+use leanrt::ffi::staging::{lrt_task_slot as TaskSlot, lrt_upload_report as UploadReport};
+use leanrt::staging::{RuntimeMaker, SmSegments};
 
 // Status values, as a C caller sees them.
 const OK: i32 = 0;
@@ -66,6 +67,7 @@ struct RawCfg {
     task_window: u64,
     policy: u32,
     flags: u32,
+    heap_size: u64,
 }
 
 /// The contract's segment offsets, computed independently.
@@ -78,7 +80,7 @@ fn expected_segments(w: u64) -> Option<[u64; 5]> {
     let pay = up(desc + DESC as u64 * w);
     let ss = up(pay + PAY as u64 * w);
     let flags = up(ss + SS as u64 * w);
-    let end = flags + w;
+    let end = flags + up(w);
     (end <= i32::MAX as u64).then_some([desc, pay, ss, flags, end])
 }
 
@@ -182,6 +184,7 @@ fn cfg_for(rng: &mut Rng) -> RawCfg {
         task_window: window,
         policy,
         flags,
+        heap_size: 0,
     }
 }
 
@@ -268,12 +271,13 @@ impl Fuzz {
         }
         // The api: the checked device, a NULL pointer, no ops, or an ops
         // table with a NULL callback.
-        static NO_FREE: leanrt::device::HostApiOps = leanrt::device::HostApiOps {
-            device_malloc: None,
-            device_free: None,
-            copy_to_device: None,
-            copy_from_device: None,
-        };
+        static NO_FREE: leanrt::ffi::device::lrt_host_api_ops =
+            leanrt::ffi::device::lrt_host_api_ops {
+                device_malloc: None,
+                device_free: None,
+                copy_to_device: None,
+                copy_from_device: None,
+            };
         let api_kind = self.rng.below(12);
         let api = match api_kind {
             0 => HostApi {
@@ -333,16 +337,12 @@ impl Fuzz {
         let st = self.status(unsafe { ffi::lrt_runtime_maker_segments(out, &mut segs) });
         assert_eq!(st, OK);
         let s = seg_array(&segs);
-        let window = s[5] - s[4];
-        let window = if expected_segments(window).is_some() {
-            window
-        } else {
-            // end rounded up to 64: find W with flags + W == end rounded.
-            (4..=30)
-                .map(|b| 1u64 << b)
-                .find(|&w| expected_segments(w).map(|e| e[3]) == Some(s[4]))
-                .expect("segments match some window")
-        };
+        // The flags segment is rounded up to 64 bytes, so find the W whose
+        // flags offset and end both match.
+        let window = (2..=30)
+            .map(|b| 1u64 << b)
+            .find(|&w| expected_segments(w).map(|e| (e[3], e[4])) == Some((s[4], s[5])))
+            .expect("segments match some window");
         let e = expected_segments(window).unwrap();
         assert_eq!(&s[1..5], &e[..4], "{context}: segments");
         if !null_cfg && cfg.task_window != 0 {
@@ -892,13 +892,14 @@ impl Fuzz {
                     task_window: 99,
                     policy: 99,
                     flags: 99,
+                    heap_size: 99,
                 };
                 // SAFETY: cfg has the layout of lrt_maker_config.
                 unsafe { ffi::lrt_maker_config_init((&mut cfg as *mut RawCfg).cast()) };
                 self.calls += 1;
                 assert_eq!(
-                    (cfg.task_window, cfg.policy, cfg.flags),
-                    (0, 1, 0),
+                    (cfg.task_window, cfg.policy, cfg.flags, cfg.heap_size),
+                    (0, 1, 0, 0),
                     "config_init"
                 );
             }
@@ -983,6 +984,7 @@ fn cycles_rss(f: &mut Fuzz) -> (u64, u64) {
             task_window: 256,
             policy: (c % 3) as u32,
             flags: if c % 5 == 0 { 2 } else { 0 },
+            heap_size: 0,
         };
         let mut m = null_mut();
         let mut hdr = null_mut();

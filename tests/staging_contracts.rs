@@ -16,7 +16,7 @@ fn maker(api: &CountingApi, policy: UploadPolicy) -> RuntimeMaker {
     let cfg = MakerConfig {
         task_window: W,
         policy,
-        flags: 0,
+        ..MakerConfig::default()
     };
     RuntimeMaker::new(&cfg, api.api()).expect("create")
 }
@@ -55,20 +55,22 @@ fn one_run(
     (report, tasks)
 }
 
-fn expected_state() -> TaskSlotState {
+/// What claim_slot writes for slot `i` (a root kernel task on one AIV core,
+/// as the reference's submit path writes it), pointers cleared.
+fn expected_state(i: usize) -> TaskSlotState {
     TaskSlotState {
-        last_consumer_local_id: -1,
+        last_consumer_local_id: i as i32,
         task_state: 0,
         payload: std::ptr::null_mut(),
         task: std::ptr::null_mut(),
         wake_list_head: std::ptr::null_mut(),
         next_in_wake_list: std::ptr::null_mut(),
-        active_mask: 0,
+        active_mask: 2,
         task_attrs: 0,
         any_subtask_deferred: 0,
         task_kind: 0,
         completed_subtasks: 0,
-        total_required_subtasks: 0,
+        total_required_subtasks: 1,
         logical_block_num: 1,
         next_block_idx: 0,
         graph_node_index: -1,
@@ -89,7 +91,7 @@ fn check_task(policy: UploadPolicy, run: u64, i: usize, t: &DeviceTask) {
     assert_eq!(t.payload_index, Some(i), "{ctx}: slot payload pointer");
     assert_eq!(t.task_index, Some(i), "{ctx}: slot task pointer");
     assert_eq!(t.flag, 0, "{ctx}: completion flag");
-    assert_eq!(t.state, bytes_of(&expected_state()), "{ctx}: slot state");
+    assert_eq!(t.state, bytes_of(&expected_state(i)), "{ctx}: slot state");
     assert!(!t.state_poisoned, "{ctx}: poison in slot state");
     for tensor in &t.content.tensors {
         assert!(!has_poison(bytes_of(tensor)), "{ctx}: poison in a tensor");
@@ -113,7 +115,7 @@ fn init_on_write_no_poison_reaches_the_device() {
             let dh = device_header(m.device_image());
             assert_eq!(dh.current_task_index as usize, n);
             assert_eq!(dh.task_window_size, W);
-            assert_eq!(dh.task_window_mask, W - 1);
+            assert_eq!(dh.task_window_mask as u64, W - 1);
             assert_eq!(dh.orch_error_code, 0);
             assert_eq!(dh.sched_error_code, 0);
         }

@@ -1,6 +1,5 @@
 //! Window resolution: config, then PTO2_RING_TASK_WINDOW, then 16384. One
 //! test in its own binary because it changes the process environment.
-use leanrt::device::host::host_api;
 use leanrt::staging::{MakerConfig, RuntimeMaker, TASK_WINDOW_ENV};
 
 fn window(configured: u64) -> Result<u64, leanrt::ErrorKind> {
@@ -8,7 +7,7 @@ fn window(configured: u64) -> Result<u64, leanrt::ErrorKind> {
         task_window: configured,
         ..MakerConfig::default()
     };
-    RuntimeMaker::new(&cfg, host_api())
+    RuntimeMaker::new(&cfg, std::sync::Arc::new(leanrt::device::host::HostDevice))
         .map(|m| m.task_window())
         .map_err(|e| e.kind())
 }

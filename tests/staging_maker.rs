@@ -2,11 +2,8 @@
 //! C entry points.
 mod staging_support;
 
-use leanrt::device::host::host_api;
 use leanrt::ffi::lrt_status;
-use leanrt::staging::{
-    MakerConfig, RuntimeMaker, SmHeader, UploadPolicy, MAKER_FRESH_MIRROR, MAKER_PIN_MIRROR,
-};
+use leanrt::staging::{MakerConfig, RuntimeMaker, SmHeader, UploadPolicy};
 use leanrt::ErrorKind;
 use staging_support::*;
 
@@ -14,8 +11,12 @@ fn cfg(w: u64, policy: UploadPolicy) -> MakerConfig {
     MakerConfig {
         task_window: w,
         policy,
-        flags: 0,
+        ..MakerConfig::default()
     }
+}
+
+fn host_api() -> std::sync::Arc<dyn leanrt::device::Device> {
+    host_device()
 }
 
 fn set_index(h: *mut SmHeader, v: i32) {
@@ -216,11 +217,6 @@ fn create_errors_leak_nothing() {
             .unwrap();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{w}");
     }
-    let bad_flags = MakerConfig {
-        flags: 8,
-        ..cfg(16, UploadPolicy::Bounded)
-    };
-    assert!(RuntimeMaker::new(&bad_flags, host_api()).is_err());
     let api = CountingApi::new();
     {
         let _m = RuntimeMaker::new(&cfg(16, UploadPolicy::Bounded), api.api()).unwrap();
@@ -231,16 +227,14 @@ fn create_errors_leak_nothing() {
 
 #[test]
 fn fresh_and_pinned_mirrors_work() {
-    for flags in [
-        MAKER_FRESH_MIRROR,
-        MAKER_PIN_MIRROR,
-        MAKER_FRESH_MIRROR | MAKER_PIN_MIRROR,
-    ] {
+    for (fresh_mirror, pin_mirror) in [(true, false), (false, true), (true, true)] {
         for policy in [UploadPolicy::Full, UploadPolicy::Compact] {
             let c = MakerConfig {
                 task_window: 16,
                 policy,
-                flags,
+                pin_mirror,
+                fresh_mirror,
+                ..MakerConfig::default()
             };
             let mut m = RuntimeMaker::new(&c, host_api()).unwrap();
             for run in 0..3 {
@@ -268,6 +262,7 @@ fn c_entry_points_validate_and_leave_state_alone() {
         task_window: 99,
         policy: lrt_upload_policy::LRT_UPLOAD_FULL,
         flags: 7,
+        heap_size: 5,
     };
     // SAFETY: valid pointers or NULL, as each function allows.
     unsafe {
@@ -275,9 +270,10 @@ fn c_entry_points_validate_and_leave_state_alone() {
         assert_eq!(c.task_window, 0);
         assert_eq!(c.policy, lrt_upload_policy::LRT_UPLOAD_BOUNDED);
         assert_eq!(c.flags, 0);
+        assert_eq!(c.heap_size, 0);
         lrt_maker_config_init(null_mut());
         c.task_window = 8;
-        let api = host_api();
+        let api = leanrt::ffi::device::host_api();
         let mut m = null_mut();
         assert_eq!(
             lrt_runtime_maker_create(null(), &api, &mut m),
@@ -296,6 +292,12 @@ fn c_entry_points_validate_and_leave_state_alone() {
         std::ptr::addr_of_mut!(raw.policy).cast::<u32>().write(7);
         assert_eq!(
             lrt_runtime_maker_create(&raw, &api, &mut m),
+            lrt_status::LRT_ERR_INVALID_ARGUMENT
+        );
+        // An unknown flag.
+        let bad_flags = lrt_maker_config { flags: 8, ..c };
+        assert_eq!(
+            lrt_runtime_maker_create(&bad_flags, &api, &mut m),
             lrt_status::LRT_ERR_INVALID_ARGUMENT
         );
         assert!(m.is_null(), "out untouched on failure");
@@ -357,7 +359,7 @@ fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
     // every run (once per page of the ~5 MB image with 4 KiB pages; fewer
     // with transparent huge pages, hence the loose bound).
     let c = MakerConfig {
-        flags: MAKER_FRESH_MIRROR,
+        fresh_mirror: true,
         ..cfg(1024, UploadPolicy::Full)
     };
     let mut fresh = RuntimeMaker::new(&c, host_api()).unwrap();

@@ -130,6 +130,35 @@ int main(void) {
   CHECK(mock_cuda_get("no_ctx_errors") == no_ctx);
   CHECK(mock_cuda_get("thread_depth") == 0);
 
+  /* A maker holds its own reference to the device: releasing the api before
+   * destroying the maker is safe, and the retain goes back at destroy. */
+  {
+    lrt_host_api tmp;
+    CHECK_STATUS(lrt_host_api_cuda(0, &tmp), LRT_OK);
+    CHECK(mock_cuda_get("retained") == retained + 2);
+    lrt_maker_config cfg;
+    lrt_maker_config_init(&cfg);
+    cfg.task_window = 16;
+    lrt_runtime_maker *m = NULL;
+    CHECK_STATUS(lrt_runtime_maker_create(&cfg, &tmp, &m), LRT_OK);
+    lrt_host_api_release(&tmp);
+    CHECK(mock_cuda_get("retained") == retained + 2);
+    lrt_sm_header *h;
+    lrt_task_slot slot;
+    CHECK_STATUS(lrt_runtime_maker_begin_run(m, &h), LRT_OK);
+    CHECK_STATUS(lrt_runtime_maker_claim_slot(m, &slot), LRT_OK);
+    CHECK_STATUS(lrt_runtime_maker_upload(m, NULL), LRT_OK);
+    int32_t st = -1;
+    CHECK_STATUS(lrt_runtime_maker_read_status(m, &st), LRT_OK);
+    CHECK(st == 0);
+    /* A released api cannot make a new maker. */
+    lrt_runtime_maker *m2 = NULL;
+    CHECK_STATUS(lrt_runtime_maker_create(&cfg, &tmp, &m2), LRT_ERR_INVALID_ARGUMENT);
+    CHECK(m2 == NULL);
+    lrt_runtime_maker_destroy(m);
+    CHECK(mock_cuda_get("retained") == retained + 1);
+  }
+
   /* Release: the context retain goes back; a stale copy fails cleanly. */
   lrt_host_api stale = api;
   lrt_host_api_release(&api);

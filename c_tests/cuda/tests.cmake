@@ -16,3 +16,8 @@ add_test(NAME cuda.gpu_on_mock COMMAND c_cuda_gpu)
 set_tests_properties(cuda.gpu_on_mock PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
   ENVIRONMENT "LEANRT_CUDA_LIBRARY=$<TARGET_FILE:leanrt_mock_cuda>")
 add_dependencies(c_cuda_gpu leanrt_mock_cuda)
+
+# cuda.mock_fork: CUDA in a forked child is refused cleanly (mock driver).
+target_link_libraries(c_cuda_mock_fork PRIVATE leanrt_mock_cuda)
+set_tests_properties(cuda.mock_fork PROPERTIES
+  ENVIRONMENT "LEANRT_CUDA_LIBRARY=$<TARGET_FILE:leanrt_mock_cuda>")

@@ -77,9 +77,11 @@ static void check_slot(const lrt_sm_header *dh, int r, int i) {
   CHECK(!poisoned(s, sizeof *s));
   CHECK(s->payload == p && s->task == d); /* device addresses */
   CHECK(s->wake_list_head == NULL && s->next_in_wake_list == NULL && s->graph_context == NULL);
-  CHECK(s->last_consumer_local_id == -1 && s->task_state == 0 && s->graph_node_index == -1);
-  CHECK(s->active_mask == 0 && s->task_attrs == 0 && s->any_subtask_deferred == 0 && s->task_kind == 0);
-  CHECK(s->completed_subtasks == 0 && s->total_required_subtasks == 0);
+  /* claim_slot: a root kernel task on one AIV core, as the reference submits it. */
+  CHECK(s->last_consumer_local_id == i && s->task_state == LRT_TASK_PENDING && s->graph_node_index == -1);
+  CHECK(s->active_mask == LRT_SUBTASK_AIV0 && s->task_attrs == 0 && s->any_subtask_deferred == 0 &&
+        s->task_kind == LRT_TASK_KIND_KERNEL);
+  CHECK(s->completed_subtasks == 0 && s->total_required_subtasks == 1);
   CHECK(s->logical_block_num == 1 && s->next_block_idx == 0);
   CHECK(dh->completion_flags[i] == 0);
 }

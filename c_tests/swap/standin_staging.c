@@ -11,6 +11,7 @@ void standin_set_error(const char *msg);
 struct lrt_runtime_maker {
   lrt_host_api api;
   uint64_t w;
+  uint64_t heap;
   lrt_sm_segments seg;
   unsigned char *mirror;
   unsigned char *dev;
@@ -66,10 +67,10 @@ lrt_status lrt_sm_ring_segment_offsets(uint64_t w, lrt_sm_segments *out) {
   lrt_sm_segments s;
   s.header = 0;
   s.descriptors = up64(sizeof(lrt_sm_header));
-  s.payloads = up64(s.descriptors + w * sizeof(lrt_task_descriptor));
-  s.slot_states = up64(s.payloads + w * sizeof(lrt_task_payload));
-  s.completion_flags = up64(s.slot_states + w * sizeof(lrt_task_slot_state));
-  s.end = s.completion_flags + w;
+  s.payloads = s.descriptors + up64(w * sizeof(lrt_task_descriptor));
+  s.slot_states = s.payloads + up64(w * sizeof(lrt_task_payload));
+  s.completion_flags = s.slot_states + up64(w * sizeof(lrt_task_slot_state));
+  s.end = s.completion_flags + up64(w);
   if (s.end > INT32_MAX) return fail(LRT_ERR_INVALID_ARGUMENT, "lrt_sm_ring_segment_offsets: image too large");
   *out = s;
   return LRT_OK;
@@ -80,6 +81,7 @@ void lrt_maker_config_init(lrt_maker_config *cfg) {
   cfg->task_window = 0;
   cfg->policy = LRT_UPLOAD_BOUNDED;
   cfg->flags = 0;
+  cfg->heap_size = 0;
 }
 
 lrt_status lrt_runtime_maker_create(const lrt_maker_config *cfg, const lrt_host_api *api,
@@ -96,6 +98,7 @@ lrt_status lrt_runtime_maker_create(const lrt_maker_config *cfg, const lrt_host_
   if (!m) return fail(LRT_ERR_NO_MEMORY, "create: out of memory");
   m->api = *api;
   m->w = w;
+  m->heap = cfg->heap_size ? cfg->heap_size : 268435456u;
   m->seg = seg;
   m->dev = (unsigned char *)api->ops->device_malloc(api->ctx, seg.end);
   if (!m->dev) {
@@ -108,7 +111,7 @@ lrt_status lrt_runtime_maker_create(const lrt_maker_config *cfg, const lrt_host_
 
 static void stamp(lrt_sm_header *h, unsigned char *base, const lrt_runtime_maker *m) {
   h->task_window_size = m->w;
-  h->task_window_mask = m->w - 1;
+  h->task_window_mask = (int32_t)(m->w - 1);
   h->task_descriptors_offset = m->seg.descriptors;
   h->task_descriptors = (lrt_task_descriptor *)(base + m->seg.descriptors);
   h->task_payloads = (lrt_task_payload *)(base + m->seg.payloads);
@@ -125,6 +128,10 @@ lrt_status lrt_runtime_maker_begin_run(lrt_runtime_maker *m, lrt_sm_header **hos
   memset(m->mirror, 0, m->seg.end);
   lrt_sm_header *h = (lrt_sm_header *)m->mirror;
   stamp(h, m->mirror, m);
+  /* What the old path's header init wrote besides the layout. */
+  h->completed_watermark = -1;
+  h->heap_size = m->heap;
+  h->sched_error_thread = -1;
   m->open = 1;
   *host_sm = h;
   return LRT_OK;
@@ -141,7 +148,12 @@ lrt_status lrt_runtime_maker_claim_slot(lrt_runtime_maker *m, lrt_task_slot *out
   lrt_task_slot_state *s = &h->slot_states[i];
   d->task_id = (uint64_t)i;
   d->kernel_id[0] = d->kernel_id[1] = d->kernel_id[2] = -1;
-  s->last_consumer_local_id = -1;
+  /* The old submit path's values for a root kernel task on one AIV core. */
+  s->last_consumer_local_id = i;
+  s->task_state = 0;
+  s->active_mask = 2;
+  s->task_kind = 0;
+  s->total_required_subtasks = 1;
   s->graph_node_index = -1;
   s->logical_block_num = 1;
   s->payload = p;
@@ -167,7 +179,9 @@ lrt_status lrt_runtime_maker_upload(lrt_runtime_maker *m, lrt_upload_report *rep
     if (s->task) s->task = (lrt_task_descriptor *)((unsigned char *)s->task + delta);
   }
   stamp(h, m->dev, m);
+  h->orchestrator_done = 1; /* the orchestration is over when the image ships */
   int rc = m->api.ops->copy_to_device(m->api.ctx, m->dev, m->mirror, m->seg.end);
+  h->orchestrator_done = 0;
   stamp(h, m->mirror, m);
   for (int32_t i = 0; i < n; i++) {
     lrt_task_slot_state *s = &h->slot_states[i];

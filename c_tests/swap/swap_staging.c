@@ -27,6 +27,12 @@ static uint64_t device_task(const lrt_sm_header *dh, int i) {
   h = fnv(h, &pi, sizeof pi);
   h = fnv(h, &ti, sizeof ti);
   h = fnv(h, &s->last_consumer_local_id, 4);
+  h = fnv(h, &s->task_state, 4);
+  h = fnv(h, &s->active_mask, 1);
+  h = fnv(h, &s->task_attrs, 1);
+  h = fnv(h, &s->task_kind, 1);
+  h = fnv(h, &s->completed_subtasks, 2);
+  h = fnv(h, &s->total_required_subtasks, 2);
   h = fnv(h, &s->logical_block_num, 2);
   h = fnv(h, &s->graph_node_index, 4);
   h = fnv(h, &dh->completion_flags[i], 1);
@@ -67,6 +73,10 @@ static void run_policy(lrt_upload_policy policy) {
     const lrt_sm_header *dh = (const lrt_sm_header *)lrt_runtime_maker_device_image(m);
     printf("device current_task_index %d window %llu\n", dh->current_task_index,
            (unsigned long long)dh->task_window_size);
+    printf("device header: alive %d watermark %d mask %d heap %llu offset %llu done %d errors %d %u %d %d\n",
+           dh->last_task_alive, dh->completed_watermark, dh->task_window_mask, (unsigned long long)dh->heap_size,
+           (unsigned long long)dh->task_descriptors_offset, dh->orchestrator_done, dh->orch_error_code,
+           dh->sched_error_bitmap, dh->sched_error_code, dh->sched_error_thread);
     for (int i = 0; i < ns[r]; i++) printf("task %d: %016llx\n", i, (unsigned long long)device_task(dh, i));
     int32_t st = 1;
     int rs = (int)lrt_runtime_maker_read_status(m, &st);
@@ -91,6 +101,10 @@ int main(void) {
   printf(" %llu %llu %llu %llu %llu\n", (unsigned long long)s.descriptors, (unsigned long long)s.payloads,
          (unsigned long long)s.slot_states, (unsigned long long)s.completion_flags, (unsigned long long)s.end);
   printf("segments(3): %d\n", (int)lrt_sm_ring_segment_offsets(3, &s));
+  for (uint64_t w = 4; w <= 64; w <<= 1) {
+    printf("segments(%llu): %d", (unsigned long long)w, (int)lrt_sm_ring_segment_offsets(w, &s));
+    printf(" end %llu\n", (unsigned long long)s.end);
+  }
   printf("create(NULL): %d\n", (int)lrt_runtime_maker_create(NULL, NULL, NULL));
   run_policy(LRT_UPLOAD_FULL);
   run_policy(LRT_UPLOAD_BOUNDED);

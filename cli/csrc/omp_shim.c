@@ -1,4 +1,4 @@
-/* The OpenMP peer of `leanrt pool`: two parallel constructs that call back
+/* The OpenMP peer of `leanrt pool`: parallel constructs that call back
  * into the benchmark's Rust code, so every peer runs the same loop bodies.
  * Built by cli/build.rs only where the C compiler supports -fopenmp.
  * libgomp reads OMP_WAIT_POLICY when it is loaded, so `leanrt pool` runs each
@@ -23,6 +23,24 @@ void leanrt_bench_omp_region(int threads, leanrt_bench_thread_fn fn, void *ctx) 
 #pragma omp parallel num_threads(threads)
   {
     fn(ctx, omp_get_thread_num());
+  }
+}
+
+/* `loops` loops of `total` indices each inside one parallel region: the
+ * team stays between the loops (OpenMP's counterpart of a parallel section);
+ * the implicit barrier at the end of each `omp for` separates them. */
+void leanrt_bench_omp_section(int threads, int loops, long total, leanrt_bench_index_fn fn,
+                              void *ctx) {
+#pragma omp parallel num_threads(threads)
+  {
+    int k;
+    long i;
+    for (k = 0; k < loops; k++) {
+#pragma omp for schedule(static)
+      for (i = 0; i < total; i++) {
+        fn(ctx, i);
+      }
+    }
   }
 }
 

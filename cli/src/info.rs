@@ -1,5 +1,5 @@
 //! `leanrt info` and the machine line every report starts with.
-use crate::api::{device, pool};
+use leanrt::pool;
 use serde::Serialize;
 
 /// The facts about this machine that every report carries.
@@ -84,31 +84,18 @@ pub fn backends() -> Vec<BackendInfo> {
         detail: None,
         reason: None,
     }];
-    match device::cuda::cuda_host_api(0) {
-        Ok(mut api) => {
-            device::release(&mut api);
-            let detail = device::cuda::device_info(0).ok().map(|d| {
-                format!(
-                    "{} device(s); 0: {}, {:.0} GiB; driver {}.{}",
-                    d.device_count,
-                    d.name,
-                    d.total_mem as f64 / (1u64 << 30) as f64,
-                    d.driver_version / 1000,
-                    (d.driver_version % 1000) / 10
-                )
-            });
-            out.push(BackendInfo {
-                name: "cuda".into(),
-                available: true,
-                detail,
-                reason: None,
-            });
-        }
+    match crate::bind::cuda_detail(0) {
+        Ok(detail) => out.push(BackendInfo {
+            name: "cuda".into(),
+            available: true,
+            detail,
+            reason: None,
+        }),
         Err(e) => out.push(BackendInfo {
             name: "cuda".into(),
             available: false,
             detail: None,
-            reason: Some(e.to_string()),
+            reason: Some(e),
         }),
     }
     out
@@ -116,12 +103,7 @@ pub fn backends() -> Vec<BackendInfo> {
 
 /// Gathers the info (runs the one-time pause calibration).
 pub fn gather() -> Result<Info, String> {
-    let opts = pool::PoolOptions::default();
-    let dop = {
-        let p =
-            pool::ThreadPool::create(&opts).map_err(|e| format!("creating a default pool: {e}"))?;
-        pool::degree_of_parallelism(p.as_ref())
-    };
+    let dop = crate::pool::peers::leanrt::default_degree_of_parallelism()?;
     Ok(Info {
         machine: Machine::detect(),
         hybrid: pool::cpu::is_hybrid(),
@@ -129,8 +111,8 @@ pub fn gather() -> Result<Info, String> {
         calibrated_pause_ns: pool::spin::calibrated_pause_ns(),
         default_degree_of_parallelism: dop,
         backends: backends(),
-        openmp_peer: crate::peers::OPENMP_BUILT,
-        openmp_max_threads: crate::peers::omp_max_threads(),
+        openmp_peer: crate::pool::peers::openmp::OPENMP_BUILT,
+        openmp_max_threads: crate::pool::peers::openmp::omp_max_threads(),
     })
 }
 

@@ -4,18 +4,16 @@
 //! * `leanrt bind`  — staging: upload policies across windows and task counts.
 //! * `leanrt pool`  — thread pool: ORT spin presets against rayon and OpenMP.
 //! * `leanrt info`  — version, CPU facts, backends.
-mod api;
 mod bind;
 mod info;
-mod peers;
-mod poolbench;
+mod pool;
 mod progress;
 mod stats;
 mod svg;
 
 use bind::{BindPlan, Policy};
 use clap::{Args, Parser, Subcommand};
-use poolbench::{PoolPlan, Sizes};
+use pool::{PoolPlan, Sizes};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +43,9 @@ enum Command {
     /// Internal: runs one pool-benchmark cell and prints its JSON result.
     #[command(name = "__pool-cell", hide = true)]
     PoolCell { spec: String },
+    /// Internal: keeps N threads busy until stdin closes (--oversubscribe).
+    #[command(name = "__busy", hide = true)]
+    Busy { threads: usize },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -131,10 +132,16 @@ struct PoolArgs {
     /// spin_500, spin_1000, spin_2000, backoff_4, backoff_8,
     /// spin_1000_backoff_4, spin_1000_backoff_8, spin_2000_backoff_8) or
     /// custom "key=value;key=value" ORT config entries.
-    #[arg(long, value_delimiter = ',', value_parser = poolbench::check_config,
+    #[arg(long, value_delimiter = ',', value_parser = pool::check_config,
           default_value = "default,no_spin,spin_1000,backoff_8,spin_1000_backoff_8")]
     config: Vec<String>,
-    /// Scenarios: fork_join, bursty, idle_after_burst, wake, throughput, or all.
+    /// Scenarios: fork_join, bursty, idle_after_burst, wake, throughput,
+    /// request, section, or all. request models inference runs: where the
+    /// configuration sets session.force_spinning_stop=1, enable spinning →
+    /// a serial preamble → --rounds parallel loops with serial work between
+    /// them → disable spinning; then a gap (--request-gaps). section times
+    /// k loops inside one parallel section against k separate loops
+    /// (--section-loops).
     #[arg(long, value_delimiter = ',', default_value = "all")]
     scenario: Vec<String>,
     /// Other runtimes: rayon, openmp (= openmp-passive + openmp-active), none.
@@ -146,7 +153,7 @@ struct PoolArgs {
     /// fork_join, second variant: work per index, µs (0 = skip the variant).
     #[arg(long, default_value_t = 5.0, value_parser = parse_non_negative)]
     fj_item_us: f64,
-    /// bursty: requests per gap.
+    /// bursty and request: requests per gap.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     requests: u32,
     /// bursty: gaps between requests, ms.
@@ -167,6 +174,32 @@ struct PoolArgs {
     /// throughput: duration, ms.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     duration_ms: u64,
+    /// request: gaps between runs: N (ms) or expN (exponential, mean N ms).
+    #[arg(long, value_delimiter = ',', default_value = "1,10,exp5", value_parser = pool::parse_gap)]
+    request_gaps: Vec<pool::Gap>,
+    /// request: serial work at the start of a run, µs.
+    #[arg(long, default_value_t = 20.0, value_parser = parse_non_negative)]
+    preamble_us: f64,
+    /// request: parallel rounds (loops) per run.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// request: serial work of one round, µs (split over the loop's indices).
+    #[arg(long, default_value_t = 50.0, value_parser = parse_positive_ms)]
+    round_us: f64,
+    /// request: serial work between two rounds, µs.
+    #[arg(long, default_value_t = 5.0, value_parser = parse_non_negative)]
+    between_us: f64,
+    /// section: loops per parallel section (each compared with as many
+    /// separate loops).
+    #[arg(long, value_delimiter = ',', default_value = "4,16", value_parser = clap::value_parser!(u32).range(1..))]
+    section_loops: Vec<u32>,
+    /// section: serial work of one index, µs (one index per thread and loop).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_positive_ms)]
+    section_item_us: f64,
+    /// Run every cell with one competing busy thread per logical core (a
+    /// separate process, as other programs on a shared server).
+    #[arg(long)]
+    oversubscribe: bool,
     #[command(flatten)]
     out: Output,
 }
@@ -202,7 +235,10 @@ struct Report<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     bandwidth: Option<&'a [bind::BandwidthCell]>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pool: Option<&'a [poolbench::CellResult]>,
+    pool: Option<&'a [pool::CellResult]>,
+    /// What was skipped, and why.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    notes: &'a [String],
 }
 
 fn write_outputs(
@@ -226,13 +262,14 @@ fn write_outputs(
 
 fn resolve_threads(t: usize) -> usize {
     if t == 0 {
-        api::pool::cpu::physical_cores().max(1)
+        leanrt::pool::cpu::physical_cores().max(1)
     } else {
         t
     }
 }
 
-fn pool_plan(a: &PoolArgs) -> Result<PoolPlan, String> {
+/// The plan of `leanrt pool`, and notes on the configurations skipped.
+fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
     let mut threads: Vec<usize> = a.threads.iter().map(|&t| resolve_threads(t)).collect();
     threads.dedup();
     let base = Sizes {
@@ -247,30 +284,42 @@ fn pool_plan(a: &PoolArgs) -> Result<PoolPlan, String> {
         idle_ms: a.idle_ms,
         wake_reps: a.wake_reps,
         duration_ms: a.duration_ms,
+        run: pool::RunShape {
+            preamble_us: a.preamble_us,
+            rounds: a.rounds,
+            round_us: a.round_us,
+            between_us: a.between_us,
+            preamble_items: 0,
+            round_items: 0,
+            between_items: 0,
+        },
+        request_gaps: dedup(a.request_gaps.clone()),
+        section_loops: dedup(a.section_loops.clone()),
+        section_item_us: a.section_item_us,
+        section_iters: 0,
     };
-    Ok(PoolPlan {
+    let (configs, notes) = pool::skipped_configs(&a.config);
+    let plan = PoolPlan {
         threads,
-        configs: a.config.clone(),
-        peers: poolbench::parse_peers(&a.peers)?,
-        scenarios: poolbench::parse_scenarios(&a.scenario)?,
-        sizes: poolbench::sizes_for(a.work_us, a.fj_item_us, base),
-    })
+        configs,
+        peers: pool::parse_peers(&a.peers)?,
+        scenarios: pool::parse_scenarios(&a.scenario)?,
+        sizes: pool::sizes_for(a.work_us, a.fj_item_us, base),
+        oversubscribe: a.oversubscribe,
+    };
+    Ok((plan, notes))
 }
 
 fn cmd_pool(a: &PoolArgs) -> Result<(), String> {
-    let plan = pool_plan(a)?;
+    let (plan, notes) = pool_plan(a)?;
     let machine = info::Machine::detect();
     println!("{}", machine.line());
-    let n = poolbench::cells(&plan).len() as u64;
-    let pb = progress::bar(n, "pool", a.out.quiet);
-    let results = poolbench::run(&plan, &|m| {
-        pb.set_message(m.to_string());
-        pb.inc(0);
-    });
-    pb.finish_and_clear();
-    let results = results?;
-    print!("{}", poolbench::table(&results));
-    for l in poolbench::headline(&results) {
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    let results = run_pool(&plan, a.out.quiet)?;
+    print!("{}", pool::table(&results));
+    for l in pool::headline(&results) {
         println!("{l}");
     }
     let report = Report {
@@ -279,8 +328,23 @@ fn cmd_pool(a: &PoolArgs) -> Result<(), String> {
         staging: None,
         bandwidth: None,
         pool: Some(&results),
+        notes: &notes,
     };
-    write_outputs(&a.out, &report, "leanrt pool", &poolbench::charts(&results))
+    write_outputs(&a.out, &report, "leanrt pool", &pool::charts(&results))
+}
+
+/// Runs the cells of a pool plan under a progress bar.
+fn run_pool(plan: &PoolPlan, quiet: bool) -> Result<Vec<pool::CellResult>, String> {
+    let pb = progress::bar(pool::cells(plan).len() as u64, "pool", quiet);
+    let first = std::cell::Cell::new(true);
+    let results = pool::run(plan, &|m| {
+        if !first.replace(false) {
+            pb.inc(1);
+        }
+        pb.set_message(m.to_string());
+    });
+    pb.finish_and_clear();
+    results
 }
 
 fn cmd_bind(a: &BindArgs) -> Result<(), String> {
@@ -302,6 +366,7 @@ fn cmd_bind(a: &BindArgs) -> Result<(), String> {
             staging: None,
             bandwidth: Some(&cells),
             pool: None,
+            notes: &[],
         };
         return write_outputs(
             &a.out,
@@ -332,6 +397,7 @@ fn cmd_bind(a: &BindArgs) -> Result<(), String> {
         staging: Some(&cells),
         bandwidth: None,
         pool: None,
+        notes: &[],
     };
     write_outputs(&a.out, &report, "leanrt bind", &bind::charts(&cells))
 }
@@ -363,14 +429,41 @@ fn dedup<T: PartialEq>(v: Vec<T>) -> Vec<T> {
 fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
     let machine = info::Machine::detect();
     println!("{}", machine.line());
-    // Staging half: the two windows of the issue at N = 64, all policies.
-    let plan = BindPlan {
-        windows: if a.smoke {
+    let staging = run_bind(&bench_bind_plan(a.smoke), a.out.quiet)?;
+    let (pplan, notes) = pool_plan(&bench_pool_args(a))?;
+    let pool = run_pool(&pplan, a.out.quiet)?;
+    print!("{}", bind::table(&staging));
+    print!("{}", pool::table(&pool));
+    println!();
+    if let Some(h) = bind::headline(&staging) {
+        println!("{h}");
+    }
+    for l in pool::headline(&pool) {
+        println!("{l}");
+    }
+    let report = Report {
+        command: std::env::args().collect(),
+        machine,
+        staging: Some(&staging),
+        bandwidth: None,
+        pool: Some(&pool),
+        notes: &notes,
+    };
+    let mut charts = bind::charts(&staging);
+    charts.extend(pool::charts(&pool));
+    write_outputs(&a.out, &report, "leanrt bench", &charts)
+}
+
+/// Staging half of `leanrt bench`: the two windows of the issue at N = 64,
+/// all policies.
+fn bench_bind_plan(smoke: bool) -> BindPlan {
+    BindPlan {
+        windows: if smoke {
             vec![16, 64]
         } else {
             vec![16384, 131072]
         },
-        tasks: vec![if a.smoke { 8 } else { 64 }],
+        tasks: vec![if smoke { 8 } else { 64 }],
         policies: vec![
             Policy::FullFresh,
             Policy::Full,
@@ -378,28 +471,28 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
             Policy::Compact,
         ],
         backend: bind::Backend::Host,
-        runs: if a.smoke { 2 } else { 10 },
-        min_time_ms: if a.smoke { 0 } else { 100 },
+        runs: if smoke { 2 } else { 10 },
+        min_time_ms: if smoke { 0 } else { 100 },
         max_runs: 1000,
         warmup: 2,
         pin_mirror: false,
-    };
-    let staging = run_bind(&plan, a.out.quiet)?;
-    // Pool half: the five configurations of ORT's spin matrix and the peers,
-    // at one thread count, with short scenarios.
-    let pool_args = PoolArgs {
+    }
+}
+
+/// Pool half of `leanrt bench`: the five configurations of ORT's spin
+/// matrix and the peers, at one thread count, with short scenarios.
+fn bench_pool_args(a: &BenchArgs) -> PoolArgs {
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let args = PoolArgs {
         threads: vec![a.threads],
-        config: [
+        config: strings(&[
             "default",
             "no_spin",
             "spin_1000",
             "backoff_8",
             "spin_1000_backoff_8",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        scenario: vec!["all".into()],
+        ]),
+        scenario: strings(&pool::BENCH_SCENARIOS),
         peers: a.peers.clone(),
         regions: 1000,
         fj_item_us: 5.0,
@@ -410,54 +503,31 @@ fn cmd_bench(a: &BenchArgs) -> Result<(), String> {
         idle_ms: 1000,
         wake_reps: 20,
         duration_ms: 300,
+        request_gaps: vec![],
+        preamble_us: 20.0,
+        rounds: 32,
+        round_us: 50.0,
+        between_us: 5.0,
+        section_loops: vec![],
+        section_item_us: 1.0,
+        oversubscribe: false,
         out: a.out.clone(),
     };
-    let pool_args = if a.smoke {
-        PoolArgs {
-            regions: 5,
-            fj_item_us: 1.0,
-            requests: 2,
-            gaps: vec![0.1],
-            work_us: 20.0,
-            burst_ms: 1,
-            idle_ms: 1,
-            wake_reps: 1,
-            duration_ms: 1,
-            ..pool_args
-        }
-    } else {
-        pool_args
-    };
-    let pplan = pool_plan(&pool_args)?;
-    let pb = progress::bar(poolbench::cells(&pplan).len() as u64, "pool", a.out.quiet);
-    let first = std::cell::Cell::new(true);
-    let pool = poolbench::run(&pplan, &|m| {
-        if !first.replace(false) {
-            pb.inc(1);
-        }
-        pb.set_message(m.to_string());
-    });
-    pb.finish_and_clear();
-    let pool = pool?;
-    print!("{}", bind::table(&staging));
-    print!("{}", poolbench::table(&pool));
-    println!();
-    if let Some(h) = bind::headline(&staging) {
-        println!("{h}");
+    if !a.smoke {
+        return args;
     }
-    for l in poolbench::headline(&pool) {
-        println!("{l}");
+    PoolArgs {
+        regions: 5,
+        fj_item_us: 1.0,
+        requests: 2,
+        gaps: vec![0.1],
+        work_us: 20.0,
+        burst_ms: 1,
+        idle_ms: 1,
+        wake_reps: 1,
+        duration_ms: 1,
+        ..args
     }
-    let report = Report {
-        command: std::env::args().collect(),
-        machine,
-        staging: Some(&staging),
-        bandwidth: None,
-        pool: Some(&pool),
-    };
-    let mut charts = bind::charts(&staging);
-    charts.extend(poolbench::charts(&pool));
-    write_outputs(&a.out, &report, "leanrt bench", &charts)
 }
 
 fn cmd_info(a: &InfoArgs) -> Result<(), String> {
@@ -471,9 +541,9 @@ fn cmd_info(a: &InfoArgs) -> Result<(), String> {
 }
 
 fn cmd_pool_cell(spec: &str) -> Result<(), String> {
-    let spec: poolbench::CellSpec =
+    let spec: pool::CellSpec =
         serde_json::from_str(spec).map_err(|e| format!("bad cell spec: {e}"))?;
-    let r = poolbench::run_cell(&spec)?;
+    let r = pool::run_cell(&spec)?;
     println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
     Ok(())
 }
@@ -486,6 +556,7 @@ fn main() -> ExitCode {
         Command::Pool(a) => cmd_pool(a),
         Command::Info(a) => cmd_info(a),
         Command::PoolCell { spec } => cmd_pool_cell(spec),
+        Command::Busy { threads } => pool::busy_main(*threads),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -124,44 +124,71 @@ pub fn render(title: &str, charts: &[Chart]) -> String {
     s
 }
 
+/// The value axis of one panel: linear from 0, or log between powers of ten.
+struct Axis {
+    log: bool,
+    lo: f64,
+    hi: f64,
+    base_y: f64,
+    plot_h: f64,
+}
+
+impl Axis {
+    fn new(values: &[f64], y0: f64) -> Axis {
+        let log = wants_log(values);
+        let positive = || values.iter().copied().filter(|v| v.is_finite() && *v > 0.0);
+        let pos_max = positive().fold(0.0, f64::max);
+        let pos_min = positive().fold(f64::MAX, f64::min);
+        let plot_top = y0 + 30.0;
+        let plot_h = PANEL_H - 30.0 - BOTTOM + 40.0;
+        let (lo, hi) = if log {
+            (
+                10f64.powf(pos_min.log10().floor()),
+                10f64.powf(pos_max.log10().ceil()),
+            )
+        } else {
+            (0.0, 4.0 * nice_step(pos_max * 1.02 / 4.0))
+        };
+        Axis {
+            log,
+            lo,
+            hi,
+            base_y: plot_top + plot_h,
+            plot_h,
+        }
+    }
+
+    /// The y coordinate of a value.
+    fn map(&self, v: f64) -> f64 {
+        let f = if self.log {
+            (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()).max(1e-9)
+        } else {
+            v / self.hi
+        };
+        self.base_y - f.clamp(0.0, 1.0) * self.plot_h
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        if !self.log {
+            return (0..=4).map(|i| self.hi * i as f64 / 4.0).collect();
+        }
+        let mut t = Vec::new();
+        let mut v = self.lo;
+        while v <= self.hi * 1.0001 {
+            t.push(v);
+            v *= 10.0;
+        }
+        t
+    }
+}
+
 fn panel(s: &mut String, c: &Chart, y0: f64) {
     let values: Vec<f64> = c
         .groups
         .iter()
         .flat_map(|g| g.bars.iter().map(|b| b.value))
         .collect();
-    let log = wants_log(&values);
-    let pos_max = values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .fold(0.0, f64::max);
-    let pos_min = values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .fold(f64::MAX, f64::min);
-    let plot_top = y0 + 30.0;
-    let plot_h = PANEL_H - 30.0 - BOTTOM + 40.0;
-    let base_y = plot_top + plot_h;
-    let plot_w = WIDTH - LEFT - RIGHT;
-    // Axis mapping.
-    let (lo, hi) = if log {
-        (
-            10f64.powf(pos_min.log10().floor()),
-            10f64.powf(pos_max.log10().ceil()),
-        )
-    } else {
-        (0.0, 4.0 * nice_step(pos_max * 1.02 / 4.0))
-    };
-    let map = |v: f64| -> f64 {
-        if log {
-            let f = (v.log10() - lo.log10()) / (hi.log10() - lo.log10()).max(1e-9);
-            base_y - f.clamp(0.0, 1.0) * plot_h
-        } else {
-            base_y - (v / hi).clamp(0.0, 1.0) * plot_h
-        }
-    };
+    let axis = Axis::new(&values, y0);
     let _ = writeln!(s, r#"<g class="panel">"#);
     let _ = writeln!(
         s,
@@ -169,22 +196,29 @@ fn panel(s: &mut String, c: &Chart, y0: f64) {
         y0 + 18.0,
         escape(&c.title),
         escape(&c.unit),
-        if log { " (log scale)" } else { "" }
+        if axis.log { " (log scale)" } else { "" }
     );
-    // Ticks and grid.
-    let ticks: Vec<f64> = if log {
-        let mut t = Vec::new();
-        let mut v = lo;
-        while v <= hi * 1.0001 {
-            t.push(v);
-            v *= 10.0;
+    grid(s, &axis);
+    let mut legend: Vec<String> = Vec::new();
+    for g in &c.groups {
+        for b in &g.bars {
+            if !legend.contains(&b.label) {
+                legend.push(b.label.clone());
+            }
         }
-        t
-    } else {
-        (0..=4).map(|i| hi * i as f64 / 4.0).collect()
-    };
-    for t in ticks {
-        let y = map(t);
+    }
+    let gw = (WIDTH - LEFT - RIGHT) / c.groups.len().max(1) as f64;
+    for (gi, g) in c.groups.iter().enumerate() {
+        group(s, c, g, LEFT + gi as f64 * gw, gw, &axis, &legend);
+    }
+    legend_rows(s, &legend, axis.base_y + 30.0);
+    let _ = writeln!(s, "</g>");
+}
+
+/// Ticks, grid lines and the base line.
+fn grid(s: &mut String, axis: &Axis) {
+    for t in axis.ticks() {
+        let y = axis.map(t);
         let _ = writeln!(
             s,
             r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
@@ -194,62 +228,56 @@ fn panel(s: &mut String, c: &Chart, y0: f64) {
             fmt_tick(t)
         );
     }
+    let base_y = axis.base_y;
     let _ = writeln!(
         s,
         r##"<line x1="{LEFT}" y1="{base_y:.1}" x2="{:.1}" y2="{base_y:.1}" stroke="#333"/>"##,
         WIDTH - RIGHT
     );
-    // Bars.
-    let ngroups = c.groups.len().max(1) as f64;
-    let gw = plot_w / ngroups;
-    let mut legend: Vec<String> = Vec::new();
-    for g in &c.groups {
-        for b in &g.bars {
-            if !legend.contains(&b.label) {
-                legend.push(b.label.clone());
-            }
+}
+
+/// One group of bars at `gx`, `gw` wide, with its label below.
+fn group(s: &mut String, c: &Chart, g: &Group, gx: f64, gw: f64, axis: &Axis, legend: &[String]) {
+    let base_y = axis.base_y;
+    let nb = g.bars.len().max(1) as f64;
+    let bw = (gw * 0.8 / nb).min(40.0);
+    let start = gx + (gw - bw * nb) / 2.0;
+    for (bi, b) in g.bars.iter().enumerate() {
+        let color = PALETTE[legend.iter().position(|l| *l == b.label).unwrap_or(0) % PALETTE.len()];
+        let x = start + bi as f64 * bw;
+        if b.value.is_finite() && b.value > 0.0 {
+            let y = axis.map(b.value);
+            let _ = writeln!(
+                s,
+                r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {} {}</title></rect>"#,
+                (bw - 1.0).max(1.0),
+                (base_y - y).max(0.5),
+                escape(&b.label),
+                fmt_tick(b.value),
+                escape(&c.unit)
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" font-size="9" text-anchor="middle">n/a</text>"#,
+                x + bw / 2.0,
+                base_y - 3.0
+            );
         }
     }
-    for (gi, g) in c.groups.iter().enumerate() {
-        let gx = LEFT + gi as f64 * gw;
-        let nb = g.bars.len().max(1) as f64;
-        let bw = (gw * 0.8 / nb).min(40.0);
-        let start = gx + (gw - bw * nb) / 2.0;
-        for (bi, b) in g.bars.iter().enumerate() {
-            let color =
-                PALETTE[legend.iter().position(|l| *l == b.label).unwrap_or(0) % PALETTE.len()];
-            let x = start + bi as f64 * bw;
-            if b.value.is_finite() && b.value > 0.0 {
-                let y = map(b.value);
-                let _ = writeln!(
-                    s,
-                    r#"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {} {}</title></rect>"#,
-                    (bw - 1.0).max(1.0),
-                    (base_y - y).max(0.5),
-                    escape(&b.label),
-                    fmt_tick(b.value),
-                    escape(&c.unit)
-                );
-            } else {
-                let _ = writeln!(
-                    s,
-                    r#"<text x="{:.1}" y="{:.1}" font-size="9" text-anchor="middle">n/a</text>"#,
-                    x + bw / 2.0,
-                    base_y - 3.0
-                );
-            }
-        }
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            gx + gw / 2.0,
-            base_y + 14.0,
-            escape(&g.label)
-        );
-    }
-    // Legend, wrapped onto further rows when wide.
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        gx + gw / 2.0,
+        base_y + 14.0,
+        escape(&g.label)
+    );
+}
+
+/// The legend from `y`, wrapped onto further rows when wide.
+fn legend_rows(s: &mut String, legend: &[String], y: f64) {
     let mut lx = LEFT;
-    let mut ly = base_y + 30.0;
+    let mut ly = y;
     for (i, l) in legend.iter().enumerate() {
         let w = 22.0 + 6.5 * l.chars().count() as f64;
         if lx + w > WIDTH - RIGHT && lx > LEFT {
@@ -266,7 +294,6 @@ fn panel(s: &mut String, c: &Chart, y0: f64) {
         );
         lx += w;
     }
-    let _ = writeln!(s, "</g>");
 }
 
 #[cfg(test)]

@@ -114,6 +114,9 @@ fn bad_flags_and_impossible_values_fail_clearly() {
     assert_usage_error(&["pool", "--regions", "0"], "--regions");
     assert_usage_error(&["pool", "--gaps=-1"], "positive");
     assert_usage_error(&["pool", "--threads=-1"], "--threads");
+    assert_usage_error(&["pool", "--request-gaps", "exp"], "not a gap");
+    assert_usage_error(&["pool", "--request-gaps", "0"], "not a gap");
+    assert_usage_error(&["pool", "--rounds", "0"], "--rounds");
 }
 
 #[test]
@@ -487,4 +490,188 @@ fn bench_smoke_prints_both_tables_and_headlines() {
     assert_eq!(v["staging"].as_array().unwrap().len(), 8); // 2 windows × 4 policies
     assert_eq!(v["pool"].as_array().unwrap().len(), 6); // 5 configurations + rayon
     assert!(svg_bars(&s) > 8);
+}
+
+const TINY_REQUEST: [&str; 16] = [
+    "--requests",
+    "2",
+    "--request-gaps",
+    "0.1,exp0.2",
+    "--rounds",
+    "3",
+    "--round-us",
+    "5",
+    "--preamble-us",
+    "1",
+    "--between-us",
+    "1",
+    "--wake-reps",
+    "1",
+    "--work-us",
+    "5",
+];
+
+#[test]
+fn pool_request_and_wake_scenarios_report_their_figures() {
+    let d = scratch("request");
+    let (j, s) = (d.join("r.json"), d.join("r.svg"));
+    let mut args = vec![
+        "pool",
+        "--threads",
+        "2",
+        "--config",
+        "default,spin_1000_backoff_8,spin_1000_backoff_8;session.force_spinning_stop=1,\
+         spin_1000_backoff_8;leanrt.intra_op.adaptive_spin=1",
+        "--peers",
+        "rayon",
+        "--scenario",
+        "request,wake",
+        "--json",
+        j.to_str().unwrap(),
+        "--svg",
+        s.to_str().unwrap(),
+    ];
+    args.extend(TINY_REQUEST);
+    let o = leanrt(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("pool, requests"), "{out}");
+    assert!(out.contains("pool, waking the team"), "{out}");
+    let v = read_json(&j);
+    let cells = v["pool"].as_array().unwrap();
+    let labels: Vec<&str> = cells.iter().map(|c| c["label"].as_str().unwrap()).collect();
+    // The adaptive key runs where the library accepts it, else a note says why.
+    let adaptive = labels.iter().any(|l| l.contains("adaptive_spin"));
+    let notes = v["notes"].as_array().map_or(vec![], |n| n.clone());
+    assert_eq!(
+        adaptive,
+        !notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("adaptive_spin")),
+        "{labels:?} {notes:?}"
+    );
+    assert_eq!(cells.len(), 4 + usize::from(adaptive));
+    for c in cells {
+        let label = c["label"].as_str().unwrap();
+        let req = c["request"].as_array().unwrap();
+        assert_eq!(req.len(), 2, "{label}");
+        assert_eq!(req[0]["gap"]["mean_ms"].as_f64().unwrap(), 0.1);
+        assert_eq!(req[0]["gap"]["exponential"], false);
+        assert_eq!(req[1]["gap"]["mean_ms"].as_f64().unwrap(), 0.2);
+        assert_eq!(req[1]["gap"]["exponential"], true);
+        for q in req {
+            assert_eq!(q["latency_us"]["n"], 2, "{label}");
+            assert_eq!(
+                q["hints"],
+                label.contains("force_spinning_stop=1"),
+                "{label}"
+            );
+            for k in ["run_cpu_pct", "gap_cpu_pct", "run_wall_s", "gap_wall_s"] {
+                assert!(q[k].as_f64().unwrap() >= 0.0, "{label} {k}");
+            }
+        }
+        assert_eq!(c["request_serial_us"]["n"], 3, "{label}");
+        let wake = c["wake"].as_array().unwrap();
+        assert_eq!(wake.len(), 3);
+        for w in wake {
+            let probes = w["latency_us"]["n"].as_u64().unwrap();
+            let team = w["team_us"]["n"].as_u64().unwrap();
+            let missed = w["team_missed"].as_u64().unwrap();
+            assert_eq!(team + missed, probes, "{label}");
+            assert!(w["first_helper_us"]["n"].as_u64().unwrap() <= probes);
+        }
+        assert!(c["bursty"].as_array().unwrap().is_empty());
+    }
+    assert!(svg_bars(&s) >= 2 * cells.len());
+}
+
+#[test]
+fn pool_oversubscribe_is_recorded() {
+    let d = scratch("oversub");
+    let j = d.join("o.json");
+    let mut args = vec![
+        "pool",
+        "--threads",
+        "2",
+        "--config",
+        "default",
+        "--peers",
+        "none",
+        "--scenario",
+        "request",
+        "--oversubscribe",
+        "--json",
+        j.to_str().unwrap(),
+    ];
+    args.extend(TINY_REQUEST);
+    let o = leanrt(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("pool, requests, oversubscribed"));
+    let v = read_json(&j);
+    let cells = v["pool"].as_array().unwrap();
+    assert_eq!(cells.len(), 1);
+    assert_eq!(cells[0]["spec"]["oversubscribe"], true);
+    assert_eq!(cells[0]["request"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn pool_section_scenario_compares_loops_in_and_out_of_a_section() {
+    let d = scratch("section");
+    let (j, s) = (d.join("s.json"), d.join("s.svg"));
+    let o = leanrt(&[
+        "pool",
+        "--threads",
+        "1,2",
+        "--config",
+        "default,spin_1000_backoff_8",
+        "--peers",
+        "rayon,openmp",
+        "--scenario",
+        "section",
+        "--section-loops",
+        "1,3",
+        "--section-item-us",
+        "0.5",
+        "--regions",
+        "8",
+        "--work-us",
+        "5",
+        "--json",
+        j.to_str().unwrap(),
+        "--svg",
+        s.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("pool, parallel sections"));
+    let v = read_json(&j);
+    let cells = v["pool"].as_array().unwrap();
+    let mut with_sections = 0;
+    for c in cells {
+        let label = c["label"].as_str().unwrap();
+        let runs = c["section"].as_array().unwrap();
+        // Figures where the runtime has sections, a note where it has none.
+        assert_eq!(runs.is_empty(), c["section_note"].is_string(), "{label}");
+        if label == "rayon" {
+            assert!(runs.is_empty());
+        }
+        if label.starts_with("openmp") || label.starts_with("leanrt") {
+            assert_eq!(runs.len(), 2, "{label}");
+        }
+        if label.starts_with("leanrt") && c["spec"]["threads"] == 1 {
+            // One thread: no pool, so the section is a no-op without a team.
+            assert_eq!(runs[0]["attached_pct"].as_f64().unwrap(), 0.0);
+        }
+        for (r, k) in runs.iter().zip([1, 3]) {
+            assert_eq!(r["loops"], k, "{label}");
+            assert_eq!(r["separate_us"]["n"], 2, "{label}"); // regions / 4
+            assert_eq!(r["in_section_us"]["n"], 2, "{label}");
+            let team = r["attached_pct"].as_f64().unwrap();
+            assert!((0.0..=100.0).contains(&team), "{label}");
+        }
+        with_sections += usize::from(!runs.is_empty());
+        assert!(c["request"].as_array().unwrap().is_empty());
+    }
+    if with_sections > 0 {
+        assert!(svg_bars(&s) >= 2 * with_sections);
+    }
 }

@@ -1,75 +1,58 @@
-//! Device access: the host-api callback table the maker uploads through, and
-//! the backends that provide one (`host`: built-in, device memory is host
-//! memory; `cuda`: loaded at run time).
-use std::ffi::c_void;
-
-/// The four device callbacks, in the same order and with the same signatures
-/// as the reference runtime's HostApiOps, so a host's functions plug in
-/// unchanged. `copy_*` return 0 on success.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct HostApiOps {
-    pub device_malloc: Option<unsafe extern "C" fn(ctx: *mut c_void, size: usize) -> *mut c_void>,
-    pub device_free: Option<unsafe extern "C" fn(ctx: *mut c_void, dev_ptr: *mut c_void)>,
-    pub copy_to_device: Option<
-        unsafe extern "C" fn(
-            ctx: *mut c_void,
-            dev_dst: *mut c_void,
-            host_src: *const c_void,
-            size: usize,
-        ) -> i32,
-    >,
-    pub copy_from_device: Option<
-        unsafe extern "C" fn(
-            ctx: *mut c_void,
-            host_dst: *mut c_void,
-            dev_src: *const c_void,
-            size: usize,
-        ) -> i32,
-    >,
-}
-
-/// A device backend: a context pointer and its callback table.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct HostApi {
-    pub ctx: *mut c_void,
-    pub ops: *const HostApiOps,
-}
+//! Device access: the [`Device`] trait the maker allocates, copies and pins
+//! through, and the two backends leanrt ships (`host`: device memory is host
+//! memory; `cuda`: the CUDA driver, loaded at run time).
+//!
+//! A third kind of device, a host's own callback table, is adapted to this
+//! trait by the C surface; the core never sees C types or knows which
+//! backend it talks to.
+use crate::{Error, Result};
 
 pub mod cuda;
 pub mod host;
 
-use crate::{Error, Result};
+/// A device: memory the accelerator reads, and copies between it and host
+/// memory. Every failure is an [`Error`] whose message is the backend's own
+/// account (CUDA: the call, the error name and its text).
+///
+/// Implementations may be called from any thread, one call at a time or
+/// concurrently.
+pub trait Device: Send + Sync {
+    /// Allocates `size` bytes of device memory. Never returns NULL on
+    /// success. A backend out of memory reports `ErrorKind::NoMemory`.
+    fn alloc(&self, size: usize) -> Result<*mut u8>;
 
-impl HostApi {
-    /// Checks that `ops` and its four callbacks are present.
-    pub fn validate(&self) -> Result<&HostApiOps> {
-        // SAFETY: a non-NULL ops pointer in a HostApi given to leanrt points
-        // to a callback table that outlives every use of the HostApi.
-        let ops = unsafe { self.ops.as_ref() }
-            .ok_or_else(|| Error::invalid_argument("host api has no ops table"))?;
-        if ops.device_malloc.is_none()
-            || ops.device_free.is_none()
-            || ops.copy_to_device.is_none()
-            || ops.copy_from_device.is_none()
-        {
-            return Err(Error::invalid_argument(
-                "host api ops table has a NULL callback",
-            ));
-        }
-        Ok(ops)
-    }
-}
+    /// Frees an allocation made by [`Device::alloc`].
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc` on this device, is freed once and not used
+    /// afterwards.
+    unsafe fn free(&self, ptr: *mut u8);
 
-/// Releases what a backend constructor (`host::host_api`, `cuda::cuda_host_api`)
-/// acquired and clears `api`. Releasing an already-cleared api is a no-op.
-pub fn release(api: &mut HostApi) {
-    if cuda::is_cuda_api(api) {
-        cuda::release(api);
+    /// Copies `len` bytes from host memory at `src` to device memory at `dst`.
+    ///
+    /// # Safety
+    /// `src` is valid for reads of `len` bytes; `[dst, dst + len)` lies in
+    /// one live allocation of this device.
+    unsafe fn copy_to(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<()>;
+
+    /// Copies `len` bytes from device memory at `src` to host memory at `dst`.
+    ///
+    /// # Safety
+    /// `dst` is valid for writes of `len` bytes; `[src, src + len)` lies in
+    /// one live allocation of this device.
+    unsafe fn copy_from(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<()>;
+
+    /// Page-locks the host range `[ptr, ptr + len)` so that copies from it
+    /// are direct DMA, until the returned region is dropped. Backends that
+    /// cannot pin report `ErrorKind::Unavailable` (the default).
+    ///
+    /// # Safety
+    /// The range is host memory that stays mapped until the region is
+    /// dropped.
+    unsafe fn pin(&self, ptr: *mut u8, len: usize) -> Result<PinnedRegion> {
+        let _ = (ptr, len);
+        Err(Error::unavailable("this device cannot pin host memory"))
     }
-    api.ctx = std::ptr::null_mut();
-    api.ops = std::ptr::null();
 }
 
 /// A page-locked host range; unlocked when dropped.
@@ -89,16 +72,5 @@ impl Drop for PinnedRegion {
         if let Some(unpin) = self.unpin.take() {
             unpin();
         }
-    }
-}
-
-/// Page-locks `[ptr, ptr + len)` so that the backend behind `api` can DMA
-/// from it directly (CUDA: cudaHostRegister; host backend: mlock).
-/// The caller falls back to pageable memory, with a warning, on error.
-pub fn pin_host_memory(api: &HostApi, ptr: *mut u8, len: usize) -> Result<PinnedRegion> {
-    if cuda::is_cuda_api(api) {
-        cuda::pin(api, ptr, len)
-    } else {
-        host::pin(ptr, len)
     }
 }

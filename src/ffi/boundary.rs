@@ -52,7 +52,12 @@ pub fn run_value<T>(
     on_error: impl FnOnce(lrt_status) -> T,
     body: impl FnOnce() -> Result<T>,
 ) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    // A panic is reported through the status and lrt_last_error, never
+    // printed by Rust's hook onto the host's stderr.
+    let quiet = crate::diag::QuietPanics::enter();
+    let outcome = catch_unwind(AssertUnwindSafe(body));
+    drop(quiet);
+    match outcome {
         Ok(Ok(value)) => value,
         Ok(Err(error)) => {
             set_last_error(function, error.message());

@@ -16,6 +16,7 @@
 #[macro_use]
 pub mod boundary;
 pub mod device;
+pub mod diag;
 pub mod pool;
 pub mod staging;
 pub mod status;

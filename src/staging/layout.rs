@@ -22,9 +22,8 @@ pub const MAX_SCALARS: usize = 16;
 pub(crate) const TENSOR_BYTES: usize = 128;
 /// The window used when neither the config nor the environment sets one.
 pub(crate) const DEFAULT_TASK_WINDOW: u64 = 16384;
-/// Bytes shipped per live slot by a bounded upload: descriptor + payload +
-/// slot state + completion flag.
-pub(crate) const BYTES_PER_SLOT: u64 = 40 + 4864 + 64 + 1;
+/// The largest window whose image fits in `i32::MAX` bytes (pinned below).
+pub(crate) const MAX_TASK_WINDOW: u64 = 262_144;
 
 /// The SM header: ring flow control (each counter on its own cache line),
 /// the window constants, the segment pointers and the error words.
@@ -39,7 +38,9 @@ pub struct SmHeader {
     pub completed_watermark: i32,
     pub _pad2: [u8; 60],
     pub task_window_size: u64,
-    pub task_window_mask: u64,
+    /// `task_window_size - 1`, a 4-byte int followed by 4 bytes of padding.
+    pub task_window_mask: i32,
+    pub _pad_mask: [u8; 4],
     pub heap_size: u64,
     /// Byte offset of the descriptor segment from the header.
     pub task_descriptors_offset: u64,
@@ -52,7 +53,8 @@ pub struct SmHeader {
     /// Size in bytes of the image the pointers above describe.
     pub total_size: u64,
     pub orch_error_code: i32,
-    pub sched_error_bitmap: i32,
+    /// Bit X set: scheduler thread X reported an error.
+    pub sched_error_bitmap: u32,
     pub sched_error_code: i32,
     pub sched_error_thread: i32,
     pub _pad4: [u8; 32],
@@ -96,6 +98,8 @@ pub struct TaskPayload {
 #[derive(Clone, Copy, Debug)]
 pub struct TaskSlotState {
     pub last_consumer_local_id: i32,
+    /// The reference's task-state enum (an int): pending 0, completed 1,
+    /// consumed 2.
     pub task_state: i32,
     /// The slot's payload (host mirror address on the host, device address in
     /// the device image).
@@ -108,10 +112,10 @@ pub struct TaskSlotState {
     pub task_attrs: u8,
     pub any_subtask_deferred: u8,
     pub task_kind: u8,
-    pub completed_subtasks: u16,
-    pub total_required_subtasks: u16,
-    pub logical_block_num: u16,
-    pub next_block_idx: u16,
+    pub completed_subtasks: i16,
+    pub total_required_subtasks: i16,
+    pub logical_block_num: i16,
+    pub next_block_idx: i16,
     pub graph_node_index: i32,
     pub graph_context: *mut c_void,
 }
@@ -142,6 +146,7 @@ assert_offset!(SmHeader, last_task_alive, 64);
 assert_offset!(SmHeader, completed_watermark, 128);
 assert_offset!(SmHeader, task_window_size, 192);
 assert_offset!(SmHeader, task_window_mask, 200);
+assert_offset!(SmHeader, _pad_mask, 204);
 assert_offset!(SmHeader, heap_size, 208);
 assert_offset!(SmHeader, task_descriptors_offset, 216);
 assert_offset!(SmHeader, task_descriptors, 224);
@@ -198,10 +203,6 @@ assert_offset!(TaskSlotState, graph_context, 56);
 const_assert_eq!(size_of::<SmSegments>(), 48);
 // The layout is for 64-bit hosts (8-byte pointers), like the reference runtime.
 const_assert!(size_of::<*mut c_void>() == 8);
-const_assert_eq!(
-    BYTES_PER_SLOT as usize,
-    size_of::<TaskDescriptor>() + size_of::<TaskPayload>() + size_of::<TaskSlotState>() + 1
-);
 
 const SEGMENT_ALIGN: u64 = 64;
 
@@ -211,27 +212,34 @@ const fn align_up(x: u64) -> u64 {
 
 /// Segment offsets for `slots` slots, without validating `slots` (it is at
 /// most `i32::MAX`, so nothing overflows `u64`). Used for a full window and
-/// for a compact image pitched to the live task count.
+/// for a compact image pitched to the live task count. Every segment,
+/// the completion flags included, is rounded up to 64 bytes, so the image
+/// ends on a 64-byte boundary (the reference's `ring_segment_offsets`).
 pub(crate) const fn offsets_for(slots: u64) -> SmSegments {
     let descriptors = align_up(size_of::<SmHeader>() as u64);
-    let payloads = align_up(descriptors + slots * size_of::<TaskDescriptor>() as u64);
-    let slot_states = align_up(payloads + slots * size_of::<TaskPayload>() as u64);
-    let completion_flags = align_up(slot_states + slots * size_of::<TaskSlotState>() as u64);
+    let payloads = descriptors + align_up(slots * size_of::<TaskDescriptor>() as u64);
+    let slot_states = payloads + align_up(slots * size_of::<TaskPayload>() as u64);
+    let completion_flags = slot_states + align_up(slots * size_of::<TaskSlotState>() as u64);
     SmSegments {
         header: 0,
         descriptors,
         payloads,
         slot_states,
         completion_flags,
-        end: completion_flags + slots,
+        end: completion_flags + align_up(slots),
     }
 }
+
+// MAX_TASK_WINDOW is the largest power of two whose image fits in i32::MAX.
+const_assert!(offsets_for(MAX_TASK_WINDOW).end <= i32::MAX as u64);
+const_assert!(offsets_for(2 * MAX_TASK_WINDOW).end > i32::MAX as u64);
 
 /// The segment offsets of the image for window `task_window`.
 ///
 /// `task_window` must be a power of two in `[4, i32::MAX]` and the whole
-/// image at most `i32::MAX` bytes (so `W <= 262144`); anything else is
-/// `ErrorKind::InvalidArgument`.
+/// image at most `i32::MAX` bytes, so `W <= 262144`: the reference runtime's
+/// images are addressed with 32-bit offsets, and its current code refuses
+/// larger ones. Anything else is `ErrorKind::InvalidArgument`.
 pub fn segment_offsets(task_window: u64) -> Result<SmSegments> {
     if task_window < 4 || task_window > i32::MAX as u64 {
         return Err(Error::invalid_argument(format!(
@@ -247,7 +255,8 @@ pub fn segment_offsets(task_window: u64) -> Result<SmSegments> {
     let segments = offsets_for(task_window);
     if segments.end > i32::MAX as u64 {
         return Err(Error::invalid_argument(format!(
-            "task window {task_window} needs a {}-byte image, more than {} bytes",
+            "task window {task_window} needs a {}-byte image, more than {} bytes \
+             (the largest window that fits is {MAX_TASK_WINDOW})",
             segments.end,
             i32::MAX
         )));

@@ -20,24 +20,39 @@
 //!   device image as they were.
 use std::ffi::c_void;
 use std::mem::size_of;
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::layout::{
     offsets_for, segment_offsets, SmHeader, SmSegments, TaskDescriptor, TaskPayload, TaskSlotState,
-    DEFAULT_TASK_WINDOW,
+    DEFAULT_TASK_WINDOW, MAX_FANIN, MAX_TASK_WINDOW,
 };
 use super::mirror::Mapping;
-use crate::device::{self, HostApi, HostApiOps, PinnedRegion};
-use crate::{Error, Result};
-
-/// Page-lock the host mirror (and COMPACT's staging buffer) once at create.
-pub const MAKER_PIN_MIRROR: u32 = 1;
-/// Map a fresh mirror for every run instead of reusing one (baseline only).
-pub const MAKER_FRESH_MIRROR: u32 = 2;
-const KNOWN_FLAGS: u32 = MAKER_PIN_MIRROR | MAKER_FRESH_MIRROR;
+use crate::device::{Device, PinnedRegion};
+use crate::{Error, ErrorKind, Result};
 
 /// The environment variable read when the config leaves the window at 0.
 pub const TASK_WINDOW_ENV: &str = "PTO2_RING_TASK_WINDOW";
+/// The environment variable read when the config leaves the heap size at 0.
+pub const HEAP_SIZE_ENV: &str = "PTO2_RING_HEAP";
+/// The header's `heap_size` when neither the config nor the environment sets
+/// one: the reference runtime's default, 256 MiB.
+pub(crate) const DEFAULT_HEAP_SIZE: u64 = 256 * 1024 * 1024;
+/// The smallest heap size the reference runtime accepts.
+const MIN_HEAP_SIZE: u64 = 1024;
+
+/// `task_state` of a slot that waits to run (the reference's PENDING).
+const TASK_PENDING: i32 = 0;
+/// `task_state` of a finished slot (the reference's COMPLETED).
+const TASK_COMPLETED: i32 = 1;
+/// `task_kind` of a task with at least one active subtask.
+const TASK_KIND_KERNEL: u8 = 0;
+/// `task_kind` of a dependency-only task (no active subtask).
+const TASK_KIND_DUMMY: u8 = 1;
+/// The subtask bits of `active_mask` (AIC, AIV0, AIV1).
+const SUBTASK_BITS: u8 = 0x07;
+/// The subtask bit of a single-AIV kernel (AIV0), the default claim's.
+const SUBTASK_AIV0: u8 = 0x02;
 
 /// How `upload` ships the image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,28 +66,20 @@ pub enum UploadPolicy {
     Compact,
 }
 
-impl UploadPolicy {
-    /// The policy for a raw C value (`LRT_UPLOAD_*`).
-    pub fn from_raw(raw: u32) -> Result<Self> {
-        match raw {
-            0 => Ok(UploadPolicy::Full),
-            1 => Ok(UploadPolicy::Bounded),
-            2 => Ok(UploadPolicy::Compact),
-            _ => Err(Error::invalid_argument(format!(
-                "unknown upload policy {raw} (expected 0, 1 or 2)"
-            ))),
-        }
-    }
-}
-
 /// What a maker is created with.
 #[derive(Clone, Copy, Debug)]
 pub struct MakerConfig {
     /// Slots in the ring; 0 = env `PTO2_RING_TASK_WINDOW`, else 16384.
     pub task_window: u64,
     pub policy: UploadPolicy,
-    /// `MAKER_PIN_MIRROR | MAKER_FRESH_MIRROR`.
-    pub flags: u32,
+    /// Page-lock the host mirror (and COMPACT's staging buffer) once at
+    /// create; a device that cannot pin leaves them pageable, with a warning.
+    pub pin_mirror: bool,
+    /// Map a fresh mirror for every run instead of reusing one (baseline only).
+    pub fresh_mirror: bool,
+    /// The header's `heap_size`; 0 = env `PTO2_RING_HEAP`, else 256 MiB. At
+    /// least 1024 (the reference's minimum).
+    pub heap_size: u64,
 }
 
 impl Default for MakerConfig {
@@ -80,13 +87,56 @@ impl Default for MakerConfig {
         MakerConfig {
             task_window: 0,
             policy: UploadPolicy::Bounded,
-            flags: 0,
+            pin_mirror: false,
+            fresh_mirror: false,
+            heap_size: 0,
+        }
+    }
+}
+
+/// What `claim_slot_with` writes for a task besides its index: the
+/// per-submit fields of the reference's submit path. The default is a root
+/// kernel task on one AIV core (active mask 2, one block, no fanins).
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimDesc<'a> {
+    /// Active subtask slots: bit 0 AIC, bit 1 AIV0, bit 2 AIV1. 0 makes a
+    /// dummy (dependency-only) task.
+    pub active_mask: u8,
+    /// The reference's task-attribute byte (bit 0 early resolve, bit 1 sync
+    /// start, bit 2 has predicate, bit 3 timed, bits 4-7 timing tag).
+    pub task_attrs: u8,
+    /// Logical blocks, at least 1.
+    pub logical_block_num: i16,
+    /// Kernel per subtask slot; -1 = none.
+    pub kernel_id: [i32; 3],
+    /// Producers (local ids of slots claimed earlier in this run).
+    /// Duplicates count once.
+    pub fanins: &'a [i32],
+    /// Pre-completed (like the reference's hidden allocation tasks):
+    /// `task_state` COMPLETED and the completion flag 1.
+    pub completed: bool,
+    /// Written to the descriptor unchanged (device addresses of the task's
+    /// packed output buffer).
+    pub packed_buffer_base: *mut c_void,
+    pub packed_buffer_end: *mut c_void,
+}
+
+impl Default for ClaimDesc<'_> {
+    fn default() -> Self {
+        ClaimDesc {
+            active_mask: SUBTASK_AIV0,
+            task_attrs: 0,
+            logical_block_num: 1,
+            kernel_id: [-1; 3],
+            fanins: &[],
+            completed: false,
+            packed_buffer_base: std::ptr::null_mut(),
+            packed_buffer_end: std::ptr::null_mut(),
         }
     }
 }
 
 /// A claimed slot: its index and host-mirror addresses.
-#[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct TaskSlot {
     pub index: i32,
@@ -96,7 +146,6 @@ pub struct TaskSlot {
 }
 
 /// What one upload did.
-#[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct UploadReport {
     /// `current_task_index` at upload: the live slots `[0, N)`.
@@ -114,8 +163,8 @@ pub struct UploadReport {
 }
 
 /// Resolves the task window: config, then the environment, then the default.
-/// An unusable environment value is ignored with a warning on stderr; an
-/// unusable final window is `InvalidArgument`.
+/// An unusable environment value is ignored with a warning (leanrt's log
+/// channel); an unusable final window is `InvalidArgument`.
 fn resolve_window(configured: u64) -> Result<u64> {
     if configured != 0 {
         segment_offsets(configured)?;
@@ -127,27 +176,58 @@ fn resolve_window(configured: u64) -> Result<u64> {
             Ok(w) if segment_offsets(w).is_ok() => return Ok(w),
             _ => crate::diag::warn(&format!(
                 "ignoring {TASK_WINDOW_ENV}={text:?} (not a power of two in \
-                 [4, 262144]); using {DEFAULT_TASK_WINDOW}"
+                 [4, {MAX_TASK_WINDOW}]; {MAX_TASK_WINDOW} is the largest window \
+                 whose image fits in {} bytes); using {DEFAULT_TASK_WINDOW}",
+                i32::MAX
             )),
         }
     }
     Ok(DEFAULT_TASK_WINDOW)
 }
 
-/// The backend's own reason for the last failed callback on this thread
-/// (CUDA's error name and text), as a suffix for the maker's message.
-fn backend_note() -> String {
-    crate::device::cuda::take_last_error()
-        .map(|m| format!(" ({m})"))
-        .unwrap_or_default()
+/// Resolves the heap size written to the header: config, then
+/// `PTO2_RING_HEAP`, then 256 MiB. Values below 1024 are refused
+/// (configured) or ignored with a warning (environment).
+fn resolve_heap_size(configured: u64) -> Result<u64> {
+    if configured != 0 {
+        if configured < MIN_HEAP_SIZE {
+            return Err(Error::invalid_argument(format!(
+                "heap size {configured} is below {MIN_HEAP_SIZE}"
+            )));
+        }
+        return Ok(configured);
+    }
+    if let Some(raw) = std::env::var_os(HEAP_SIZE_ENV) {
+        let text = raw.to_string_lossy();
+        match text.trim().parse::<u64>() {
+            Ok(v) if v >= MIN_HEAP_SIZE => return Ok(v),
+            _ => crate::diag::warn(&format!(
+                "ignoring {HEAP_SIZE_ENV}={text:?} (not an integer >= {MIN_HEAP_SIZE}); \
+                 using {DEFAULT_HEAP_SIZE}"
+            )),
+        }
+    }
+    Ok(DEFAULT_HEAP_SIZE)
+}
+
+/// `kind` for a device failure, unless the device reports itself
+/// unavailable (e.g. a CUDA device inherited across `fork`).
+fn device_kind(e: &Error, kind: ErrorKind) -> ErrorKind {
+    if e.kind() == ErrorKind::Unavailable {
+        ErrorKind::Unavailable
+    } else {
+        kind
+    }
 }
 
 fn elapsed_ns(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn pin_or_warn(api: &HostApi, map: &Mapping, what: &str) -> Option<PinnedRegion> {
-    match device::pin_host_memory(api, map.as_ptr(), map.len()) {
+fn pin_or_warn(device: &dyn Device, map: &Mapping, what: &str) -> Option<PinnedRegion> {
+    // SAFETY: the mapping outlives the region: the maker drops its pinned
+    // regions before the mappings they cover (see Drop and begin_run).
+    match unsafe { device.pin(map.as_ptr(), map.len()) } {
         Ok(region) => Some(region),
         Err(e) => {
             crate::diag::warn(&format!(
@@ -183,18 +263,20 @@ impl Rebase {
 /// The runtime maker. `Send` (a maker may move between threads) but not
 /// `Sync`: one thread uses it at a time.
 pub struct RuntimeMaker {
-    api: HostApi,
-    ops: HostApiOps,
+    device: Arc<dyn Device>,
     window: u64,
     policy: UploadPolicy,
-    flags: u32,
+    pin_mirror: bool,
+    fresh_mirror: bool,
+    heap_size: u64,
     seg: SmSegments,
     mirror: Mapping,
     mirror_pin: Option<PinnedRegion>,
     /// COMPACT's gather buffer (same size as the mirror, untouched until used).
     staging: Option<Mapping>,
     staging_pin: Option<PinnedRegion>,
-    device: *mut u8,
+    /// The device image, from `device.alloc`.
+    image: *mut u8,
     /// `begin_run` has been called (claim/upload allowed).
     run_open: bool,
     /// The last upload succeeded (the device holds a complete image).
@@ -205,23 +287,19 @@ pub struct RuntimeMaker {
 
 // SAFETY: every pointer the maker holds (mirror, staging, device image) is
 // owned by it and reached only through `&mut self` or `&self` reads of plain
-// addresses; the host api's callbacks are required to be callable from any
-// thread (as the reference runtime's are). Not Sync: no `&self` method is
+// addresses; the device is `Send + Sync`. Not Sync: no `&self` method is
 // meant to run concurrently with another call.
 unsafe impl Send for RuntimeMaker {}
 
 impl RuntimeMaker {
     /// Resolves the window, maps the (untouched) mirror, allocates the device
-    /// image once and pins the mirror if asked. On error nothing is leaked.
-    pub fn new(cfg: &MakerConfig, api: HostApi) -> Result<Self> {
-        if cfg.flags & !KNOWN_FLAGS != 0 {
-            return Err(Error::invalid_argument(format!(
-                "unknown maker flags {:#x}",
-                cfg.flags & !KNOWN_FLAGS
-            )));
-        }
-        let ops = *api.validate()?;
+    /// image once through `device` and pins the mirror if asked. On error
+    /// nothing is leaked. A failed device allocation is
+    /// `ErrorKind::NoMemory` (or `Unavailable` when the device says so),
+    /// with the device's message.
+    pub fn new(cfg: &MakerConfig, device: Arc<dyn Device>) -> Result<Self> {
         let window = resolve_window(cfg.task_window)?;
+        let heap_size = resolve_heap_size(cfg.heap_size)?;
         let seg = segment_offsets(window)?;
         let len = seg.end as usize;
         let mirror = Mapping::new(len)?;
@@ -229,38 +307,33 @@ impl RuntimeMaker {
             UploadPolicy::Compact => Some(Mapping::new(len)?),
             _ => None,
         };
-        let malloc = ops
-            .device_malloc
-            .ok_or_else(|| Error::internal("validated"))?;
-        // SAFETY: the host api contract: device_malloc(ctx, size) returns a
-        // device allocation of `size` bytes or NULL.
-        let device = unsafe { malloc(api.ctx, len) }.cast::<u8>();
-        if device.is_null() {
-            return Err(Error::no_memory(format!(
-                "device_malloc({len}) returned NULL{}",
-                backend_note()
-            )));
-        }
+        let image = device.alloc(len).map_err(|e| {
+            Error::new(
+                device_kind(&e, ErrorKind::NoMemory),
+                format!("device allocation of the {len}-byte image failed: {e}"),
+            )
+        })?;
         let mut maker = RuntimeMaker {
-            api,
-            ops,
+            device,
             window,
             policy: cfg.policy,
-            flags: cfg.flags,
+            pin_mirror: cfg.pin_mirror,
+            fresh_mirror: cfg.fresh_mirror,
+            heap_size,
             seg,
             mirror,
             mirror_pin: None,
             staging,
             staging_pin: None,
-            device,
+            image,
             run_open: false,
             uploaded: false,
             last_zero_ns: 0,
         };
-        if maker.flags & MAKER_PIN_MIRROR != 0 {
-            maker.mirror_pin = pin_or_warn(&maker.api, &maker.mirror, "host mirror");
+        if maker.pin_mirror {
+            maker.mirror_pin = pin_or_warn(&*maker.device, &maker.mirror, "host mirror");
             if let Some(staging) = &maker.staging {
-                maker.staging_pin = pin_or_warn(&maker.api, staging, "staging buffer");
+                maker.staging_pin = pin_or_warn(&*maker.device, staging, "staging buffer");
             }
         }
         Ok(maker)
@@ -278,9 +351,13 @@ impl RuntimeMaker {
     pub fn policy(&self) -> UploadPolicy {
         self.policy
     }
+    /// The resolved heap size written to the header.
+    pub fn heap_size(&self) -> u64 {
+        self.heap_size
+    }
     /// The device image (its header is at offset 0 under every policy).
     pub fn device_image(&self) -> *mut c_void {
-        self.device.cast::<c_void>()
+        self.image.cast::<c_void>()
     }
 
     fn header_ptr(&self) -> *mut SmHeader {
@@ -295,17 +372,20 @@ impl RuntimeMaker {
     }
 
     /// Starts a run: zeroes the header (FULL: the whole mirror; FRESH: on a
-    /// newly mapped mirror), stamps the constants and host array pointers,
-    /// sets `current_task_index = 0`. Returns the mirror's header.
+    /// newly mapped mirror) and writes every header field as the reference's
+    /// `init_per_ring` does on the host: flow control 0, completed watermark
+    /// -1, orchestrator not done, window, mask, heap size, descriptor offset,
+    /// the host array pointers, total size, error words 0 and error thread
+    /// -1. Returns the mirror's header.
     pub fn begin_run(&mut self) -> Result<*mut SmHeader> {
         let t0 = Instant::now();
-        if self.flags & MAKER_FRESH_MIRROR != 0 {
+        if self.fresh_mirror {
             // The baseline's "allocate a new image every run".
             let fresh = Mapping::new(self.seg.end as usize)?;
             self.mirror_pin = None; // unpin before the old mapping goes away
             self.mirror = fresh;
-            if self.flags & MAKER_PIN_MIRROR != 0 {
-                self.mirror_pin = pin_or_warn(&self.api, &self.mirror, "host mirror");
+            if self.pin_mirror {
+                self.mirror_pin = pin_or_warn(&*self.device, &self.mirror, "host mirror");
             }
         }
         let zero_len = match self.policy {
@@ -323,6 +403,14 @@ impl RuntimeMaker {
         let h = unsafe { &mut *self.header_ptr() };
         self.stamp_header(h, host, self.seg.end);
         h.current_task_index = 0;
+        h.last_task_alive = 0;
+        h.completed_watermark = -1;
+        h.orchestrator_done = 0;
+        h.heap_size = self.heap_size;
+        h.orch_error_code = 0;
+        h.sched_error_bitmap = 0;
+        h.sched_error_code = 0;
+        h.sched_error_thread = -1;
         self.run_open = true;
         Ok(self.header_ptr())
     }
@@ -341,7 +429,8 @@ impl RuntimeMaker {
     /// Writes the window constants and the four array pointers.
     fn stamp_header(&self, h: &mut SmHeader, arrays: [usize; 4], total_size: u64) {
         h.task_window_size = self.window;
-        h.task_window_mask = self.window - 1;
+        // The window is at most MAX_TASK_WINDOW, so the mask fits an i32.
+        h.task_window_mask = (self.window - 1) as i32;
         h.task_descriptors_offset = self.seg.descriptors;
         h.task_descriptors = arrays[0] as *mut TaskDescriptor;
         h.task_payloads = arrays[1] as *mut TaskPayload;
@@ -356,11 +445,35 @@ impl RuntimeMaker {
         unsafe { (*self.header_ptr()).current_task_index }
     }
 
-    /// Claims slot `current_task_index`: initializes every field the device
-    /// reads for it (descriptor id and pointers, payload counts,
-    /// early-dispatch and predicate state, the whole slot state, its
-    /// completion flag) and advances the index.
+    /// Claims slot `current_task_index` for a root kernel task on one AIV
+    /// core: `claim_slot_with` the default [`ClaimDesc`].
     pub fn claim_slot(&mut self) -> Result<TaskSlot> {
+        self.claim_slot_with(&ClaimDesc::default())
+    }
+
+    fn slot_ptrs(&self, i: u64) -> (*mut TaskDescriptor, *mut TaskPayload, *mut TaskSlotState) {
+        (
+            self.mirror_at(self.seg.descriptors + i * size_of::<TaskDescriptor>() as u64),
+            self.mirror_at(self.seg.payloads + i * size_of::<TaskPayload>() as u64),
+            self.mirror_at(self.seg.slot_states + i * size_of::<TaskSlotState>() as u64),
+        )
+    }
+
+    /// Claims slot `current_task_index` and writes every field the device
+    /// reads for it, with the values the reference's submit path writes for
+    /// the task `desc` describes: the descriptor (id, kernel ids, packed
+    /// buffer), the payload's counts, fanin ids, early-dispatch and predicate
+    /// state, the whole slot state (own id as last consumer, pending or
+    /// completed, active mask, attributes, kind, subtask count, blocks, the
+    /// slot's payload/descriptor pointers) and the completion flag. Each
+    /// producer in `desc.fanins` gets this task as its last consumer.
+    /// Advances the index.
+    ///
+    /// `InvalidArgument` (nothing written) for fewer than one block, more
+    /// subtasks than an `i16` holds, more than 128 fanins, or a fanin that
+    /// is not an earlier slot of this run; `OutOfRange` when the window is
+    /// full; `State` before `begin_run`.
+    pub fn claim_slot_with(&mut self, desc: &ClaimDesc<'_>) -> Result<TaskSlot> {
         if !self.run_open {
             return Err(Error::state("claim_slot before begin_run"));
         }
@@ -371,54 +484,98 @@ impl RuntimeMaker {
                 self.window
             )));
         }
+        if desc.logical_block_num < 1 {
+            return Err(Error::invalid_argument(format!(
+                "logical_block_num {} is below 1",
+                desc.logical_block_num
+            )));
+        }
+        let subtasks = i32::from(desc.logical_block_num)
+            * (desc.active_mask & SUBTASK_BITS).count_ones() as i32;
+        let total_required = i16::try_from(subtasks).map_err(|_| {
+            Error::invalid_argument(format!(
+                "{} blocks x {} active subtasks = {subtasks} subtasks, more than {}",
+                desc.logical_block_num,
+                (desc.active_mask & SUBTASK_BITS).count_ones(),
+                i16::MAX
+            ))
+        })?;
+        if desc.fanins.len() > MAX_FANIN {
+            return Err(Error::invalid_argument(format!(
+                "{} fanins, more than {MAX_FANIN}",
+                desc.fanins.len()
+            )));
+        }
+        if let Some(bad) = desc.fanins.iter().find(|&&p| p < 0 || p >= idx) {
+            return Err(Error::invalid_argument(format!(
+                "fanin {bad} is not an earlier slot of this run [0, {idx})"
+            )));
+        }
         let i = idx as u64;
-        let desc_p: *mut TaskDescriptor =
-            self.mirror_at(self.seg.descriptors + i * size_of::<TaskDescriptor>() as u64);
-        let pay_p: *mut TaskPayload =
-            self.mirror_at(self.seg.payloads + i * size_of::<TaskPayload>() as u64);
-        let state_p: *mut TaskSlotState =
-            self.mirror_at(self.seg.slot_states + i * size_of::<TaskSlotState>() as u64);
+        let (desc_p, pay_p, state_p) = self.slot_ptrs(i);
         let flag_p: *mut u8 = self.mirror_at(self.seg.completion_flags + i);
         // SAFETY: i < W, so the four elements lie inside the owned mapping at
         // their natural alignment (segments are 64-aligned, the mapping is
         // page-aligned); all are plain data valid for any bit pattern, and no
         // other reference to them is live during this call.
-        let (desc, pay, state, flag) =
+        let (d, pay, state, flag) =
             unsafe { (&mut *desc_p, &mut *pay_p, &mut *state_p, &mut *flag_p) };
-        *desc = TaskDescriptor {
+        *d = TaskDescriptor {
             task_id: i,
-            kernel_id: [-1; 3],
+            kernel_id: desc.kernel_id,
             _pad0: [0; 4],
-            packed_buffer_base: std::ptr::null_mut(),
-            packed_buffer_end: std::ptr::null_mut(),
+            packed_buffer_base: desc.packed_buffer_base,
+            packed_buffer_end: desc.packed_buffer_end,
         };
-        // Only the fixed part: fanin ids, tensors and scalars are read up to
-        // their counts, which the host writes with the content.
+        // Only the fixed part and the fanin ids: tensors and scalars are read
+        // up to their counts, which the host writes with the content.
+        let mut fanins = 0usize;
+        for &p in desc.fanins {
+            if !pay.fanin_local_ids[..fanins].contains(&p) {
+                pay.fanin_local_ids[fanins] = p;
+                fanins += 1;
+            }
+        }
         pay.tensor_count = 0;
         pay.scalar_count = 0;
-        pay.fanin_count = 0;
+        pay.fanin_count = fanins as i32;
         pay.reserved = [0; 12];
         pay.early_dispatch = [0; 5];
         pay.predicate = [0; 3];
         *state = TaskSlotState {
-            last_consumer_local_id: -1,
-            task_state: 0,
+            last_consumer_local_id: idx,
+            task_state: if desc.completed {
+                TASK_COMPLETED
+            } else {
+                TASK_PENDING
+            },
             payload: pay_p,
             task: desc_p,
             wake_list_head: std::ptr::null_mut(),
             next_in_wake_list: std::ptr::null_mut(),
-            active_mask: 0,
-            task_attrs: 0,
+            active_mask: desc.active_mask,
+            task_attrs: desc.task_attrs,
             any_subtask_deferred: 0,
-            task_kind: 0,
+            task_kind: if desc.active_mask != 0 {
+                TASK_KIND_KERNEL
+            } else {
+                TASK_KIND_DUMMY
+            },
             completed_subtasks: 0,
-            total_required_subtasks: 0,
-            logical_block_num: 1,
+            total_required_subtasks: total_required,
+            logical_block_num: desc.logical_block_num,
             next_block_idx: 0,
             graph_node_index: -1,
             graph_context: std::ptr::null_mut(),
         };
-        *flag = 0;
+        *flag = u8::from(desc.completed);
+        for &p in &pay.fanin_local_ids[..fanins] {
+            let (_, _, producer) = self.slot_ptrs(p as u64);
+            // SAFETY: 0 <= p < idx < W: an aligned slot state inside the
+            // mapping, distinct from this slot's; plain data.
+            let producer = unsafe { &mut *producer };
+            producer.last_consumer_local_id = producer.last_consumer_local_id.max(idx);
+        }
         // SAFETY: as in current_index, a write.
         unsafe { (*self.header_ptr()).current_task_index = idx + 1 };
         Ok(TaskSlot {
@@ -441,7 +598,7 @@ impl RuntimeMaker {
     /// prefixes for `n` live slots.
     fn rebases(&self, n: usize, dev: &SmSegments) -> [Rebase; 2] {
         let host = self.mirror.as_ptr() as usize;
-        let device = self.device as usize;
+        let device = self.image as usize;
         [
             Rebase {
                 from: host + self.seg.payloads as usize,
@@ -475,22 +632,16 @@ impl RuntimeMaker {
     }
 
     fn copy_to_device(&self, dev_off: u64, src: *const u8, len: u64) -> Result<()> {
-        let copy = self
-            .ops
-            .copy_to_device
-            .ok_or_else(|| Error::internal("validated"))?;
-        let dst = self.device.wrapping_add(dev_off as usize);
-        // SAFETY: host api contract: dst..dst+len lies in the device image
-        // (dev_off + len <= end, checked by the callers' layouts) and src is
-        // valid for len bytes of the mirror or staging buffer.
-        let rc = unsafe { copy(self.api.ctx, dst.cast(), src.cast(), len as usize) };
-        if rc != 0 {
-            return Err(Error::device(format!(
-                "copy_to_device({len} bytes at device offset {dev_off}) failed with {rc}{}",
-                backend_note()
-            )));
-        }
-        Ok(())
+        let dst = self.image.wrapping_add(dev_off as usize);
+        // SAFETY: dst..dst+len lies in the device image (dev_off + len <=
+        // end, checked by the callers' layouts) and src is valid for len
+        // bytes of the mirror or staging buffer.
+        unsafe { self.device.copy_to(dst, src, len as usize) }.map_err(|e| {
+            Error::new(
+                device_kind(&e, ErrorKind::Device),
+                format!("copy of {len} bytes to device offset {dev_off} failed: {e}"),
+            )
+        })
     }
 
     /// Validates `total_tasks = current_task_index` and every live slot
@@ -530,7 +681,7 @@ impl RuntimeMaker {
         // Everything is valid: relocate.
         // SAFETY: the header is plain data at the start of the mapping.
         let saved_header = unsafe { *self.header_ptr() };
-        let device = self.device as usize;
+        let device = self.image as usize;
         let dev_arrays = [
             device + dev.descriptors as usize,
             device + dev.payloads as usize,
@@ -540,6 +691,10 @@ impl RuntimeMaker {
         // SAFETY: as in begin_run.
         let h = unsafe { &mut *self.header_ptr() };
         self.stamp_header(h, dev_arrays, dev.end);
+        // Uploading ends the orchestration: the shipped header says so (the
+        // reference's host marks it done before its copy to the device). The
+        // mirror gets back what the host left there, as for the pointers.
+        h.orchestrator_done = 1;
         self.rewrite_slots(n, pay, task);
         let relocate_ns = elapsed_ns(t_reloc);
 
@@ -651,27 +806,19 @@ impl RuntimeMaker {
         if !self.uploaded {
             return Err(Error::state("read_status before a successful upload"));
         }
-        let copy = self
-            .ops
-            .copy_from_device
-            .ok_or_else(|| Error::internal("validated"))?;
         let mut h = std::mem::MaybeUninit::<SmHeader>::zeroed();
-        // SAFETY: host api contract: reads size_of::<SmHeader>() bytes from
-        // the start of the device image into a local buffer of that size.
-        let rc = unsafe {
-            copy(
-                self.api.ctx,
-                h.as_mut_ptr().cast(),
-                self.device.cast::<c_void>(),
-                size_of::<SmHeader>(),
-            )
-        };
-        if rc != 0 {
-            return Err(Error::device(format!(
-                "copy_from_device of the header failed with {rc}{}",
-                backend_note()
-            )));
+        // SAFETY: reads size_of::<SmHeader>() bytes from the start of the
+        // device image into a local buffer of that size.
+        unsafe {
+            self.device
+                .copy_from(h.as_mut_ptr().cast(), self.image, size_of::<SmHeader>())
         }
+        .map_err(|e| {
+            Error::new(
+                device_kind(&e, ErrorKind::Device),
+                format!("copy of the header from the device failed: {e}"),
+            )
+        })?;
         // SAFETY: zero-initialized, then overwritten with plain data; any bit
         // pattern is a valid SmHeader.
         let h = unsafe { h.assume_init() };
@@ -688,10 +835,8 @@ impl Drop for RuntimeMaker {
         // Unpin before the mappings are unmapped (fields drop afterwards).
         self.mirror_pin = None;
         self.staging_pin = None;
-        if let Some(free) = self.ops.device_free {
-            // SAFETY: the device image came from this api's device_malloc and
-            // is freed exactly once, here.
-            unsafe { free(self.api.ctx, self.device.cast()) };
-        }
+        // SAFETY: the device image came from this device's alloc and is
+        // freed exactly once, here.
+        unsafe { self.device.free(self.image) };
     }
 }

@@ -1,5 +1,5 @@
-//! Staging: the runtime maker (issue 3). See `README.md` in this folder for
-//! the init-on-write and copy contracts.
+//! Staging: the runtime maker. See `README.md` in this folder and
+//! `docs/STAGING.md` for the init-on-write and copy contracts.
 //!
 //! * [`layout`]: the byte-compatible SM image structs and `segment_offsets`.
 //! * `mirror`: the untouched, reusable anonymous host mirror.
@@ -9,7 +9,8 @@ mod maker;
 mod mirror;
 
 pub use layout::*;
+pub(crate) use maker::DEFAULT_HEAP_SIZE;
 pub use maker::{
-    MakerConfig, RuntimeMaker, TaskSlot, UploadPolicy, UploadReport, MAKER_FRESH_MIRROR,
-    MAKER_PIN_MIRROR, TASK_WINDOW_ENV,
+    ClaimDesc, MakerConfig, RuntimeMaker, TaskSlot, UploadPolicy, UploadReport, HEAP_SIZE_ENV,
+    TASK_WINDOW_ENV,
 };

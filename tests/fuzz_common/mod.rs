@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use leanrt::device::{HostApi, HostApiOps};
+use leanrt::ffi::device::{lrt_host_api as HostApi, lrt_host_api_ops as HostApiOps};
 
 // ---------------------------------------------------------------------------
 // PRNG and run parameters

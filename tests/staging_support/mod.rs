@@ -1,11 +1,13 @@
-//! Shared by the staging tests: a counting host api whose "device" is
+//! Shared by the staging tests: a counting device whose "device" is
 //! poisoned host memory, and readers for the device image.
 #![allow(dead_code)]
 use std::ffi::c_void;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use leanrt::device::{HostApi, HostApiOps};
+use leanrt::device::host::HostDevice;
+use leanrt::device::Device;
 use leanrt::staging::{SmHeader, TaskDescriptor, TaskPayload};
+use leanrt::{Error, Result};
 
 pub const POISON: u8 = 0xAA;
 
@@ -26,92 +28,79 @@ pub struct Counter {
     pub len: usize,
 }
 
-/// A host api over a boxed `Mutex<Counter>`; keep the box alive while in use.
+/// A core device over a shared `Mutex<Counter>`: 64-aligned host memory
+/// poisoned with 0xAA, every copy recorded.
 pub struct CountingApi {
-    pub state: Box<Mutex<Counter>>,
+    pub state: Arc<Mutex<Counter>>,
 }
 
-unsafe extern "C" fn c_malloc(ctx: *mut c_void, size: usize) -> *mut c_void {
-    // SAFETY: ctx is the Mutex<Counter> of a live CountingApi.
-    let st = unsafe { &*(ctx as *const Mutex<Counter>) };
-    let mut c = st.lock().unwrap();
-    c.mallocs += 1;
-    if c.fail_malloc {
-        return std::ptr::null_mut();
-    }
-    let mut p: *mut c_void = std::ptr::null_mut();
-    // SAFETY: plain 64-aligned allocation (like a device allocator's),
-    // poisoned below so that unshipped bytes show.
-    if unsafe { libc::posix_memalign(&mut p, 64, size) } != 0 {
-        p = std::ptr::null_mut();
-    }
-    if !p.is_null() {
+struct CountingDevice {
+    state: Arc<Mutex<Counter>>,
+}
+
+impl Device for CountingDevice {
+    fn alloc(&self, size: usize) -> Result<*mut u8> {
+        let mut c = self.state.lock().unwrap();
+        c.mallocs += 1;
+        if c.fail_malloc {
+            return Err(Error::no_memory("counting device: malloc refused"));
+        }
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: plain 64-aligned allocation (like a device allocator's),
+        // poisoned below so that unshipped bytes show.
+        if unsafe { libc::posix_memalign(&mut p, 64, size) } != 0 {
+            return Err(Error::no_memory("posix_memalign failed"));
+        }
         // SAFETY: p is valid for size bytes.
         unsafe { std::ptr::write_bytes(p.cast::<u8>(), POISON, size) };
         c.live += 1;
         c.base = p as usize;
         c.len = size;
+        Ok(p.cast())
     }
-    p
-}
 
-unsafe extern "C" fn c_free(ctx: *mut c_void, p: *mut c_void) {
-    // SAFETY: as above.
-    let st = unsafe { &*(ctx as *const Mutex<Counter>) };
-    let mut c = st.lock().unwrap();
-    c.frees += 1;
-    if !p.is_null() {
-        c.live -= 1;
+    unsafe fn free(&self, p: *mut u8) {
+        let mut c = self.state.lock().unwrap();
+        c.frees += 1;
+        if !p.is_null() {
+            c.live -= 1;
+        }
+        // SAFETY: p came from alloc.
+        unsafe { libc::free(p.cast()) };
     }
-    // SAFETY: p came from c_malloc.
-    unsafe { libc::free(p) };
-}
 
-unsafe extern "C" fn c_to(ctx: *mut c_void, dst: *mut c_void, src: *const c_void, n: usize) -> i32 {
-    // SAFETY: as above.
-    let st = unsafe { &*(ctx as *const Mutex<Counter>) };
-    let mut c = st.lock().unwrap();
-    c.copy_calls += 1;
-    if c.fail_copy_at == Some(c.copy_calls) {
-        return -5;
+    unsafe fn copy_to(&self, dst: *mut u8, src: *const u8, n: usize) -> Result<()> {
+        let mut c = self.state.lock().unwrap();
+        c.copy_calls += 1;
+        if c.fail_copy_at == Some(c.copy_calls) {
+            return Err(Error::device("counting device: copy refused (-5)"));
+        }
+        let off = dst as usize - c.base;
+        assert!(off + n <= c.len, "copy outside the device image");
+        c.copies.push((off, n));
+        // SAFETY: both ranges valid per the trait's contract (checked above
+        // for dst).
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+        Ok(())
     }
-    let off = dst as usize - c.base;
-    assert!(off + n <= c.len, "copy outside the device image");
-    c.copies.push((off, n));
-    // SAFETY: both ranges valid per the api contract (checked above for dst).
-    unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), dst.cast::<u8>(), n) };
-    0
-}
 
-unsafe extern "C" fn c_from(
-    _ctx: *mut c_void,
-    dst: *mut c_void,
-    src: *const c_void,
-    n: usize,
-) -> i32 {
-    // SAFETY: both ranges valid per the api contract.
-    unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), dst.cast::<u8>(), n) };
-    0
+    unsafe fn copy_from(&self, dst: *mut u8, src: *const u8, n: usize) -> Result<()> {
+        // SAFETY: both ranges valid per the trait's contract.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+        Ok(())
+    }
 }
-
-static OPS: HostApiOps = HostApiOps {
-    device_malloc: Some(c_malloc),
-    device_free: Some(c_free),
-    copy_to_device: Some(c_to),
-    copy_from_device: Some(c_from),
-};
 
 impl CountingApi {
     pub fn new() -> Self {
         CountingApi {
-            state: Box::new(Mutex::new(Counter::default())),
+            state: Arc::new(Mutex::new(Counter::default())),
         }
     }
-    pub fn api(&self) -> HostApi {
-        HostApi {
-            ctx: &*self.state as *const Mutex<Counter> as *mut c_void,
-            ops: &OPS,
-        }
+    pub fn api(&self) -> Arc<dyn Device> {
+        Arc::new(CountingDevice {
+            state: Arc::clone(&self.state),
+        })
     }
     pub fn with<R>(&self, f: impl FnOnce(&mut Counter) -> R) -> R {
         f(&mut self.state.lock().unwrap())
@@ -123,6 +112,11 @@ impl CountingApi {
     pub fn copied_bytes(&self) -> usize {
         self.with(|c| c.copies.iter().map(|x| x.1).sum())
     }
+}
+
+/// The host backend as a core device.
+pub fn host_device() -> Arc<dyn Device> {
+    Arc::new(HostDevice)
 }
 
 /// The content the tests write into task `k` of a run (a representative mix:

@@ -1,0 +1,261 @@
+//! The device a benchmark runs on, and the only module of the command that
+//! calls leanrt's staging and device API: opening a backend, creating a
+//! maker on it, device buffers, pinning, and (CUDA) synchronize and the
+//! driver's copy counters.
+use super::model::{Policy, RunSample};
+use leanrt::device::{self, HostApi, PinnedRegion};
+use leanrt::staging::{
+    self, MakerConfig, RuntimeMaker, UploadPolicy, MAKER_FRESH_MIRROR, MAKER_PIN_MIRROR,
+};
+use serde::Serialize;
+use std::time::Instant;
+
+/// Where device memory lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Backend {
+    Host,
+    Cuda(i32),
+}
+
+impl Backend {
+    pub fn name(self) -> String {
+        match self {
+            Backend::Host => "host".into(),
+            Backend::Cuda(d) => format!("cuda:{d}"),
+        }
+    }
+}
+
+/// Parses `host`, `cuda` or `cuda:N`.
+pub fn parse_backend(s: &str) -> Result<Backend, String> {
+    match s {
+        "host" => Ok(Backend::Host),
+        "cuda" => Ok(Backend::Cuda(0)),
+        _ => match s.strip_prefix("cuda:").map(str::parse::<i32>) {
+            Some(Ok(d)) if d >= 0 => Ok(Backend::Cuda(d)),
+            _ => Err(format!(
+                "unknown backend '{s}' (expected host, cuda or cuda:N with N >= 0)"
+            )),
+        },
+    }
+}
+
+/// The image size of a task window, by the library's own rule (an error
+/// when the window is not usable).
+pub fn image_bytes(window: u64) -> Result<u64, String> {
+    staging::segment_offsets(window)
+        .map(|s| s.end)
+        .map_err(|e| e.to_string())
+}
+
+/// Whether CUDA device `ordinal` can be opened, and a line about it
+/// (device count, name, memory, driver) where the driver tells.
+pub fn cuda_detail(ordinal: i32) -> Result<Option<String>, String> {
+    let api = device::cuda::cuda_host_api(ordinal).map_err(|e| e.to_string())?;
+    drop(Device { api, cuda: true });
+    Ok(device::cuda::device_info(ordinal).ok().map(|d| {
+        format!(
+            "{} device(s); {ordinal}: {}, {:.0} GiB; driver {}.{}",
+            d.device_count,
+            d.name,
+            d.total_mem as f64 / (1u64 << 30) as f64,
+            d.driver_version / 1000,
+            (d.driver_version % 1000) / 10
+        )
+    }))
+}
+
+/// An open backend; released when dropped.
+pub struct Device {
+    api: HostApi,
+    cuda: bool,
+}
+
+impl Device {
+    /// Opens the backend.
+    pub fn open(backend: Backend) -> Result<Device, String> {
+        let api = match backend {
+            Backend::Host => device::host::host_api(),
+            Backend::Cuda(d) => device::cuda::cuda_host_api(d)
+                .map_err(|e| format!("backend cuda:{d} is not available: {e}"))?,
+        };
+        let cuda = device::cuda::is_cuda_api(&api);
+        Ok(Device { api, cuda })
+    }
+
+    /// A maker on this device for `policy` at `window` (with a page-locked
+    /// mirror when `pin`).
+    pub fn maker(&self, policy: Policy, window: u64, pin: bool) -> Result<Maker<'_>, String> {
+        let (upload, flags) = match policy {
+            Policy::FullFresh => (UploadPolicy::Full, MAKER_FRESH_MIRROR),
+            Policy::Full => (UploadPolicy::Full, 0),
+            Policy::Bounded => (UploadPolicy::Bounded, 0),
+            Policy::Compact => (UploadPolicy::Compact, 0),
+        };
+        let config = MakerConfig {
+            task_window: window,
+            policy: upload,
+            flags: flags | if pin { MAKER_PIN_MIRROR } else { 0 },
+        };
+        let maker = RuntimeMaker::new(&config, self.api).map_err(|e| e.to_string())?;
+        Ok(Maker { dev: self, maker })
+    }
+
+    /// CUDA only (None elsewhere): nanoseconds spent so far inside the
+    /// driver's H2D copies of this device.
+    pub fn h2d_ns(&self) -> Result<Option<u64>, String> {
+        if !self.cuda {
+            return Ok(None);
+        }
+        device::cuda::copy_stats(&self.api)
+            .map(|s| Some(s.h2d_ns))
+            .map_err(|e| format!("copy stats: {e}"))
+    }
+
+    /// Waits until the device has finished every copy (CUDA: copies from
+    /// pageable memory may return before the DMA is done; elsewhere a no-op).
+    pub fn synchronize(&self) -> Result<(), String> {
+        if !self.cuda {
+            return Ok(());
+        }
+        device::cuda::synchronize(&self.api).map_err(|e| format!("synchronize: {e}"))
+    }
+
+    /// Page-locks `[ptr, ptr + len)` until the region is dropped; the range
+    /// must stay mapped until then.
+    pub fn pin(&self, ptr: *mut u8, len: usize) -> Result<PinnedRegion, String> {
+        device::pin_host_memory(&self.api, ptr, len).map_err(|e| e.to_string())
+    }
+
+    /// `len` bytes of device memory, freed when dropped.
+    pub fn alloc(&self, len: usize) -> Result<DevBuf<'_>, String> {
+        let ops = self.api.validate().map_err(|e| e.to_string())?;
+        let malloc = ops.device_malloc.ok_or("no device_malloc")?;
+        // SAFETY: a validated host api's callbacks may be called with its ctx.
+        let ptr = unsafe { malloc(self.api.ctx, len) };
+        if ptr.is_null() {
+            return Err(format!("device_malloc({len}) failed"));
+        }
+        Ok(DevBuf {
+            dev: self,
+            ptr,
+            len,
+        })
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        device::release(&mut self.api);
+    }
+}
+
+/// A device allocation, freed on drop.
+pub struct DevBuf<'a> {
+    dev: &'a Device,
+    ptr: *mut std::ffi::c_void,
+    len: usize,
+}
+
+impl DevBuf<'_> {
+    /// Copies `src[..len]` to the start of this buffer and waits until the
+    /// data is on the device.
+    pub fn copy_from(&self, src: &[u8]) -> Result<(), String> {
+        let len = src.len();
+        if len > self.len {
+            return Err(format!("{len} bytes do not fit in {}", self.len));
+        }
+        let api = &self.dev.api;
+        let ops = api.validate().map_err(|e| e.to_string())?;
+        let copy = ops.copy_to_device.ok_or("no copy_to_device")?;
+        // SAFETY: `ptr` is a device allocation of `self.len >= len` bytes
+        // from this api and `src` is a live host slice of `len` bytes.
+        let rc = unsafe { copy(api.ctx, self.ptr, src.as_ptr().cast(), len) };
+        if rc != 0 {
+            return Err(format!("copy_to_device({len}) returned {rc}"));
+        }
+        // The timed span must end when the data is on the device.
+        self.dev.synchronize()
+    }
+}
+
+impl Drop for DevBuf<'_> {
+    fn drop(&mut self) {
+        let api = &self.dev.api;
+        if let Ok(ops) = api.validate() {
+            if let Some(free) = ops.device_free {
+                // SAFETY: `ptr` came from this api's device_malloc, freed once.
+                unsafe { free(api.ctx, self.ptr) };
+            }
+        }
+    }
+}
+
+/// A maker on a device.
+pub struct Maker<'a> {
+    dev: &'a Device,
+    maker: RuntimeMaker,
+}
+
+impl Maker<'_> {
+    /// Bytes of the whole image.
+    pub fn image_bytes(&self) -> u64 {
+        self.maker.segments().end
+    }
+
+    /// One run: begin, claim `n` (with content), upload; on CUDA also the
+    /// synchronize after the upload and the time spent in the driver's copies.
+    pub fn run_once(&mut self, n: u64) -> Result<RunSample, String> {
+        let h2d_before = self.dev.h2d_ns()?;
+        let t0 = Instant::now();
+        self.maker
+            .begin_run()
+            .map_err(|e| format!("begin_run: {e}"))?;
+        let t1 = Instant::now();
+        for i in 0..n {
+            let slot = self
+                .maker
+                .claim_slot()
+                .map_err(|e| format!("claim_slot: {e}"))?;
+            write_task(&slot, i);
+        }
+        let t2 = Instant::now();
+        let r = self.maker.upload().map_err(|e| format!("upload: {e}"))?;
+        let t3 = Instant::now();
+        let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
+        let (mut sync_ns, mut h2d_ns) = (None, None);
+        if let Some(before) = h2d_before {
+            self.dev.synchronize()?;
+            sync_ns = Some(ns(t3, Instant::now()));
+            h2d_ns = self.dev.h2d_ns()?.map(|after| after - before);
+        }
+        Ok(RunSample {
+            begin_ns: ns(t0, t1),
+            claim_ns: ns(t1, t2),
+            upload_ns: ns(t2, t3),
+            total_ns: ns(t0, t3),
+            zero_ns: r.zero_ns,
+            relocate_ns: r.relocate_ns,
+            copy_ns: r.copy_ns,
+            bytes: r.bytes,
+            copies: r.copies,
+            total_tasks: r.total_tasks,
+            sync_ns,
+            h2d_ns,
+        })
+    }
+}
+
+/// Writes what a host writes into a claimed task: a few counts, scalars and
+/// the descriptor's kernel id.
+fn write_task(slot: &staging::TaskSlot, i: u64) {
+    // SAFETY: claim_slot returned pointers into the maker's mirror for slot
+    // `slot.index`, valid for writes until the next begin_run; nothing else
+    // accesses them meanwhile (the maker is used by this thread only).
+    unsafe {
+        let p = &mut *slot.payload;
+        p.scalar_count = 2;
+        p.scalars[0] = i;
+        p.scalars[1] = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}

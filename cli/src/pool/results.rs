@@ -1,0 +1,163 @@
+//! What a cell measured (the JSON a child prints and `--json` keeps).
+use super::spec::{CellSpec, Gap};
+use crate::stats::Summary;
+use serde::{Deserialize, Serialize};
+
+/// bursty at one gap.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Bursty {
+    pub gap_ms: f64,
+    /// Request latency, µs.
+    pub latency_us: Summary,
+    /// Process CPU time over wall time, percent (100 = one core busy).
+    pub cpu_pct: f64,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+}
+
+/// idle_after_burst.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IdleAfterBurst {
+    pub burst_ms: u64,
+    pub requests_in_burst: u64,
+    pub idle_ms: u64,
+    /// CPU-seconds the process burnt during the idle period.
+    pub cpu_s: f64,
+}
+
+/// wake after one idle period.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Wake {
+    pub idle_ms: f64,
+    /// Submission to a worker starting the probe, µs.
+    pub latency_us: Summary,
+    /// A region of one index per thread, each index waiting for the others:
+    /// from the call to the first index that runs on a thread other than
+    /// the caller, µs (probes where no helper came within 50 ms are left out).
+    #[serde(default)]
+    pub first_helper_us: Summary,
+    /// ... and to the moment every thread of the team has started its
+    /// index, µs (probes where the team was not complete within 50 ms are
+    /// left out and counted in `team_missed`).
+    #[serde(default)]
+    pub team_us: Summary,
+    #[serde(default)]
+    pub team_missed: u32,
+}
+
+/// section at one loop count.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SectionRun {
+    /// Loops per section.
+    pub loops: u32,
+    /// Time per loop of `loops` loops run one after the other, µs.
+    pub separate_us: Summary,
+    /// Time per loop of the same loops inside one parallel section, µs.
+    pub in_section_us: Summary,
+    /// Share of the sections that got a team (a section whose pool was busy
+    /// runs its loops as plain loops), percent.
+    pub attached_pct: f64,
+}
+
+/// request at one gap.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RequestRun {
+    pub gap: Gap,
+    /// Whether the runtime was told where each run starts and ends
+    /// (leanrt with `session.force_spinning_stop`: enable/disable spinning,
+    /// as ONNX Runtime's session does).
+    pub hints: bool,
+    /// Run latency (hints included), µs.
+    pub latency_us: Summary,
+    /// Process CPU over wall time inside the runs, percent.
+    pub run_cpu_pct: f64,
+    /// Process CPU over wall time in the gaps between runs, percent.
+    pub gap_cpu_pct: f64,
+    pub run_wall_s: f64,
+    pub run_cpu_s: f64,
+    pub gap_wall_s: f64,
+    pub gap_cpu_s: f64,
+}
+
+/// throughput.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Throughput {
+    pub requests: u64,
+    pub wall_s: f64,
+    pub requests_per_s: f64,
+    pub latency_us: Summary,
+    pub cpu_pct: f64,
+}
+
+/// leanrt's pool counters at the end of a cell.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Counters {
+    pub tasks_run: u64,
+    pub steals: u64,
+    pub spin_iterations: u64,
+    pub parks: u64,
+    pub wakeups: u64,
+    pub workers_asleep: u64,
+}
+
+/// Everything one cell measured.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CellResult {
+    pub label: String,
+    pub spec: CellSpec,
+    pub dop: usize,
+    /// Fork-join overhead of a tiny region, µs per region.
+    pub fork_join_us: Option<Summary>,
+    /// Share of the timed tiny regions in which some index ran on a thread
+    /// other than the caller (leanrt's caller takes part in its loops, as
+    /// ORT's does, and may finish a tiny region before a worker arrives).
+    pub fork_join_helped_pct: Option<f64>,
+    /// Second variant: one index per thread, each about `fj_item_us` of
+    /// work; overhead = region time minus one index's serial time, µs.
+    pub fork_join_small_overhead_us: Option<Summary>,
+    /// One index's serial time in that variant, µs (median, this process).
+    pub fork_join_small_item_us: Option<f64>,
+    pub fork_join_small_helped_pct: Option<f64>,
+    pub bursty: Vec<Bursty>,
+    pub idle_after_burst: Option<IdleAfterBurst>,
+    pub wake: Vec<Wake>,
+    pub throughput: Option<Throughput>,
+    /// request: one entry per gap.
+    #[serde(default)]
+    pub request: Vec<RequestRun>,
+    /// request: the same run serially on the caller (no pool, no hints), µs.
+    #[serde(default)]
+    pub request_serial_us: Option<Summary>,
+    /// section: one entry per loop count (empty where the runtime has no
+    /// sections; `section_note` says so).
+    #[serde(default)]
+    pub section: Vec<SectionRun>,
+    #[serde(default)]
+    pub section_note: Option<String>,
+    pub counters: Option<Counters>,
+}
+
+impl CellResult {
+    /// A result with nothing measured yet.
+    pub fn empty(spec: &CellSpec, dop: usize) -> CellResult {
+        CellResult {
+            label: spec.peer.label(),
+            spec: spec.clone(),
+            dop,
+            fork_join_us: None,
+            fork_join_helped_pct: None,
+            fork_join_small_overhead_us: None,
+            fork_join_small_item_us: None,
+            fork_join_small_helped_pct: None,
+            bursty: vec![],
+            idle_after_burst: None,
+            wake: vec![],
+            throughput: None,
+            request: vec![],
+            request_serial_us: None,
+            section: vec![],
+            section_note: None,
+            counters: None,
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! What a cell is: the scenarios, their sizes, the runtime under test, and
+//! the spec a child process receives.
+use serde::{Deserialize, Serialize};
+
+/// The scenarios, in run order (`all` runs every one).
+pub const SCENARIOS: [&str; 7] = [
+    "fork_join",
+    "bursty",
+    "idle_after_burst",
+    "wake",
+    "throughput",
+    "request",
+    "section",
+];
+
+/// The scenarios `leanrt bench` runs.
+pub const BENCH_SCENARIOS: [&str; 5] = [
+    "fork_join",
+    "bursty",
+    "idle_after_burst",
+    "wake",
+    "throughput",
+];
+
+/// Idle periods before a wake-latency probe, in ms.
+pub const WAKE_IDLE_MS: [f64; 3] = [0.1, 1.0, 50.0];
+
+/// Sizes of the scenarios.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Sizes {
+    /// fork_join: regions timed (after 10% warm-up).
+    pub regions: u32,
+    /// fork_join, second variant: rounds of the work kernel per index so that
+    /// one index takes about `--fj-item-us` (0: variant skipped).
+    pub fj_iters: u32,
+    /// bursty: requests per gap.
+    pub requests: u32,
+    /// bursty: gaps between requests, ms.
+    pub gaps_ms: Vec<f64>,
+    /// One request: a parallel loop of `items` indices ...
+    pub items: u64,
+    /// ... each doing `iters` rounds of the work kernel.
+    pub iters: u32,
+    /// Estimated cycles per index (passed to leanrt's cost model).
+    pub cost_cycles: f64,
+    /// idle_after_burst: back-to-back requests for this long ...
+    pub burst_ms: u64,
+    /// ... then CPU time is measured over this idle period.
+    pub idle_ms: u64,
+    /// wake: probes per idle period (50 ms: a third of it, at least 3).
+    pub wake_reps: u32,
+    /// request: the shape of one inference run.
+    pub run: RunShape,
+    /// request: gaps between runs.
+    pub request_gaps: Vec<Gap>,
+    /// section: loops per section (one measurement per entry).
+    pub section_loops: Vec<u32>,
+    /// section: serial work of one index, µs (one index per thread and
+    /// loop), and the kernel rounds it comes to.
+    pub section_item_us: f64,
+    pub section_iters: u32,
+    /// throughput: back-to-back requests for this long.
+    pub duration_ms: u64,
+}
+
+/// Which runtime a cell runs.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub enum PeerKind {
+    Leanrt { config: String },
+    Rayon,
+    OpenMp { wait_policy: String },
+}
+
+impl PeerKind {
+    pub fn label(&self) -> String {
+        match self {
+            PeerKind::Leanrt { config } => format!("leanrt {config}"),
+            PeerKind::Rayon => "rayon".into(),
+            PeerKind::OpenMp { wait_policy } => format!("openmp {wait_policy}"),
+        }
+    }
+}
+
+/// What one child measures.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CellSpec {
+    pub peer: PeerKind,
+    pub threads: usize,
+    pub scenarios: Vec<String>,
+    pub sizes: Sizes,
+    /// Run with one competing busy thread per logical core (in a separate
+    /// process, so that the cell's CPU figures stay its own).
+    #[serde(default)]
+    pub oversubscribe: bool,
+}
+
+/// request: one inference run = spinning enabled (where the configuration
+/// asks for hints) → a serial preamble → `rounds` parallel loops with serial
+/// work between them → spinning disabled. Sizes in µs of serial work on this
+/// machine, and the kernel rounds they come to (`sizes_for`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunShape {
+    pub preamble_us: f64,
+    pub rounds: u32,
+    /// Serial work of one parallel round (split over the loop's indices).
+    pub round_us: f64,
+    /// Serial work between two rounds.
+    pub between_us: f64,
+    /// Indices of kernel calls (`Sizes::iters` rounds each) for the above.
+    pub preamble_items: u64,
+    pub round_items: u64,
+    pub between_items: u64,
+}
+
+/// A gap between requests: a fixed length, or exponentially distributed
+/// around a mean (a fixed seed, so every cell sees the same gaps).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Gap {
+    pub mean_ms: f64,
+    pub exponential: bool,
+}
+
+impl Gap {
+    /// Parses `5` (ms) or `exp5` (exponential, mean 5 ms).
+    pub fn parse(s: &str) -> Result<Gap, String> {
+        let t = s.trim();
+        let (exponential, num) = match t.strip_prefix("exp") {
+            Some(rest) => (true, rest),
+            None => (false, t),
+        };
+        match num.parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(Gap {
+                mean_ms: v,
+                exponential,
+            }),
+            _ => Err(format!(
+                "'{s}' is not a gap (a positive number of ms, or expN for exponential gaps of mean N ms)"
+            )),
+        }
+    }
+
+    pub fn label(&self) -> String {
+        if self.exponential {
+            format!("exp {} ms", self.mean_ms)
+        } else {
+            format!("{} ms", self.mean_ms)
+        }
+    }
+}
