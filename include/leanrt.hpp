@@ -443,7 +443,8 @@ class ThreadPool {
 };
 
 /** Owns an lrt_host_api filled by leanrt and releases it (movable, not
- * copyable). It must outlive every RuntimeMaker created from it. */
+ * copyable). A maker created from it keeps its own reference to the
+ * device, so the HostApi may go before the maker. */
 class HostApi {
  public:
   /** The built-in host backend (device memory is host memory). */
@@ -484,7 +485,9 @@ class HostApi {
 
 /** Owns an lrt_runtime_maker (movable, not copyable): a thin layer over
  * the lrt_runtime_maker_* functions that throws leanrt::Error where they
- * return a status. The backend passed in must outlive the maker. */
+ * return a status. leanrt's own backends (HostApi) may be released before
+ * the maker; a host's own callback table must stay valid until the maker
+ * is destroyed. */
 class RuntimeMaker {
  public:
   /** lrt_maker_config_init's defaults. */
@@ -499,9 +502,6 @@ class RuntimeMaker {
   explicit RuntimeMaker(const lrt_host_api &api) : RuntimeMaker(DefaultConfig(), api) {}
   RuntimeMaker(const lrt_maker_config &cfg, const HostApi &api) : RuntimeMaker(cfg, *api.get()) {}
   explicit RuntimeMaker(const HostApi &api) : RuntimeMaker(DefaultConfig(), *api.get()) {}
-  /* A temporary HostApi would be released while the maker still uses it. */
-  RuntimeMaker(const lrt_maker_config &, const HostApi &&) = delete;
-  explicit RuntimeMaker(const HostApi &&) = delete;
   ~RuntimeMaker() { lrt_runtime_maker_destroy(maker_); }
   RuntimeMaker(RuntimeMaker &&other) noexcept : maker_(other.maker_) { other.maker_ = nullptr; }
   RuntimeMaker &operator=(RuntimeMaker &&other) noexcept {
@@ -525,6 +525,19 @@ class RuntimeMaker {
   lrt_task_slot ClaimSlot() {
     lrt_task_slot slot{};
     detail::check(lrt_runtime_maker_claim_slot(maker_, &slot));
+    return slot;
+  }
+  /** lrt_claim_desc_init's defaults: a root kernel task on one AIV core. */
+  static lrt_claim_desc DefaultClaim() noexcept {
+    lrt_claim_desc desc{};
+    lrt_claim_desc_init(&desc);
+    return desc;
+  }
+  /** lrt_runtime_maker_claim_slot_ex: claims a slot for the task `desc`
+   * describes. */
+  lrt_task_slot ClaimSlot(const lrt_claim_desc &desc) {
+    lrt_task_slot slot{};
+    detail::check(lrt_runtime_maker_claim_slot_ex(maker_, &desc, &slot));
     return slot;
   }
   /** lrt_runtime_maker_upload: what the upload did. */

@@ -25,12 +25,6 @@ static_assert(move_only<leanrt::ThreadPool>(), "ThreadPool: movable, not copyabl
 static_assert(move_only<leanrt::HostApi>(), "HostApi: movable, not copyable");
 static_assert(move_only<leanrt::RuntimeMaker>(), "RuntimeMaker: movable, not copyable");
 static_assert(move_only<leanrt::StringPtr>(), "StringPtr: movable, not copyable");
-// A temporary HostApi cannot be handed to a maker (it would be released
-// while the maker still uses it).
-static_assert(!std::is_constructible<leanrt::RuntimeMaker, leanrt::HostApi &&>::value,
-              "no maker from a temporary HostApi");
-static_assert(std::is_constructible<leanrt::RuntimeMaker, leanrt::HostApi &>::value,
-              "maker from a HostApi");
 static_assert(!std::is_default_constructible<leanrt::ThreadPool::ParallelSection>::value &&
                   !std::is_copy_constructible<leanrt::ThreadPool::ParallelSection>::value &&
                   !std::is_move_constructible<leanrt::ThreadPool::ParallelSection>::value,
@@ -177,8 +171,17 @@ static void runtime_maker() {
       lrt_task_slot slot = maker.ClaimSlot();
       CHECK(slot.index == k);
     }
+    // A described task: a dependency on the first slot of this run.
+    lrt_claim_desc desc = leanrt::RuntimeMaker::DefaultClaim();
+    const int32_t producer = 0;
+    desc.fanin_count = 1;
+    desc.fanin_local_ids = &producer;
+    desc.kernel_id[1] = 7;
+    lrt_task_slot dep = maker.ClaimSlot(desc);
+    CHECK(dep.index == n);
+    CHECK(dep.payload->fanin_count == 1 && dep.descriptor->kernel_id[1] == 7);
     const lrt_upload_report report = maker.Upload();
-    CHECK(report.total_tasks == n);
+    CHECK(report.total_tasks == n + 1);
     CHECK(report.bytes > 0);
     CHECK(maker.ReadStatus() == 0);
   }
@@ -196,6 +199,16 @@ static void runtime_maker() {
   moved.BeginRun();
   CHECK(moved.Upload().total_tasks == 0);
 
+  // A described task leanrt rejects (a producer not claimed yet): nothing
+  // is claimed.
+  moved.BeginRun();
+  lrt_claim_desc bad_desc = leanrt::RuntimeMaker::DefaultClaim();
+  const int32_t future = 5;
+  bad_desc.fanin_count = 1;
+  bad_desc.fanin_local_ids = &future;
+  CHECK(status_of([&] { moved.ClaimSlot(bad_desc); }) == LRT_ERR_INVALID_ARGUMENT);
+  CHECK(moved.ClaimSlot().index == 0);
+
   // Default config, and assignment over a live maker (the old one is freed).
   leanrt::RuntimeMaker second(api);
   second = std::move(moved);
@@ -203,6 +216,15 @@ static void runtime_maker() {
   lrt_runtime_maker *raw = second.release();
   CHECK(raw != nullptr && second.get() == nullptr);
   lrt_runtime_maker_destroy(raw);
+
+  // A maker from a temporary HostApi: leanrt's backends may be released
+  // before the maker, which keeps its own reference to the device.
+  {
+    leanrt::RuntimeMaker own(cfg, leanrt::HostApi::Host());
+    own.BeginRun();
+    own.ClaimSlot();
+    CHECK(own.Upload().total_tasks == 1);
+  }
 
   // A bad window is rejected by the constructor.
   lrt_maker_config bad = leanrt::RuntimeMaker::DefaultConfig();

@@ -53,7 +53,7 @@ struct Workers {
 // `loops` loops of each kind inside it.
 void multi_loop(int threads, int loops) {
   // LEANRT_TEST_SMALL (valgrind): fewer indices, the same loop counts.
-  const std::ptrdiff_t n = std::getenv("LEANRT_TEST_SMALL") ? 256 : 1024;
+  const std::ptrdiff_t n = std::getenv("LEANRT_TEST_SMALL") ? 64 : 1024;
   Counts simple(n), ranged(n), batched(n);
   std::vector<std::uint64_t> per_loop;
   std::unique_ptr<ThreadPool> pool;
@@ -100,8 +100,9 @@ void multi_loop(int threads, int loops) {
 // workers of the pool.
 void team_stays(int threads) {
   ThreadPool tp(threads);
-  const int small = std::getenv("LEANRT_TEST_SMALL") ? 10 : 40;
-  for (int rep = 0; rep < 5; ++rep) {
+  const bool small_run = std::getenv("LEANRT_TEST_SMALL") != nullptr;
+  const int small = small_run ? 10 : 40;
+  for (int rep = 0; rep < (small_run ? 2 : 5); ++rep) {
     Workers two, all;
     Counts c(2), d(64);
     {
@@ -261,6 +262,28 @@ void edge_cases() {
     CHECK(outer.all(1));
     CHECK(inner.all(1));
     CHECK(refused.load() == 0);
+  }
+
+  // A section opened by a scheduled task, on a worker thread.
+  {
+    Counts c(256);
+    std::atomic<bool> done{false};
+    std::atomic<int> on_worker{-2};
+    ThreadPool::Schedule(&tp, [&] {
+      on_worker = tp.CurrentThreadId();
+      {
+        ThreadPool::ParallelSection ps(&tp);
+        for (int l = 0; l < 3; ++l)
+          ThreadPool::TrySimpleParallelFor(&tp, 256, [&](std::ptrdiff_t i) { c.hit(i); });
+      }
+      done.store(true);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!done.load() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+      std::this_thread::yield();
+    CHECK(done.load());
+    CHECK(c.all(3));
+    CHECK(on_worker.load() >= -1);
   }
 
   concurrent_outside(tp);
