@@ -54,7 +54,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tsan ]; then
   # so work handed through the pool may be reported as a race although it is
   # ordered. The suppressions file names those frames (inside libleanrt);
   # a race between two C frames is still reported and fails the test.
-  TSAN_TESTS=${LEANRT_TSAN_TESTS:-'^(abi\.last_error|hardening\.pool_threads|pool\.(concurrency|schedule|spinning|custom_threads))$'}
+  TSAN_TESTS=${LEANRT_TSAN_TESTS:-'^(abi\.last_error|hardening\.pool_threads|pool\.(concurrency|schedule|spinning|custom_threads|sections)|cpp\.(sections|profiling))$'}
   echo "== TSan: tests matching $TSAN_TESTS"
   configure "$BASE/tsan" thread
   # TSan needs the address space layout it was built for; with a high ASLR
