@@ -179,6 +179,14 @@
 #define LRT_MAX_SCALARS 16
 
 /**
+ * The largest compact image COMPACT gathers on the host and ships in one
+ * copy; larger images go straight to their compact offsets. At about 6 GB/s
+ * of single-thread gather and 10 us per device copy, gathering more costs
+ * more than the three copies it saves.
+ */
+#define COMPACT_GATHER_MAX_BYTES (192 * 1024)
+
+/**
  * Status codes of the C ABI. `LRT_OK` is 0; every other value names an
  * [`ErrorKind`]. The variants carry their C names because cbindgen emits
  * them verbatim.
@@ -234,10 +242,30 @@ typedef enum lrt_upload_policy {
    */
   LRT_UPLOAD_BOUNDED = 1,
   /**
-   * The live prefixes as one image laid out for N slots; one copy.
+   * The live prefixes as one image laid out for N slots: gathered and
+   * shipped in one copy while that image is at most 192 KiB, copied
+   * straight to its compact offsets (at most 4 copies) beyond.
    */
   LRT_UPLOAD_COMPACT = 2,
+  /**
+   * Per run, BOUNDED or COMPACT (one gathered copy), whichever is cheaper
+   * by the device's per-copy latency and bandwidth, measured once at
+   * create. lrt_upload_report.path says which ran.
+   */
+  LRT_UPLOAD_AUTO = 3,
 } lrt_upload_policy;
+
+/**
+ * What one host-to-device copy costs: a fixed latency plus bytes over
+ * bandwidth.
+ */
+typedef struct CopyCost CopyCost;
+
+/**
+ * What AUTO decides with: the device's per-copy cost and the host's gather
+ * bandwidth.
+ */
+typedef struct CostModel CostModel;
 
 /**
  * The opaque type a custom thread handle points to (ORT's
@@ -648,7 +676,14 @@ typedef struct lrt_upload_report {
    * Nanoseconds spent gathering (COMPACT) and copying to the device.
    */
   uint64_t copy_ns;
+  /**
+   * The layout shipped: LRT_UPLOAD_FULL, LRT_UPLOAD_BOUNDED or
+   * LRT_UPLOAD_COMPACT (under LRT_UPLOAD_AUTO, the one it chose).
+   */
+  enum lrt_upload_policy path;
 } lrt_upload_report;
+
+
 
 #ifdef __cplusplus
 extern "C" {
