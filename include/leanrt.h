@@ -1056,13 +1056,14 @@ void lrt_maker_config_init(struct lrt_maker_config *cfg);
  * lrt_runtime_maker_destroy returns, and the callbacks must work from
  * whichever thread uses the maker.
  *
- * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an unknown
- * policy or flag, a bad window, a heap size below 1024, or a table that is NULL or has a NULL
- * callback; LRT_ERR_STATE for a released CUDA api; LRT_ERR_NO_MEMORY when
- * the host mirror or the device image cannot be allocated (the message
- * carries the device's own reason, e.g. CUDA's error name); LRT_ERR_UNAVAILABLE
- * for a CUDA api inherited across fork. Nothing is leaked on failure. Any
- * thread may call it.
+ * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an
+ * unknown policy or flag, a bad window, a heap size below 1024, or a table
+ * that is NULL or has a NULL callback; LRT_ERR_STATE for a copy of a CUDA
+ * api that was since released; LRT_ERR_NO_MEMORY when the host mirror or
+ * the device image cannot be allocated (the message carries the device's
+ * own reason, e.g. CUDA's error name); LRT_ERR_UNAVAILABLE for a CUDA api
+ * inherited across fork. Nothing is leaked on failure. Any thread may call
+ * it.
  */
 enum lrt_status lrt_runtime_maker_create(const struct lrt_maker_config *cfg,
                                          const struct lrt_host_api *api,

@@ -333,13 +333,14 @@ pub unsafe extern "C" fn lrt_maker_config_init(cfg: *mut lrt_maker_config) {
 /// lrt_runtime_maker_destroy returns, and the callbacks must work from
 /// whichever thread uses the maker.
 ///
-/// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an unknown
-/// policy or flag, a bad window, a heap size below 1024, or a table that is NULL or has a NULL
-/// callback; LRT_ERR_STATE for a released CUDA api; LRT_ERR_NO_MEMORY when
-/// the host mirror or the device image cannot be allocated (the message
-/// carries the device's own reason, e.g. CUDA's error name); LRT_ERR_UNAVAILABLE
-/// for a CUDA api inherited across fork. Nothing is leaked on failure. Any
-/// thread may call it.
+/// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an
+/// unknown policy or flag, a bad window, a heap size below 1024, or a table
+/// that is NULL or has a NULL callback; LRT_ERR_STATE for a copy of a CUDA
+/// api that was since released; LRT_ERR_NO_MEMORY when the host mirror or
+/// the device image cannot be allocated (the message carries the device's
+/// own reason, e.g. CUDA's error name); LRT_ERR_UNAVAILABLE for a CUDA api
+/// inherited across fork. Nothing is leaked on failure. Any thread may call
+/// it.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_create(
     cfg: *const lrt_maker_config,
