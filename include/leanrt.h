@@ -149,6 +149,14 @@
 #define LRT_MAX_SCALARS 16
 
 /**
+ * The largest compact image COMPACT gathers on the host and ships in one
+ * copy; larger images go straight to their compact offsets. At about 6 GB/s
+ * of single-thread gather and 10 us per device copy, gathering more costs
+ * more than the three copies it saves.
+ */
+#define COMPACT_GATHER_MAX_BYTES (192 * 1024)
+
+/**
  * Status codes of the C ABI. `LRT_OK` is 0; every other value names an
  * [`ErrorKind`]. The variants carry their C names because cbindgen emits
  * them verbatim.
@@ -216,10 +224,30 @@ typedef enum lrt_upload_policy {
    */
   LRT_UPLOAD_BOUNDED = 1,
   /**
-   * The live prefixes as one image laid out for N slots; one copy.
+   * The live prefixes as one image laid out for N slots: gathered and
+   * shipped in one copy while that image is at most 192 KiB, copied
+   * straight to its compact offsets (at most 4 copies) beyond.
    */
   LRT_UPLOAD_COMPACT = 2,
+  /**
+   * Per run, BOUNDED or COMPACT (one gathered copy), whichever is cheaper
+   * by the device's per-copy latency and bandwidth, measured once at
+   * create. lrt_upload_report.path says which ran.
+   */
+  LRT_UPLOAD_AUTO = 3,
 } lrt_upload_policy;
+
+/**
+ * What one host-to-device copy costs: a fixed latency plus bytes over
+ * bandwidth.
+ */
+typedef struct CopyCost CopyCost;
+
+/**
+ * What AUTO decides with: the device's per-copy cost and the host's gather
+ * bandwidth.
+ */
+typedef struct CostModel CostModel;
 
 /**
  * The opaque type a custom thread handle points to (ORT's
@@ -642,7 +670,14 @@ typedef struct lrt_upload_report {
    * Nanoseconds spent gathering (COMPACT) and copying to the device.
    */
   uint64_t copy_ns;
+  /**
+   * The layout shipped: LRT_UPLOAD_FULL, LRT_UPLOAD_BOUNDED or
+   * LRT_UPLOAD_COMPACT (under LRT_UPLOAD_AUTO, the one it chose).
+   */
+  enum lrt_upload_policy path;
 } lrt_upload_report;
+
+
 
 #ifdef __cplusplus
 extern "C" {
@@ -1051,13 +1086,14 @@ void lrt_maker_config_init(struct lrt_maker_config *cfg);
  * lrt_runtime_maker_destroy returns, and the callbacks must work from
  * whichever thread uses the maker.
  *
- * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an unknown
- * policy or flag, a bad window, a heap size below 1024, or a table that is NULL or has a NULL
- * callback; LRT_ERR_STATE for a released CUDA api; LRT_ERR_NO_MEMORY when
- * the host mirror or the device image cannot be allocated (the message
- * carries the device's own reason, e.g. CUDA's error name); LRT_ERR_UNAVAILABLE
- * for a CUDA api inherited across fork. Nothing is leaked on failure. Any
- * thread may call it.
+ * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an
+ * unknown policy or flag, a bad window, a heap size below 1024, or a table
+ * that is NULL or has a NULL callback; LRT_ERR_STATE for a copy of a CUDA
+ * api that was since released; LRT_ERR_NO_MEMORY when the host mirror or
+ * the device image cannot be allocated (the message carries the device's
+ * own reason, e.g. CUDA's error name); LRT_ERR_UNAVAILABLE for a CUDA api
+ * inherited across fork. Nothing is leaked on failure. Any thread may call
+ * it.
  */
 enum lrt_status lrt_runtime_maker_create(const struct lrt_maker_config *cfg,
                                          const struct lrt_host_api *api,

@@ -650,12 +650,15 @@ static COUNT_OPS: HostApiOps = HostApiOps {
 /// the same under all three.
 fn copy_contract(api: HostApi, window: u64) {
     let mut views = Vec::new();
-    for n in [0usize, 1, 5, window as usize] {
+    // At W = 64, 50 slots make a 249 KB compact image: COMPACT copies the
+    // live prefixes straight to their compact offsets instead of gathering.
+    for n in [0usize, 1, 5, 50, window as usize] {
         let mut per_policy = Vec::new();
         for policy in [
             UploadPolicy::Full,
             UploadPolicy::Bounded,
             UploadPolicy::Compact,
+            UploadPolicy::Auto,
         ] {
             let counting = Box::new(Counting {
                 inner: api,
@@ -690,13 +693,27 @@ fn copy_contract(api: HostApi, window: u64) {
                 "{policy:?} N={n}: report"
             );
             let seg = maker.segments();
-            match policy {
+            // AUTO ships as BOUNDED or as a gathered COMPACT and says which.
+            let shape = if policy == UploadPolicy::Auto {
+                r.path
+            } else {
+                policy
+            };
+            assert_eq!(r.path, shape);
+            let direct = policy == UploadPolicy::Compact
+                && n != window as usize
+                && 320 + 4969 * n as u64 > leanrt::staging::COMPACT_GATHER_MAX_BYTES;
+            match shape {
                 UploadPolicy::Full => assert_eq!((copies, bytes), (1, seg.end)),
                 UploadPolicy::Bounded => {
                     assert_eq!(bytes, 320 + 4969 * n as u64, "N={n}");
                     assert!((1..=4).contains(&copies), "N={n}: {copies} copies");
                 }
-                UploadPolicy::Compact => assert_eq!(copies, 1),
+                _ if direct => {
+                    assert_eq!(bytes, 320 + 4969 * n as u64, "N={n}");
+                    assert_eq!(copies, 4, "N={n}: COMPACT straight to its offsets");
+                }
+                _ => assert_eq!(copies, 1),
             }
             let (_, view) = device_view(&maker, &wrapped, n);
             per_policy.push(view);
@@ -710,12 +727,16 @@ fn copy_contract(api: HostApi, window: u64) {
             per_policy[0] == per_policy[2],
             "N={n}: FULL and COMPACT differ on the device"
         );
+        assert!(
+            per_policy[0] == per_policy[3],
+            "N={n}: FULL and AUTO differ on the device"
+        );
         for (i, v) in per_policy[0].iter().enumerate() {
             assert_eq!(v, &expected(i, 5));
         }
         views.push(per_policy);
     }
-    assert_eq!(views.len(), 4);
+    assert_eq!(views.len(), 5);
 }
 
 // ---------------------------------------------------------------------------
@@ -903,6 +924,7 @@ fn mock_maker_poison_contract() {
         UploadPolicy::Bounded,
         UploadPolicy::Compact,
         UploadPolicy::Full,
+        UploadPolicy::Auto,
     ] {
         poison_contract(api, 64, policy, 0);
     }
@@ -1100,6 +1122,7 @@ fn gpu_maker_poison_contract() {
         UploadPolicy::Bounded,
         UploadPolicy::Compact,
         UploadPolicy::Full,
+        UploadPolicy::Auto,
     ] {
         poison_contract(api, 1024, policy, 0);
         poison_contract(api, 1024, policy, MAKER_PIN_MIRROR);

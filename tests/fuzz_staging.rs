@@ -70,6 +70,12 @@ struct RawCfg {
     heap_size: u64,
 }
 
+/// The end of a compact image for `n` slots (every segment rounded to 64).
+fn compact_end(n: u64) -> u64 {
+    let up = |x: u64| (x + 63) & !63;
+    320 + up(DESC as u64 * n) + up(PAY as u64 * n) + up(SS as u64 * n) + up(n)
+}
+
 /// The contract's segment offsets, computed independently.
 fn expected_segments(w: u64) -> Option<[u64; 5]> {
     if !(4..=i32::MAX as u64).contains(&w) || !w.is_power_of_two() {
@@ -296,7 +302,7 @@ impl Fuzz {
         let sentinel = 0x5a5a_usize as *mut RuntimeMaker;
         let mut out = sentinel;
         let window_ok = cfg.task_window == 0 || expected_segments(cfg.task_window).is_some();
-        let policy_ok = cfg.policy < 3 && cfg.flags & !3 == 0;
+        let policy_ok = cfg.policy < 4 && cfg.flags & !3 == 0;
         mark_last_error();
         // SAFETY: every pointer is NULL or valid; the sim outlives the maker.
         let st = self.status(unsafe {
@@ -648,6 +654,7 @@ impl Fuzz {
             zero_ns: 0,
             relocate_ns: 0,
             copy_ns: 0,
+            path: leanrt::ffi::staging::lrt_upload_policy::LRT_UPLOAD_FULL,
         };
         let copies_before = m.sim.calls(Op::ToDevice);
         let bytes_before = m.sim.state().bytes_to_device;
@@ -729,7 +736,37 @@ impl Fuzz {
                 assert_eq!(shipped, 320 + 4969 * n as u64, "{context}: BOUNDED bytes");
                 assert!(copies <= 4, "{context}: BOUNDED copies {copies}");
             }
-            _ => assert_eq!(copies, 1, "{context}: COMPACT copies"),
+            _ => {
+                // COMPACT gathers into one copy up to 192 KiB (or ships the
+                // whole mirror at N = W), else copies the live prefixes
+                // straight to their compact offsets. AUTO picks BOUNDED or
+                // the gathered COMPACT and says which in the report.
+                let compact_end = compact_end(n as u64);
+                let gathered = n as u64 == m.window || compact_end <= 192 * 1024;
+                // AUTO without a report: either of its two shapes.
+                let auto_bounded = m.policy == 3
+                    && if null_report {
+                        copies != 1 || shipped == 320 + 4969 * n as u64
+                    } else {
+                        report.path == leanrt::ffi::staging::lrt_upload_policy::LRT_UPLOAD_BOUNDED
+                    };
+                if auto_bounded {
+                    assert_eq!(
+                        shipped,
+                        320 + 4969 * n as u64,
+                        "{context}: AUTO/BOUNDED bytes"
+                    );
+                } else if m.policy == 3 || gathered {
+                    assert_eq!(copies, 1, "{context}: COMPACT copies");
+                } else {
+                    assert!(copies <= 4, "{context}: COMPACT direct copies {copies}");
+                    assert_eq!(
+                        shipped,
+                        320 + 4969 * n as u64,
+                        "{context}: COMPACT direct bytes"
+                    );
+                }
+            }
         }
         m.sim.assert_clean(&context);
         if n <= m.slots.len() {
@@ -982,7 +1019,7 @@ fn cycles_rss(f: &mut Fuzz) -> (u64, u64) {
         let api = if c % 2 == 0 { host } else { sim.api() };
         let cfg = RawCfg {
             task_window: 256,
-            policy: (c % 3) as u32,
+            policy: (c % 4) as u32,
             flags: if c % 5 == 0 { 2 } else { 0 },
             heap_size: 0,
         };

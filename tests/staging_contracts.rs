@@ -2,14 +2,29 @@
 //! counting host api whose device memory starts poisoned.
 mod staging_support;
 
-use leanrt::staging::{segment_offsets, MakerConfig, RuntimeMaker, TaskSlotState, UploadPolicy};
+use leanrt::staging::{
+    segment_offsets, MakerConfig, RuntimeMaker, TaskSlotState, UploadPolicy,
+    COMPACT_GATHER_MAX_BYTES,
+};
+
+/// [descriptors, payloads, slot_states, completion_flags, end] of a compact
+/// image for `n` slots, computed independently (every segment rounded to 64).
+fn leanrt_compact_offsets(n: u64) -> [u64; 5] {
+    let up = |x: u64| (x + 63) & !63;
+    let d = 320;
+    let p = d + up(40 * n);
+    let s = p + up(4864 * n);
+    let f = s + up(64 * n);
+    [d, p, s, f, f + up(n)]
+}
 use staging_support::*;
 
 const W: u64 = 1024;
-const POLICIES: [UploadPolicy; 3] = [
+const POLICIES: [UploadPolicy; 4] = [
     UploadPolicy::Full,
     UploadPolicy::Bounded,
     UploadPolicy::Compact,
+    UploadPolicy::Auto,
 ];
 
 fn maker(api: &CountingApi, policy: UploadPolicy) -> RuntimeMaker {
@@ -140,6 +155,8 @@ fn stale_slots_from_a_bigger_run_do_not_leak() {
 #[test]
 fn copy_contract_per_policy() {
     let seg = segment_offsets(W).unwrap();
+    // 300 slots make a 1.5 MB compact image: COMPACT copies it straight to
+    // its offsets; the smaller ones are gathered into one copy.
     for n in [0usize, 1, 7, 300, W as usize] {
         let mut per_policy = Vec::new();
         for policy in POLICIES {
@@ -159,7 +176,18 @@ fn copy_contract_per_policy() {
                 copies.iter().all(|c| c.1 > 0),
                 "zero-length copy: {copies:?}"
             );
-            match policy {
+            // AUTO ships as BOUNDED or as a gathered COMPACT, and says which.
+            let shape = match policy {
+                UploadPolicy::Auto => {
+                    assert_ne!(report.path, UploadPolicy::Full);
+                    report.path
+                }
+                p => {
+                    assert_eq!(report.path, p);
+                    p
+                }
+            };
+            match shape {
                 UploadPolicy::Bounded => {
                     assert_eq!(report.bytes, 320 + 4969 * n as u64, "N={n}");
                     assert!(copies.len() <= 4);
@@ -174,14 +202,27 @@ fn copy_contract_per_policy() {
                     assert_eq!(copies, want);
                 }
                 UploadPolicy::Compact => {
-                    assert_eq!(copies.len(), 1);
-                    assert_eq!(copies[0].0, 0);
                     let dh = device_header(m.device_image());
-                    assert_eq!(report.bytes, dh.total_size, "compact image size in header");
-                    assert!(report.bytes <= 320 + 4969 * n as u64 + 3 * 63);
-                    assert!(report.bytes >= 320 + 4969 * n as u64);
+                    let c = leanrt_compact_offsets(n as u64);
+                    assert_eq!(dh.total_size, c[4], "compact image size in header");
+                    let gathered = policy == UploadPolicy::Auto
+                        || n as u64 == W
+                        || c[4] <= COMPACT_GATHER_MAX_BYTES;
+                    if gathered {
+                        // One copy of the whole compact image.
+                        assert_eq!(copies, vec![(0, c[4] as usize)], "N={n}");
+                    } else {
+                        // The live prefixes straight to their compact offsets.
+                        let want = vec![
+                            (0, 320 + 40 * n),
+                            (c[1] as usize, 4864 * n),
+                            (c[2] as usize, 64 * n),
+                            (c[3] as usize, n),
+                        ];
+                        assert_eq!(copies, want, "N={n}");
+                    }
                 }
-                UploadPolicy::Full => {
+                _ => {
                     assert_eq!(copies, vec![(0, seg.end as usize)]);
                 }
             }
@@ -192,6 +233,7 @@ fn copy_contract_per_policy() {
         }
         assert_eq!(per_policy[0], per_policy[1], "FULL vs BOUNDED, N={n}");
         assert_eq!(per_policy[1], per_policy[2], "BOUNDED vs COMPACT, N={n}");
+        assert_eq!(per_policy[1], per_policy[3], "BOUNDED vs AUTO, N={n}");
     }
 }
 
@@ -204,6 +246,7 @@ fn upload_leaves_host_pointers_in_the_mirror() {
         let slots: Vec<_> = (0..5).map(|_| m.claim_slot().unwrap()).collect();
         // SAFETY: h is the live mirror header.
         let before = unsafe { *h };
+        api.reset(); // AUTO measured its copy cost at create
         m.upload().unwrap();
         // SAFETY: as above.
         let after = unsafe { *h };

@@ -371,3 +371,61 @@ fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
     let cold = thread_minor_faults() - f0;
     assert!(cold >= 5, "FULL+fresh faulted only {cold} times in 5 runs");
 }
+
+#[test]
+fn auto_follows_the_device_cost_model() {
+    use leanrt::device::CopyCost;
+    // Copies that cost a lot each: one gathered copy beats four.
+    let api = CountingApi::new();
+    let slow = CopyCost {
+        latency_ns: 1e6,
+        bytes_per_ns: 10.0,
+    };
+    let mut m = RuntimeMaker::new(&cfg(64, UploadPolicy::Auto), api.api_with_cost(slow)).unwrap();
+    assert_eq!(m.cost_model().copy, slow);
+    assert_eq!(
+        api.with(|c| c.copy_calls),
+        0,
+        "a given cost is not measured"
+    );
+    // Free copies: BOUNDED's four copies beat any host gather.
+    let api2 = CountingApi::new();
+    let free = CopyCost {
+        latency_ns: 0.0,
+        bytes_per_ns: 10.0,
+    };
+    let mut m2 = RuntimeMaker::new(&cfg(64, UploadPolicy::Auto), api2.api_with_cost(free)).unwrap();
+    for n in [1usize, 5, 40, 64] {
+        for (maker, want) in [
+            (&mut m, UploadPolicy::Compact),
+            (&mut m2, UploadPolicy::Bounded),
+        ] {
+            maker.begin_run().unwrap();
+            for k in 0..n {
+                let s = maker.claim_slot().unwrap();
+                write_content(s.descriptor, s.payload, &content_for(3, k));
+            }
+            let r = maker.upload().unwrap();
+            assert_eq!(r.path, want, "N={n}");
+            if want == UploadPolicy::Compact {
+                assert_eq!(r.copies, 1, "N={n}");
+            } else {
+                assert_eq!(r.bytes, 320 + 4969 * n as u64, "N={n}");
+            }
+            let dh = device_header(maker.device_image());
+            for k in 0..n {
+                assert_eq!(device_task(&dh, k).content, content_for(3, k));
+            }
+        }
+    }
+    // Without figures from the device, AUTO measures them at create.
+    let api3 = CountingApi::new();
+    let m3 = RuntimeMaker::new(&cfg(64, UploadPolicy::Auto), api3.api()).unwrap();
+    assert!(
+        api3.with(|c| c.copy_calls) >= 6,
+        "five small copies and one large"
+    );
+    let model = m3.cost_model();
+    assert!(model.copy.latency_ns >= 0.0 && model.copy.bytes_per_ns > 0.0);
+    assert!(model.gather_bytes_per_ns > 0.0);
+}

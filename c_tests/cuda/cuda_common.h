@@ -176,7 +176,22 @@ static void check_maker(const lrt_host_api *api, uint64_t window, lrt_upload_pol
     CHECK_STATUS(lrt_runtime_maker_upload(m, &r), LRT_OK);
     CHECK(r.total_tasks == tasks);
     if (policy == LRT_UPLOAD_BOUNDED) CHECK_EQ_U64(r.bytes, 320u + 4969u * (uint64_t)tasks);
-    if (policy == LRT_UPLOAD_COMPACT) CHECK(r.copies == 1);
+    /* COMPACT gathers an image of up to 192 KiB into one copy, else copies
+       the live prefixes straight to their compact offsets. */
+    if (policy == LRT_UPLOAD_COMPACT) {
+      if ((uint64_t)tasks != window && 320u + 4969u * (uint64_t)tasks > 192u * 1024u)
+        CHECK(r.copies == 4 && r.bytes == 320u + 4969u * (uint64_t)tasks);
+      else
+        CHECK(r.copies == 1);
+    }
+    /* AUTO ships as BOUNDED or as a gathered COMPACT, and says which. */
+    if (policy == LRT_UPLOAD_AUTO) {
+      CHECK(r.path == LRT_UPLOAD_BOUNDED || r.path == LRT_UPLOAD_COMPACT);
+      if (r.path == LRT_UPLOAD_BOUNDED) CHECK_EQ_U64(r.bytes, 320u + 4969u * (uint64_t)tasks);
+      if (r.path == LRT_UPLOAD_COMPACT) CHECK(r.copies == 1);
+    } else {
+      CHECK(r.path == policy);
+    }
     check_device_image(api, m, tasks, run);
     int32_t status = 1;
     CHECK_STATUS(lrt_runtime_maker_read_status(m, &status), LRT_OK);

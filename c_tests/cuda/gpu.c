@@ -40,8 +40,9 @@ int main(void) {
   CHECK(round_trip_ok(&api, dev, 4096, 3));
   api.ops->device_free(api.ctx, dev);
 
-  const lrt_upload_policy policies[3] = {LRT_UPLOAD_FULL, LRT_UPLOAD_BOUNDED, LRT_UPLOAD_COMPACT};
-  for (int p = 0; p < 3; p++) {
+  const lrt_upload_policy policies[4] = {LRT_UPLOAD_FULL, LRT_UPLOAD_BOUNDED, LRT_UPLOAD_COMPACT,
+                                         LRT_UPLOAD_AUTO};
+  for (int p = 0; p < 4; p++) {
     check_maker(&api, 1024, policies[p], 0, 64);
     check_maker(&api, 1024, policies[p], LRT_MAKER_PIN_MIRROR, 1024);
   }

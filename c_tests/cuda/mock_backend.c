@@ -126,6 +126,9 @@ int main(void) {
   check_maker(&api, 64, LRT_UPLOAD_BOUNDED, 0, 40);
   check_maker(&api, 64, LRT_UPLOAD_COMPACT, LRT_MAKER_PIN_MIRROR, 64);
   check_maker(&api, 64, LRT_UPLOAD_FULL, 0, 17);
+  check_maker(&api, 64, LRT_UPLOAD_COMPACT, 0, 50); /* 249 KB: straight to its offsets */
+  check_maker(&api, 64, LRT_UPLOAD_AUTO, 0, 50);
+  check_maker(&api, 64, LRT_UPLOAD_AUTO, LRT_MAKER_PIN_MIRROR, 5);
   check_maker_faults(&api);
   CHECK(mock_cuda_get("no_ctx_errors") == no_ctx);
   CHECK(mock_cuda_get("thread_depth") == 0);

@@ -80,7 +80,7 @@ static void bad_config(void) {
     lrt_maker_config c = config(windows[i], LRT_UPLOAD_BOUNDED);
     CHECK_STATUS(lrt_runtime_maker_create(&c, &api, &m), LRT_ERR_INVALID_ARGUMENT);
   }
-  lrt_maker_config c = config(16, 3);
+  lrt_maker_config c = config(16, 4);
   CHECK_STATUS(lrt_runtime_maker_create(&c, &api, &m), LRT_ERR_INVALID_ARGUMENT);
   c = config(16, -1);
   CHECK_STATUS(lrt_runtime_maker_create(&c, &api, &m), LRT_ERR_INVALID_ARGUMENT);

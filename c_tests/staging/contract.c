@@ -115,8 +115,8 @@ static uint64_t digest(const lrt_sm_header *dh, int n) {
 int main(void) {
   lrt_sm_segments seg;
   CHECK_STATUS(lrt_sm_ring_segment_offsets(W, &seg), LRT_OK);
-  uint64_t digests[3][10];
-  for (int policy = 0; policy <= 2; policy++) {
+  uint64_t digests[4][10];
+  for (int policy = 0; policy <= 3; policy++) {
     counting_ctx ctx;
     lrt_host_api api = counting_api(&ctx);
     lrt_maker_config c;
@@ -145,14 +145,27 @@ int main(void) {
       CHECK(rep.copies == (uint32_t)ctx.copies && rep.bytes == ctx.bytes);
       for (int j = 0; j < ctx.copies && j < COUNTING_MAX_COPIES; j++) CHECK(ctx.len[j] > 0);
       const lrt_sm_header *dh = (const lrt_sm_header *)dev;
-      if (policy == LRT_UPLOAD_BOUNDED) {
+      /* AUTO ships as BOUNDED or as a gathered COMPACT, and says which. */
+      int shape = policy == LRT_UPLOAD_AUTO ? (int)rep.path : policy;
+      CHECK(policy == LRT_UPLOAD_AUTO ? shape != LRT_UPLOAD_FULL : (int)rep.path == policy);
+      /* COMPACT copies an image over 192 KiB straight to its offsets. */
+      int direct = policy == LRT_UPLOAD_COMPACT && n != W && 320u + 4969u * (uint64_t)n > 192u * 1024u;
+      if (shape == LRT_UPLOAD_BOUNDED) {
         CHECK_EQ_U64(rep.bytes, 320u + 4969u * (uint64_t)n);
         CHECK(rep.copies == (n ? 4u : 1u));
-      } else if (policy == LRT_UPLOAD_COMPACT) {
+      } else if (shape == LRT_UPLOAD_COMPACT && direct) {
+        CHECK(rep.copies == 4);
+        CHECK_EQ_U64(rep.bytes, 320u + 4969u * (uint64_t)n);
+        CHECK_EQ_U64(ctx.off[0], 0);
+        CHECK_EQ_U64(ctx.off[1], (uint64_t)((unsigned char *)dh->task_payloads - dev));
+        CHECK_EQ_U64(ctx.off[2], (uint64_t)((unsigned char *)dh->slot_states - dev));
+        CHECK_EQ_U64(ctx.off[3], (uint64_t)(dh->completion_flags - dev));
+        CHECK(dh->total_size < seg.end);
+      } else if (shape == LRT_UPLOAD_COMPACT) {
         CHECK(rep.copies == 1);
         CHECK_EQ_U64(ctx.off[0], 0);
         CHECK_EQ_U64(rep.bytes, dh->total_size);
-        CHECK(rep.bytes >= 320u + 4969u * (uint64_t)n && rep.bytes < 320u + 4969u * (uint64_t)n + 192);
+        CHECK(rep.bytes >= 320u + 4969u * (uint64_t)n && rep.bytes < 320u + 4969u * (uint64_t)n + 256);
         CHECK((unsigned char *)dh->task_descriptors == dev + 320);
       } else {
         CHECK(rep.copies == 1);
@@ -171,6 +184,7 @@ int main(void) {
   for (int r = 0; r < 10; r++) {
     CHECK_EQ_U64(digests[0][r], digests[1][r]);
     CHECK_EQ_U64(digests[1][r], digests[2][r]);
+    CHECK_EQ_U64(digests[1][r], digests[3][r]);
   }
   return check_result();
 }

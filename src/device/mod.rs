@@ -53,6 +53,22 @@ pub trait Device: Send + Sync {
         let _ = (ptr, len);
         Err(Error::unavailable("this device cannot pin host memory"))
     }
+
+    /// The device's own figures for a host-to-device copy, if it knows them
+    /// (the maker's AUTO policy measures them otherwise). None by default.
+    fn copy_cost(&self) -> Option<CopyCost> {
+        None
+    }
+}
+
+/// What one host-to-device copy costs: a fixed latency plus bytes over
+/// bandwidth.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CopyCost {
+    /// Nanoseconds per copy, whatever its size.
+    pub latency_ns: f64,
+    /// Bytes per nanosecond (GB/s).
+    pub bytes_per_ns: f64,
 }
 
 /// A page-locked host range; unlocked when dropped.

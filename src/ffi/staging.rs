@@ -33,8 +33,14 @@ pub enum lrt_upload_policy {
     /// slot_states[0,N) and flags[0,N) at their full-window offsets:
     /// 320 + 4969*N bytes in at most 4 copies.
     LRT_UPLOAD_BOUNDED = 1,
-    /// The live prefixes as one image laid out for N slots; one copy.
+    /// The live prefixes as one image laid out for N slots: gathered and
+    /// shipped in one copy while that image is at most 192 KiB, copied
+    /// straight to its compact offsets (at most 4 copies) beyond.
     LRT_UPLOAD_COMPACT = 2,
+    /// Per run, BOUNDED or COMPACT (one gathered copy), whichever is cheaper
+    /// by the device's per-copy latency and bandwidth, measured once at
+    /// create. lrt_upload_report.path says which ran.
+    LRT_UPLOAD_AUTO = 3,
 }
 
 impl lrt_upload_policy {
@@ -44,8 +50,9 @@ impl lrt_upload_policy {
             0 => Ok(UploadPolicy::Full),
             1 => Ok(UploadPolicy::Bounded),
             2 => Ok(UploadPolicy::Compact),
+            3 => Ok(UploadPolicy::Auto),
             _ => Err(Error::invalid_argument(format!(
-                "unknown upload policy {raw} (expected 0, 1 or 2)"
+                "unknown upload policy {raw} (expected 0, 1, 2 or 3)"
             ))),
         }
     }
@@ -57,6 +64,7 @@ impl From<UploadPolicy> for lrt_upload_policy {
             UploadPolicy::Full => lrt_upload_policy::LRT_UPLOAD_FULL,
             UploadPolicy::Bounded => lrt_upload_policy::LRT_UPLOAD_BOUNDED,
             UploadPolicy::Compact => lrt_upload_policy::LRT_UPLOAD_COMPACT,
+            UploadPolicy::Auto => lrt_upload_policy::LRT_UPLOAD_AUTO,
         }
     }
 }
@@ -189,7 +197,7 @@ impl From<TaskSlot> for lrt_task_slot {
 /// What one lrt_runtime_maker_upload did.
 #[repr(C)]
 #[allow(non_camel_case_types)]
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct lrt_upload_report {
     /// current_task_index at upload: the live slots [0, N).
     pub total_tasks: i32,
@@ -204,6 +212,23 @@ pub struct lrt_upload_report {
     pub relocate_ns: u64,
     /// Nanoseconds spent gathering (COMPACT) and copying to the device.
     pub copy_ns: u64,
+    /// The layout shipped: LRT_UPLOAD_FULL, LRT_UPLOAD_BOUNDED or
+    /// LRT_UPLOAD_COMPACT (under LRT_UPLOAD_AUTO, the one it chose).
+    pub path: lrt_upload_policy,
+}
+
+impl Default for lrt_upload_report {
+    fn default() -> Self {
+        lrt_upload_report {
+            total_tasks: 0,
+            copies: 0,
+            bytes: 0,
+            zero_ns: 0,
+            relocate_ns: 0,
+            copy_ns: 0,
+            path: lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+        }
+    }
 }
 
 impl From<UploadReport> for lrt_upload_report {
@@ -215,6 +240,7 @@ impl From<UploadReport> for lrt_upload_report {
             zero_ns: r.zero_ns,
             relocate_ns: r.relocate_ns,
             copy_ns: r.copy_ns,
+            path: r.path.into(),
         }
     }
 }
@@ -307,13 +333,14 @@ pub unsafe extern "C" fn lrt_maker_config_init(cfg: *mut lrt_maker_config) {
 /// lrt_runtime_maker_destroy returns, and the callbacks must work from
 /// whichever thread uses the maker.
 ///
-/// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an unknown
-/// policy or flag, a bad window, a heap size below 1024, or a table that is NULL or has a NULL
-/// callback; LRT_ERR_STATE for a released CUDA api; LRT_ERR_NO_MEMORY when
-/// the host mirror or the device image cannot be allocated (the message
-/// carries the device's own reason, e.g. CUDA's error name); LRT_ERR_UNAVAILABLE
-/// for a CUDA api inherited across fork. Nothing is leaked on failure. Any
-/// thread may call it.
+/// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an
+/// unknown policy or flag, a bad window, a heap size below 1024, or a table
+/// that is NULL or has a NULL callback; LRT_ERR_STATE for a copy of a CUDA
+/// api that was since released; LRT_ERR_NO_MEMORY when the host mirror or
+/// the device image cannot be allocated (the message carries the device's
+/// own reason, e.g. CUDA's error name); LRT_ERR_UNAVAILABLE for a CUDA api
+/// inherited across fork. Nothing is leaked on failure. Any thread may call
+/// it.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_create(
     cfg: *const lrt_maker_config,

@@ -28,7 +28,7 @@ use super::layout::{
     DEFAULT_TASK_WINDOW, MAX_FANIN, MAX_TASK_WINDOW,
 };
 use super::mirror::Mapping;
-use crate::device::{Device, PinnedRegion};
+use crate::device::{CopyCost, Device, PinnedRegion};
 use crate::{Error, ErrorKind, Result};
 
 /// The environment variable read when the config leaves the window at 0.
@@ -55,15 +55,84 @@ const SUBTASK_BITS: u8 = 0x07;
 const SUBTASK_AIV0: u8 = 0x02;
 
 /// How `upload` ships the image.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum UploadPolicy {
     /// The old path: zero the whole mirror each run, ship the whole image.
     Full,
     /// Init-on-write; ship the header + descriptors, payloads, slot states
     /// and flags of slots `[0, N)`: `320 + 4969 * N` bytes in at most 4 copies.
+    #[default]
     Bounded,
-    /// Gather the live prefixes into one image pitched to `N`; one copy.
+    /// The live prefixes as one image pitched to `N`: gathered on the host
+    /// and shipped in one copy while the image is small (at most
+    /// [`COMPACT_GATHER_MAX_BYTES`]), copied straight to their compact
+    /// offsets (at most 4 copies, no host gather) beyond.
     Compact,
+    /// Per run, BOUNDED or COMPACT (gathered), whichever the maker's copy
+    /// cost model says is cheaper; the model is the device's
+    /// ([`crate::device::Device::copy_cost`]) or measured once at create.
+    Auto,
+}
+
+/// The largest compact image COMPACT gathers on the host and ships in one
+/// copy; larger images go straight to their compact offsets. At about 6 GB/s
+/// of single-thread gather and 10 us per device copy, gathering more costs
+/// more than the three copies it saves.
+pub const COMPACT_GATHER_MAX_BYTES: u64 = 192 * 1024;
+
+/// How one upload ships the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// The whole image, one copy.
+    Full,
+    /// The live prefixes at their full-window offsets.
+    Bounded,
+    /// N = W: the mirror is the compact image; one copy of it.
+    CompactWhole,
+    /// Gathered into the staging buffer, one copy.
+    CompactGather,
+    /// The live prefixes straight to their compact offsets.
+    CompactDirect,
+}
+
+impl Path {
+    fn policy(self) -> UploadPolicy {
+        match self {
+            Path::Full => UploadPolicy::Full,
+            Path::Bounded => UploadPolicy::Bounded,
+            _ => UploadPolicy::Compact,
+        }
+    }
+}
+
+/// What AUTO decides with: the device's per-copy cost and the host's gather
+/// bandwidth.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostModel {
+    pub copy: CopyCost,
+    /// Bytes per nanosecond of a single-thread host gather (memcpy).
+    pub gather_bytes_per_ns: f64,
+}
+
+impl CostModel {
+    /// Figures of a CUDA copy from pageable memory on a current machine,
+    /// used when nothing better is known: 10 us per copy, 25 GB/s, a 6 GB/s
+    /// gather.
+    pub const FALLBACK: CostModel = CostModel {
+        copy: CopyCost {
+            latency_ns: 10_000.0,
+            bytes_per_ns: 25.0,
+        },
+        gather_bytes_per_ns: 6.0,
+    };
+
+    /// Estimated nanoseconds of `copies` copies of `bytes` bytes in all,
+    /// after gathering `gathered` bytes on the host.
+    fn cost(&self, copies: u32, bytes: u64, gathered: u64) -> f64 {
+        f64::from(copies) * self.copy.latency_ns
+            + bytes as f64 / self.copy.bytes_per_ns.max(1e-9)
+            + gathered as f64 / self.gather_bytes_per_ns.max(1e-9)
+    }
 }
 
 /// What a maker is created with.
@@ -160,6 +229,9 @@ pub struct UploadReport {
     pub relocate_ns: u64,
     /// Gathering (COMPACT) and copying to the device.
     pub copy_ns: u64,
+    /// The layout that was shipped: `Full`, `Bounded` or `Compact` (AUTO
+    /// reports what it chose).
+    pub path: UploadPolicy,
 }
 
 /// Resolves the task window: config, then the environment, then the default.
@@ -238,6 +310,12 @@ fn pin_or_warn(device: &dyn Device, map: &Mapping, what: &str) -> Option<PinnedR
     }
 }
 
+/// Bytes a bounded upload ships per live slot: descriptor, payload, slot
+/// state and completion flag.
+const BYTES_PER_LIVE_SLOT: u64 =
+    (size_of::<TaskDescriptor>() + size_of::<TaskPayload>() + size_of::<TaskSlotState>() + 1)
+        as u64;
+
 /// Maps pointers into the live prefix `[0, n)` of one segment from one base
 /// address to another (host mirror <-> device image).
 #[derive(Clone, Copy)]
@@ -272,8 +350,11 @@ pub struct RuntimeMaker {
     seg: SmSegments,
     mirror: Mapping,
     mirror_pin: Option<PinnedRegion>,
-    /// COMPACT's gather buffer (same size as the mirror, untouched until used).
+    /// COMPACT's and AUTO's gather buffer (same size as the mirror,
+    /// untouched until used).
     staging: Option<Mapping>,
+    /// AUTO's cost model.
+    model: CostModel,
     staging_pin: Option<PinnedRegion>,
     /// The device image, from `device.alloc`.
     image: *mut u8,
@@ -304,7 +385,7 @@ impl RuntimeMaker {
         let len = seg.end as usize;
         let mirror = Mapping::new(len)?;
         let staging = match cfg.policy {
-            UploadPolicy::Compact => Some(Mapping::new(len)?),
+            UploadPolicy::Compact | UploadPolicy::Auto => Some(Mapping::new(len)?),
             _ => None,
         };
         let image = device.alloc(len).map_err(|e| {
@@ -325,6 +406,7 @@ impl RuntimeMaker {
             mirror_pin: None,
             staging,
             staging_pin: None,
+            model: CostModel::FALLBACK,
             image,
             run_open: false,
             uploaded: false,
@@ -335,6 +417,9 @@ impl RuntimeMaker {
             if let Some(staging) = &maker.staging {
                 maker.staging_pin = pin_or_warn(&*maker.device, staging, "staging buffer");
             }
+        }
+        if maker.policy == UploadPolicy::Auto {
+            maker.model = maker.measure_model();
         }
         Ok(maker)
     }
@@ -586,9 +671,102 @@ impl RuntimeMaker {
         })
     }
 
-    /// The device-side segment offsets for `n` live tasks under this policy.
-    fn device_layout(&self, n: u64) -> SmSegments {
+    /// The AUTO cost model in use (measured at create, or the device's).
+    pub fn cost_model(&self) -> CostModel {
+        self.model
+    }
+
+    /// Measures the copy cost at create (AUTO): the device's own figures if
+    /// it gives them, else the fastest of five 64-byte copies for the
+    /// latency and one copy of up to 1 MiB for the bandwidth; and one host
+    /// gather of the same size. The copies land in the (not yet meaningful)
+    /// device image. A failed measurement falls back to
+    /// [`CostModel::FALLBACK`] with a warning.
+    fn measure_model(&self) -> CostModel {
+        let len = (self.seg.end as usize).min(1 << 20);
+        let src = self.mirror.as_ptr();
+        let timed = |bytes: usize| -> Result<f64> {
+            let t0 = Instant::now();
+            // SAFETY: the mirror and the device image are both at least
+            // seg.end >= len bytes long.
+            unsafe { self.device.copy_to(self.image, src, bytes) }?;
+            Ok(elapsed_ns(t0) as f64)
+        };
+        let copy: Result<CopyCost> = match self.device.copy_cost() {
+            Some(c) => Ok(c),
+            None => (|| {
+                let mut latency = f64::MAX;
+                for _ in 0..5 {
+                    latency = latency.min(timed(64)?);
+                }
+                let big = timed(len)?;
+                Ok(CopyCost {
+                    latency_ns: latency,
+                    bytes_per_ns: len as f64 / (big - latency).max(1.0),
+                })
+            })(),
+        };
+        let copy = match copy {
+            Ok(c) => c,
+            Err(e) => {
+                crate::diag::warn(&format!(
+                    "could not measure the device's copy cost, using fallback figures: {e}"
+                ));
+                return CostModel::FALLBACK;
+            }
+        };
+        let gather_bytes_per_ns = match &self.staging {
+            Some(staging) => {
+                let t0 = Instant::now();
+                // SAFETY: both mappings hold at least len bytes and are
+                // distinct.
+                unsafe { std::ptr::copy_nonoverlapping(src, staging.as_ptr(), len) };
+                len as f64 / (elapsed_ns(t0) as f64).max(1.0)
+            }
+            None => CostModel::FALLBACK.gather_bytes_per_ns,
+        };
+        CostModel {
+            copy,
+            gather_bytes_per_ns,
+        }
+    }
+
+    /// How this upload of `n` live tasks ships.
+    fn choose_path(&self, n: u64) -> Path {
+        let compact = |gather_ok: bool| {
+            if n == self.window {
+                Path::CompactWhole
+            } else if gather_ok {
+                Path::CompactGather
+            } else {
+                Path::CompactDirect
+            }
+        };
         match self.policy {
+            UploadPolicy::Full => Path::Full,
+            UploadPolicy::Bounded => Path::Bounded,
+            UploadPolicy::Compact => compact(offsets_for(n).end <= COMPACT_GATHER_MAX_BYTES),
+            UploadPolicy::Auto => {
+                let bytes = self.seg.descriptors + n * BYTES_PER_LIVE_SLOT;
+                let bounded = self.model.cost(if n == 0 { 1 } else { 4 }, bytes, 0);
+                let gathered = if n == self.window {
+                    self.model.cost(1, self.seg.end, 0)
+                } else {
+                    let end = offsets_for(n).end;
+                    self.model.cost(1, end, end)
+                };
+                if gathered < bounded {
+                    compact(true)
+                } else {
+                    Path::Bounded
+                }
+            }
+        }
+    }
+
+    /// The device-side segment offsets for `n` live tasks on `path`.
+    fn device_layout(&self, path: Path, n: u64) -> SmSegments {
+        match path.policy() {
             UploadPolicy::Compact => offsets_for(n),
             _ => self.seg,
         }
@@ -660,7 +838,8 @@ impl RuntimeMaker {
             )));
         }
         let n = total as usize;
-        let dev = self.device_layout(n as u64);
+        let path = self.choose_path(n as u64);
+        let dev = self.device_layout(path, n as u64);
         let [pay, task] = self.rebases(n, &dev);
         for i in 0..n {
             // SAFETY: i < n <= W; aligned plain-data read inside the mapping.
@@ -699,7 +878,7 @@ impl RuntimeMaker {
         let relocate_ns = elapsed_ns(t_reloc);
 
         let t_copy = Instant::now();
-        let shipped = self.ship(n as u64, &dev);
+        let shipped = self.ship(path, n as u64, &dev);
         let copy_ns = elapsed_ns(t_copy);
 
         // Restore the host view, whatever the copy did.
@@ -727,61 +906,59 @@ impl RuntimeMaker {
             zero_ns: self.last_zero_ns,
             relocate_ns,
             copy_ns,
+            path: path.policy(),
         })
     }
 
-    /// Ships the (relocated) image; returns (copies, bytes).
-    fn ship(&self, n: u64, dev: &SmSegments) -> Result<(u32, u64)> {
+    /// Copies `(from, to, len)` parts of the mirror to device offsets,
+    /// skipping empty ones; returns (copies, bytes).
+    fn copy_parts(&self, parts: &[(u64, u64, u64)]) -> Result<(u32, u64)> {
+        let base = self.mirror.as_ptr();
+        let (mut copies, mut bytes) = (0, 0);
+        for &(from, to, len) in parts {
+            if len == 0 {
+                continue;
+            }
+            self.copy_to_device(to, base.wrapping_add(from as usize), len)?;
+            copies += 1;
+            bytes += len;
+        }
+        Ok((copies, bytes))
+    }
+
+    /// Ships the (relocated) image on `path`; returns (copies, bytes).
+    fn ship(&self, path: Path, n: u64, dev: &SmSegments) -> Result<(u32, u64)> {
         let seg = self.seg;
         let base = self.mirror.as_ptr();
         let d = size_of::<TaskDescriptor>() as u64;
         let p = size_of::<TaskPayload>() as u64;
         let s = size_of::<TaskSlotState>() as u64;
-        match self.policy {
-            UploadPolicy::Full => {
+        // The live prefixes, (mirror offset, device offset, length); header
+        // and descriptors are adjacent in both layouts (descriptors at 320).
+        let live = [
+            (0, 0, seg.descriptors + n * d),
+            (seg.payloads, dev.payloads, n * p),
+            (seg.slot_states, dev.slot_states, n * s),
+            (seg.completion_flags, dev.completion_flags, n),
+        ];
+        match path {
+            // A compact layout pitched to N = W is the full layout: the
+            // mirror already is the compact image, so it ships as is (direct
+            // DMA when pinned) instead of being gathered.
+            Path::Full | Path::CompactWhole => {
                 self.copy_to_device(0, base, seg.end)?;
                 Ok((1, seg.end))
             }
-            UploadPolicy::Bounded => {
-                // Header and descriptors are adjacent (descriptors at 320).
-                let parts = [
-                    (0, seg.descriptors + n * d),
-                    (seg.payloads, n * p),
-                    (seg.slot_states, n * s),
-                    (seg.completion_flags, n),
-                ];
-                let (mut copies, mut bytes) = (0, 0);
-                for (off, len) in parts {
-                    if len == 0 {
-                        continue;
-                    }
-                    self.copy_to_device(off, base.wrapping_add(off as usize), len)?;
-                    copies += 1;
-                    bytes += len;
-                }
-                Ok((copies, bytes))
-            }
-            UploadPolicy::Compact => {
+            // Straight to their offsets: BOUNDED's are the full layout's,
+            // COMPACT's the layout pitched to N.
+            Path::Bounded | Path::CompactDirect => self.copy_parts(&live),
+            Path::CompactGather => {
                 let staging = self
                     .staging
                     .as_ref()
                     .ok_or_else(|| Error::internal("COMPACT maker without staging buffer"))?;
-                if n == self.window {
-                    // A compact layout pitched to N = W is the full layout:
-                    // the mirror already is the compact image, so ship it as
-                    // is (direct DMA when pinned) instead of gathering a copy.
-                    self.copy_to_device(0, base, seg.end)?;
-                    return Ok((1, seg.end));
-                }
                 let out = staging.as_ptr();
-                let parts = [
-                    (0, 0, seg.descriptors),
-                    (seg.descriptors, dev.descriptors, n * d),
-                    (seg.payloads, dev.payloads, n * p),
-                    (seg.slot_states, dev.slot_states, n * s),
-                    (seg.completion_flags, dev.completion_flags, n),
-                ];
-                for (from, to, len) in parts {
+                for (from, to, len) in live {
                     // SAFETY: `from + len <= seg.end` in the mirror and
                     // `to + len <= dev.end <= seg.end` in the staging buffer
                     // (a compact layout for n <= W is never larger); the two

@@ -11,6 +11,6 @@ mod mirror;
 pub use layout::*;
 pub(crate) use maker::DEFAULT_HEAP_SIZE;
 pub use maker::{
-    ClaimDesc, MakerConfig, RuntimeMaker, TaskSlot, UploadPolicy, UploadReport, HEAP_SIZE_ENV,
-    TASK_WINDOW_ENV,
+    ClaimDesc, CostModel, MakerConfig, RuntimeMaker, TaskSlot, UploadPolicy, UploadReport,
+    COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV, TASK_WINDOW_ENV,
 };

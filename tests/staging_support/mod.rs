@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 use leanrt::device::host::HostDevice;
-use leanrt::device::Device;
+use leanrt::device::{CopyCost, Device};
 use leanrt::staging::{SmHeader, TaskDescriptor, TaskPayload};
 use leanrt::{Error, Result};
 
@@ -36,6 +36,7 @@ pub struct CountingApi {
 
 struct CountingDevice {
     state: Arc<Mutex<Counter>>,
+    cost: Option<CopyCost>,
 }
 
 impl Device for CountingDevice {
@@ -89,6 +90,10 @@ impl Device for CountingDevice {
         unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
         Ok(())
     }
+
+    fn copy_cost(&self) -> Option<CopyCost> {
+        self.cost
+    }
 }
 
 impl CountingApi {
@@ -100,6 +105,14 @@ impl CountingApi {
     pub fn api(&self) -> Arc<dyn Device> {
         Arc::new(CountingDevice {
             state: Arc::clone(&self.state),
+            cost: None,
+        })
+    }
+    /// The same device, claiming `cost` as its copy cost.
+    pub fn api_with_cost(&self, cost: CopyCost) -> Arc<dyn Device> {
+        Arc::new(CountingDevice {
+            state: Arc::clone(&self.state),
+            cost: Some(cost),
         })
     }
     pub fn with<R>(&self, f: impl FnOnce(&mut Counter) -> R) -> R {

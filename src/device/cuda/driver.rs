@@ -1,7 +1,9 @@
 //! The dlopen'ed driver API: loading the library, resolving its entry
-//! points, and thin wrappers around each of them. This file holds every
-//! `unsafe` block of the CUDA backend except the `Send`/`Sync` claims and
-//! the raw copies' pointer contracts, which are stated where they are made.
+//! points, and thin wrappers around each of them. Every call into the
+//! driver is made here; the rest of the backend calls only these wrappers,
+//! which are safe except the three that take host pointers the driver
+//! cannot check (`memcpy_htod`, `memcpy_dtoh`, `host_register`): their
+//! callers (`device.rs`, `pin.rs`) state the pointer contract they rely on.
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
