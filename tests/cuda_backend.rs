@@ -76,6 +76,7 @@ impl Mock {
     }
     fn api(&self) -> HostApi {
         cdev::cuda_api(cuda::open_with_library(&self.path, 0).expect("the mock opens device 0"))
+            .expect("this process owns the registry")
     }
 }
 
@@ -153,7 +154,7 @@ fn mock() -> Option<&'static Mock> {
 /// The real device 0, or `None` with a printed skip line.
 fn gpu() -> Option<HostApi> {
     match cuda::open(0) {
-        Ok(d) => Some(cdev::cuda_api(d)),
+        Ok(d) => Some(cdev::cuda_api(d).expect("this process owns the registry")),
         Err(e) if e.kind() == ErrorKind::Unavailable => {
             println!("skipped: no CUDA device ({})", e.message());
             None
@@ -777,7 +778,7 @@ fn mock_invalid_ordinal_and_no_device_are_unavailable() {
     }
     m.set("device_count", 3);
     let mut api = cuda::open_with_library(&m.path, 2)
-        .map(cdev::cuda_api)
+        .and_then(cdev::cuda_api)
         .expect("device 2 of 3");
     assert_eq!(cdev::cuda_device_of(&api).unwrap().ordinal(), 2);
     cdev::release(&mut api);

@@ -21,3 +21,9 @@ add_dependencies(c_cuda_gpu leanrt_mock_cuda)
 target_link_libraries(c_cuda_mock_fork PRIVATE leanrt_mock_cuda)
 set_tests_properties(cuda.mock_fork PROPERTIES
   ENVIRONMENT "LEANRT_CUDA_LIBRARY=$<TARGET_FILE:leanrt_mock_cuda>")
+
+# cuda.mock_fork_busy: forks while another thread is inside the CUDA registry;
+# every child is answered at once (no lock inherited from the parent is taken).
+target_link_libraries(c_cuda_mock_fork_busy PRIVATE leanrt_mock_cuda)
+set_tests_properties(cuda.mock_fork_busy PROPERTIES
+  ENVIRONMENT "LEANRT_CUDA_LIBRARY=$<TARGET_FILE:leanrt_mock_cuda>")

@@ -12,7 +12,7 @@
 //! backends, and `device_for_api`, which recognizes leanrt's own tables so a
 //! maker created on one of them uses the core backend directly.
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::boundary::{arg_mut, run_value, OutPtr};
@@ -244,19 +244,26 @@ static HOST_OPS: lrt_host_api_ops = lrt_host_api_ops {
 /// never frees a device in use; a maker created on the api holds its own
 /// clone, so releasing the api before destroying the maker is safe.
 static CUDA_APIS: Mutex<Vec<(usize, Arc<CudaDevice>)>> = Mutex::new(Vec::new());
+/// The process that first used the registry. A forked child must not take
+/// `CUDA_APIS`: a parent thread may have held it at the fork, and the
+/// devices in it are the parent's (CUDA does not survive fork).
+static CUDA_APIS_OWNER: AtomicU32 = AtomicU32::new(0);
 /// Tokens start at a recognisable odd value so that a zeroed or foreign
 /// `ctx` (NULL, a real pointer) never names a device by accident.
 static NEXT_TOKEN: AtomicUsize = AtomicUsize::new(0x1ea5_0001);
 
-fn cuda_apis() -> MutexGuard<'static, Vec<(usize, Arc<CudaDevice>)>> {
+/// The registry, for this process only: in a forked child of a process that
+/// used it, an error (and no lock taken).
+fn cuda_apis() -> Result<MutexGuard<'static, Vec<(usize, Arc<CudaDevice>)>>> {
+    cuda::claim_for_this_process(&CUDA_APIS_OWNER, "CUDA host api")?;
     // Pushes and removals are single operations: a poisoned lock still
     // guards consistent data.
-    CUDA_APIS.lock().unwrap_or_else(|e| e.into_inner())
+    Ok(CUDA_APIS.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 fn cuda_lookup(token: *mut c_void) -> Result<Arc<CudaDevice>> {
     let token = token as usize;
-    cuda_apis()
+    cuda_apis()?
         .iter()
         .find(|(t, _)| *t == token)
         .map(|(_, d)| Arc::clone(d))
@@ -328,13 +335,13 @@ pub fn host_api() -> lrt_host_api {
 }
 
 /// Registers `device` and returns a C api naming it.
-pub fn cuda_api(device: CudaDevice) -> lrt_host_api {
+pub fn cuda_api(device: CudaDevice) -> Result<lrt_host_api> {
     let token = NEXT_TOKEN.fetch_add(2, Ordering::Relaxed);
-    cuda_apis().push((token, Arc::new(device)));
-    lrt_host_api {
+    cuda_apis()?.push((token, Arc::new(device)));
+    Ok(lrt_host_api {
         ctx: token as *mut c_void,
         ops: &CUDA_OPS,
-    }
+    })
 }
 
 /// The CUDA device behind a live api made by lrt_host_api_cuda.
@@ -363,16 +370,16 @@ pub unsafe fn device_for_api(api: &lrt_host_api) -> Result<Arc<dyn Device>> {
 }
 
 /// Clears `api`, dropping the CUDA device it names, if any. Releasing twice,
-/// or a copy of a released api, is a no-op.
+/// or a copy of a released api, is a no-op. In a forked child a CUDA api
+/// inherited from the parent is only cleared: its device is the parent's.
 pub fn release(api: &mut lrt_host_api) {
     if std::ptr::eq(api.ops, &CUDA_OPS) {
         let token = api.ctx as usize;
-        let removed = {
-            let mut apis = cuda_apis();
+        let removed = cuda_apis().ok().and_then(|mut apis| {
             apis.iter()
                 .position(|(t, _)| *t == token)
                 .map(|i| apis.swap_remove(i).1)
-        };
+        });
         // Dropped outside the lock: the last reference calls the driver.
         drop(removed);
     }
@@ -421,7 +428,7 @@ pub unsafe extern "C" fn lrt_host_api_host(out: *mut lrt_host_api) -> lrt_status
 pub unsafe extern "C" fn lrt_host_api_cuda(device: c_int, out: *mut lrt_host_api) -> lrt_status {
     ffi_status!("lrt_host_api_cuda", {
         let out = OutPtr::new(out, "out")?;
-        let api = cuda_api(cuda::open(device)?);
+        let api = cuda_api(cuda::open(device)?)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(api) };
         Ok(())

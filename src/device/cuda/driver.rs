@@ -323,7 +323,24 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The process that first loaded a driver library through leanrt.
+static LOADED_BY: AtomicU32 = AtomicU32::new(0);
+
+/// Takes `owner` for this process if nobody has it yet; refuses when another
+/// process has it: this is the child of a `fork`, which inherits the
+/// parent's CUDA state (unsupported by CUDA) and possibly a lock that one of
+/// the parent's threads held at the moment of the fork. Checked before any
+/// lock is taken, so such a child gets an error, never a deadlock.
+pub fn claim_for_this_process(owner: &AtomicU32, what: &str) -> crate::Result<()> {
+    let pid = std::process::id();
+    match owner.compare_exchange(0, pid, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => Ok(()),
+        Err(first) => same_process(first, what),
+    }
+}
+
 fn load_path(path: &str) -> std::result::Result<&'static Driver, String> {
+    claim_for_this_process(&LOADED_BY, "loading the CUDA driver").map_err(|e| e.to_string())?;
     let mut drivers = lock(&DRIVERS);
     if let Some(d) = drivers.iter().find(|d| d.path == path) {
         return Ok(d);

@@ -26,7 +26,7 @@ mod stats;
 use crate::{Error, Result};
 
 pub use device::CudaDevice;
-pub use driver::{DEFAULT_LIBRARIES, LIBRARY_ENV};
+pub use driver::{claim_for_this_process, DEFAULT_LIBRARIES, LIBRARY_ENV};
 pub use stats::CudaCopyStats;
 
 use context::Context;
