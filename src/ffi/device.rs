@@ -243,7 +243,8 @@ static HOST_OPS: lrt_host_api_ops = lrt_host_api_ops {
 /// use it outside, so a release racing with a callback on another thread
 /// never frees a device in use; a maker created on the api holds its own
 /// clone, so releasing the api before destroying the maker is safe.
-static CUDA_APIS: Mutex<Vec<(usize, Arc<CudaDevice>)>> = Mutex::new(Vec::new());
+type CudaApis = Vec<(usize, Arc<CudaDevice>)>;
+static CUDA_APIS: Mutex<CudaApis> = Mutex::new(Vec::new());
 /// The process that first used the registry. A forked child must not take
 /// `CUDA_APIS`: a parent thread may have held it at the fork, and the
 /// devices in it are the parent's (CUDA does not survive fork).
@@ -254,7 +255,7 @@ static NEXT_TOKEN: AtomicUsize = AtomicUsize::new(0x1ea5_0001);
 
 /// The registry, for this process only: in a forked child of a process that
 /// used it, an error (and no lock taken).
-fn cuda_apis() -> Result<MutexGuard<'static, Vec<(usize, Arc<CudaDevice>)>>> {
+fn cuda_apis() -> Result<MutexGuard<'static, CudaApis>> {
     cuda::claim_for_this_process(&CUDA_APIS_OWNER, "CUDA host api")?;
     // Pushes and removals are single operations: a poisoned lock still
     // guards consistent data.
