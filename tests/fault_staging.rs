@@ -17,13 +17,13 @@
 //!   balance) and the device saw no misuse (bad free, copy out of bounds).
 mod fuzz_common;
 
+use leanrt::ffi::staging::lrt_runtime_maker;
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
 use fuzz_common::*;
 use leanrt::ffi::staging as ffi;
 use leanrt::ffi::staging::{lrt_task_slot as TaskSlot, lrt_upload_report as UploadReport};
-use leanrt::staging::RuntimeMaker;
 
 const OK: i32 = 0;
 const NO_MEMORY: i32 = 3;
@@ -111,9 +111,9 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
     };
 
     // create (retried once after an injected failure)
-    let maker: *mut RuntimeMaker = loop {
+    let maker: *mut lrt_runtime_maker = loop {
         let before = counts(&sim);
-        let mut m = 0x42 as *mut RuntimeMaker;
+        let mut m = 0x42 as *mut lrt_runtime_maker;
         mark_last_error();
         // SAFETY: valid config, api and out; the sim outlives the maker.
         let st =

@@ -21,6 +21,7 @@
 //! watchdog aborts on a hang.
 mod fuzz_common;
 
+use leanrt::ffi::staging::lrt_runtime_maker;
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 use std::time::Duration;
@@ -29,7 +30,7 @@ use fuzz_common::*;
 use leanrt::ffi::device::lrt_host_api as HostApi;
 use leanrt::ffi::staging as ffi;
 use leanrt::ffi::staging::{lrt_task_slot as TaskSlot, lrt_upload_report as UploadReport};
-use leanrt::staging::{RuntimeMaker, SmSegments};
+use leanrt::staging::SmSegments;
 
 // Status values, as a C caller sees them.
 const OK: i32 = 0;
@@ -144,7 +145,7 @@ enum Phase {
 }
 
 struct Maker {
-    h: *mut RuntimeMaker,
+    h: *mut lrt_runtime_maker,
     sim: Box<DeviceSim>,
     window: u64,
     policy: u32,
@@ -299,7 +300,7 @@ impl Fuzz {
         let null_cfg = self.rng.chance(1, 15);
         let null_api = self.rng.chance(1, 15);
         let null_out = self.rng.chance(1, 15);
-        let sentinel = 0x5a5a_usize as *mut RuntimeMaker;
+        let sentinel = 0x5a5a_usize as *mut lrt_runtime_maker;
         let mut out = sentinel;
         let window_ok = cfg.task_window == 0 || expected_segments(cfg.task_window).is_some();
         let policy_ok = cfg.policy < 4 && cfg.flags & !3 == 0;

@@ -21,6 +21,12 @@ use crate::staging::{
 };
 use crate::{Error, Result};
 
+/// A runtime maker (lrt_runtime_maker_create); opaque. It owns the device
+/// image and the host mirror of one task window and is used by one thread
+/// at a time; different makers are independent.
+#[allow(non_camel_case_types)]
+pub struct lrt_runtime_maker(RuntimeMaker);
+
 /// How lrt_runtime_maker_upload ships the image.
 #[repr(C)]
 #[allow(non_camel_case_types)]
@@ -345,7 +351,7 @@ pub unsafe extern "C" fn lrt_maker_config_init(cfg: *mut lrt_maker_config) {
 pub unsafe extern "C" fn lrt_runtime_maker_create(
     cfg: *const lrt_maker_config,
     api: *const lrt_host_api,
-    out: *mut *mut RuntimeMaker,
+    out: *mut *mut lrt_runtime_maker,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_create", {
         if cfg.is_null() {
@@ -370,7 +376,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_create(
         let device = unsafe { device_for_api(api) }?;
         let maker = RuntimeMaker::new(&config, device)?;
         // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { out.write(into_handle(maker)) };
+        unsafe { out.write(into_handle(lrt_runtime_maker(maker))) };
         Ok(())
     })
 }
@@ -387,13 +393,13 @@ pub unsafe extern "C" fn lrt_runtime_maker_create(
 /// a new mirror.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_begin_run(
-    maker: *mut RuntimeMaker,
+    maker: *mut lrt_runtime_maker,
     host_sm: *mut *mut SmHeader,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_begin_run", {
         // SAFETY: NULL or a live maker not used by another thread, per the
         // contract.
-        let maker = unsafe { arg_mut(maker, "maker") }?;
+        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
         let out = OutPtr::new(host_sm, "host_sm")?;
         let header = maker.begin_run()?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -415,13 +421,13 @@ pub unsafe extern "C" fn lrt_runtime_maker_begin_run(
 /// LRT_ERR_OUT_OF_RANGE when the window is full.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_claim_slot(
-    maker: *mut RuntimeMaker,
+    maker: *mut lrt_runtime_maker,
     out: *mut lrt_task_slot,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_claim_slot", {
         // SAFETY: NULL or a live maker not used by another thread, per the
         // contract.
-        let maker = unsafe { arg_mut(maker, "maker") }?;
+        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
         let out = OutPtr::new(out, "out")?;
         let slot = maker.claim_slot()?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -482,14 +488,14 @@ pub unsafe extern "C" fn lrt_claim_desc_init(desc: *mut lrt_claim_desc) {
 /// full. Nothing is written on failure.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
-    maker: *mut RuntimeMaker,
+    maker: *mut lrt_runtime_maker,
     desc: *const lrt_claim_desc,
     out: *mut lrt_task_slot,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_claim_slot_ex", {
         // SAFETY: NULL or a live maker not used by another thread, per the
         // contract.
-        let maker = unsafe { arg_mut(maker, "maker") }?;
+        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
         // SAFETY: NULL or a readable lrt_claim_desc, per the contract.
         let d = *unsafe { arg_ref(desc, "desc") }?;
         let out = OutPtr::new(out, "out")?;
@@ -555,13 +561,13 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
 /// failure.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_upload(
-    maker: *mut RuntimeMaker,
+    maker: *mut lrt_runtime_maker,
     report: *mut lrt_upload_report,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_upload", {
         // SAFETY: NULL or a live maker not used by another thread, per the
         // contract.
-        let maker = unsafe { arg_mut(maker, "maker") }?;
+        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
         let result = maker.upload()?;
         if let Ok(out) = OutPtr::new(report, "report") {
             // SAFETY: non-NULL; writable per the contract.
@@ -581,13 +587,13 @@ pub unsafe extern "C" fn lrt_runtime_maker_upload(
 /// the copy fails.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_read_status(
-    maker: *mut RuntimeMaker,
+    maker: *mut lrt_runtime_maker,
     runtime_status: *mut i32,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_read_status", {
         // SAFETY: NULL or a live maker not used by another thread, per the
         // contract.
-        let maker = unsafe { arg_mut(maker, "maker") }?;
+        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
         let out = OutPtr::new(runtime_status, "runtime_status")?;
         let status = maker.read_status()?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -602,12 +608,12 @@ pub unsafe extern "C" fn lrt_runtime_maker_read_status(
 /// LRT_ERR_INVALID_ARGUMENT for a NULL argument.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_segments(
-    maker: *const RuntimeMaker,
+    maker: *const lrt_runtime_maker,
     out: *mut SmSegments,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_segments", {
         // SAFETY: NULL or a live maker per the contract.
-        let maker = unsafe { arg_ref(maker, "maker") }?;
+        let maker = &unsafe { arg_ref(maker, "maker") }?.0;
         let out = OutPtr::new(out, "out")?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(maker.segments()) };
@@ -619,10 +625,12 @@ pub unsafe extern "C" fn lrt_runtime_maker_segments(
 /// policy), owned by the maker; NULL for a NULL maker. `maker` must be NULL
 /// or a live maker.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_runtime_maker_device_image(maker: *const RuntimeMaker) -> *mut c_void {
+pub unsafe extern "C" fn lrt_runtime_maker_device_image(
+    maker: *const lrt_runtime_maker,
+) -> *mut c_void {
     ffi_value!("lrt_runtime_maker_device_image", std::ptr::null_mut(), {
         // SAFETY: NULL or a live maker per the contract.
-        let maker = unsafe { arg_ref(maker, "maker") }?;
+        let maker = &unsafe { arg_ref(maker, "maker") }?.0;
         Ok(maker.device_image())
     })
 }
@@ -632,7 +640,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_device_image(maker: *const RuntimeMak
 /// that no other thread is using; it must not be used afterwards. Works in a
 /// child process after fork (a CUDA image then stays with the parent).
 #[no_mangle]
-pub unsafe extern "C" fn lrt_runtime_maker_destroy(maker: *mut RuntimeMaker) {
+pub unsafe extern "C" fn lrt_runtime_maker_destroy(maker: *mut lrt_runtime_maker) {
     ffi_value!("lrt_runtime_maker_destroy", (), {
         // SAFETY: NULL or an unused handle from into_handle, per the contract.
         unsafe { drop_handle(maker) };
