@@ -120,15 +120,24 @@ typedef enum lrt_upload_policy {
 } lrt_upload_policy;
 
 /**
- * The opaque type a custom thread handle points to (ORT's
- * `OrtCustomHandleType`).
+ * The runtime maker. `Send` (a maker may move between threads) but not
+ * `Sync`: one thread uses it at a time.
+ */
+typedef struct lrt_runtime_maker lrt_runtime_maker;
+
+/**
+ * What a custom handle points to (never dereferenced by leanrt).
  */
 typedef struct lrt_custom_thread_handle_t lrt_custom_thread_handle_t;
 
 /**
- * Thread pool options. `Default` is ONNX Runtime's: thread count 0
- * (physical cores), spinning allowed, legacy spin count, no backoff, fixed
- * (Eigen) blocks, no affinity, denormals untouched, no custom threads.
+ * A thread pool (`lrt_pool_create`); opaque. NULL is a valid pool that
+ * runs everything on the calling thread.
+ */
+typedef struct lrt_pool lrt_pool;
+
+/**
+ * Pool options (`lrt_pool_options_create`); opaque.
  */
 typedef struct lrt_pool_options lrt_pool_options;
 
@@ -136,19 +145,6 @@ typedef struct lrt_pool_options lrt_pool_options;
  * An open parallel section (`lrt_pool_section_begin`); opaque.
  */
 typedef struct lrt_pool_section lrt_pool_section;
-
-/**
- * The runtime maker. `Send` (a maker may move between threads) but not
- * `Sync`: one thread uses it at a time.
- */
-typedef struct lrt_runtime_maker lrt_runtime_maker;
-
-/**
- * An intra-op thread pool with ONNX Runtime's semantics. Any thread may
- * start loops or schedule tasks; dropping it runs every scheduled task,
- * then joins the workers.
- */
-typedef struct lrt_pool lrt_pool;
 
 /**
  * The four device callbacks, in the same order and with the same signatures
@@ -171,26 +167,28 @@ typedef struct lrt_host_api {
 } lrt_host_api;
 
 /**
- * ORT's `OrtCustomThreadHandle`: what a custom create function returns.
+ * A custom thread's handle, as the create function returns it (ONNX
+ * Runtime's OrtCustomThreadHandle).
  */
 typedef const struct lrt_custom_thread_handle_t *lrt_custom_thread_handle;
 
 /**
- * ORT's `OrtThreadWorkerFn`: the function a custom thread must run.
+ * The function a custom thread must run once, with its parameter (ONNX
+ * Runtime's OrtThreadWorkerFn).
  */
 typedef void (*lrt_thread_worker_fn)(void *param);
 
 /**
- * ORT's `OrtCustomCreateThreadFn`: starts a thread that calls
- * `worker(param)` once; returns its handle, NULL on failure.
+ * Starts a thread that calls `worker(param)` once; returns its handle, or
+ * NULL when no thread was started (ONNX Runtime's OrtCustomCreateThreadFn).
  */
 typedef lrt_custom_thread_handle (*lrt_custom_create_thread_fn)(void *options,
                                                                 lrt_thread_worker_fn worker,
                                                                 void *param);
 
 /**
- * ORT's `OrtCustomJoinThreadFn`: waits for a thread made by the create
- * function to finish.
+ * Waits until a thread made by the create function has finished (ONNX
+ * Runtime's OrtCustomJoinThreadFn).
  */
 typedef void (*lrt_custom_join_thread_fn)(lrt_custom_thread_handle handle);
 
