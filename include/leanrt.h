@@ -777,13 +777,19 @@ int lrt_pool_num_threads(const struct lrt_pool *pool);
 int lrt_pool_current_thread_id(const struct lrt_pool *pool);
 
 /**
- * Restores the configured spin policy. NULL does nothing.
+ * A request starts (ONNX Runtime's spinning switch): restores the
+ * configured spin policy and wakes sleeping workers at once (the caller
+ * does not wait for them), so they are spinning when the request's first
+ * loop comes. Calls are counted: spinning stays on until each has been
+ * matched by `lrt_pool_disable_spinning`. NULL does nothing.
  */
 void lrt_pool_enable_spinning(struct lrt_pool *pool);
 
 /**
- * Spinning workers go to sleep at once, and idle workers sleep without
- * spinning, until `lrt_pool_enable_spinning`. NULL does nothing.
+ * A request ends: once every `lrt_pool_enable_spinning` has been matched
+ * (or when there was none), spinning workers go to sleep at once and idle
+ * workers sleep without spinning until the next
+ * `lrt_pool_enable_spinning`. Extra calls are harmless. NULL does nothing.
  */
 void lrt_pool_disable_spinning(struct lrt_pool *pool);
 
