@@ -36,7 +36,7 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -645,14 +645,44 @@ impl LoopJob {
     }
 }
 
+/// What a forked child keeps of a destroyed inherited pool: its shared
+/// state and thread handles, reachable from a static list for the rest of
+/// the child's life (see `Drop`: they cannot be freed safely).
+struct Kept {
+    _shared: Arc<Shared>,
+    _threads: Vec<ThreadHandle>,
+    next: *mut Kept,
+}
+
+static KEPT: AtomicPtr<Kept> = AtomicPtr::new(std::ptr::null_mut());
+
+fn keep_inherited(shared: Arc<Shared>, threads: Vec<ThreadHandle>) {
+    let node = Box::into_raw(Box::new(Kept {
+        _shared: shared,
+        _threads: threads,
+        next: std::ptr::null_mut(),
+    }));
+    let mut head = KEPT.load(Ordering::Relaxed);
+    loop {
+        // SAFETY: `node` is ours until the CAS below publishes it; nothing
+        // reads the list (it only keeps the nodes reachable).
+        unsafe { (*node).next = head };
+        match KEPT.compare_exchange_weak(head, node, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(now) => head = now,
+        }
+    }
+}
+
 impl Drop for ThreadPool {
     fn drop(&mut self) {
         if self.forked() {
             // A forked child: the workers do not exist here, and the
             // queues and locks are a copy of the parent's that a thread
             // which no longer exists may have been changing. Touch none of
-            // it: no join, no drain; the memory stays as the parent left it.
-            std::mem::forget(std::mem::take(&mut self.threads));
+            // it: no join, no drain, no free; the state stays reachable
+            // (a leak checker sees it as such) until the child exits.
+            keep_inherited(self.shared.clone(), std::mem::take(&mut self.threads));
             return;
         }
         let shared = &*self.shared;
