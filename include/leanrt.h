@@ -250,15 +250,18 @@ typedef struct CopyCost CopyCost;
 typedef struct CostModel CostModel;
 
 /**
- * The opaque type a custom thread handle points to (ORT's
- * `OrtCustomHandleType`).
+ * What a custom handle points to (never dereferenced by leanrt).
  */
 typedef struct lrt_custom_thread_handle_t lrt_custom_thread_handle_t;
 
 /**
- * Thread pool options. `Default` is ONNX Runtime's: thread count 0
- * (physical cores), spinning allowed, legacy spin count, no backoff, fixed
- * (Eigen) blocks, no affinity, denormals untouched, no custom threads.
+ * A thread pool (`lrt_pool_create`); opaque. NULL is a valid pool that
+ * runs everything on the calling thread.
+ */
+typedef struct lrt_pool lrt_pool;
+
+/**
+ * Pool options (`lrt_pool_options_create`); opaque.
  */
 typedef struct lrt_pool_options lrt_pool_options;
 
@@ -268,17 +271,11 @@ typedef struct lrt_pool_options lrt_pool_options;
 typedef struct lrt_pool_section lrt_pool_section;
 
 /**
- * The runtime maker. `Send` (a maker may move between threads) but not
- * `Sync`: one thread uses it at a time.
+ * A runtime maker (lrt_runtime_maker_create); opaque. It owns the device
+ * image and the host mirror of one task window and is used by one thread
+ * at a time; different makers are independent.
  */
 typedef struct lrt_runtime_maker lrt_runtime_maker;
-
-/**
- * An intra-op thread pool with ONNX Runtime's semantics. Any thread may
- * start loops or schedule tasks; dropping it runs every scheduled task,
- * then joins the workers.
- */
-typedef struct lrt_pool lrt_pool;
 
 /**
  * The four device callbacks, in the same order and with the same
@@ -327,26 +324,28 @@ typedef struct lrt_host_api {
 typedef void (*lrt_log_fn)(void *ctx, enum lrt_log_level level, const char *message);
 
 /**
- * ORT's `OrtCustomThreadHandle`: what a custom create function returns.
+ * A custom thread's handle, as the create function returns it (ONNX
+ * Runtime's OrtCustomThreadHandle).
  */
 typedef const struct lrt_custom_thread_handle_t *lrt_custom_thread_handle;
 
 /**
- * ORT's `OrtThreadWorkerFn`: the function a custom thread must run.
+ * The function a custom thread must run once, with its parameter (ONNX
+ * Runtime's OrtThreadWorkerFn).
  */
 typedef void (*lrt_thread_worker_fn)(void *param);
 
 /**
- * ORT's `OrtCustomCreateThreadFn`: starts a thread that calls
- * `worker(param)` once; returns its handle, NULL on failure.
+ * Starts a thread that calls `worker(param)` once; returns its handle, or
+ * NULL when no thread was started (ONNX Runtime's OrtCustomCreateThreadFn).
  */
 typedef lrt_custom_thread_handle (*lrt_custom_create_thread_fn)(void *options,
                                                                 lrt_thread_worker_fn worker,
                                                                 void *param);
 
 /**
- * ORT's `OrtCustomJoinThreadFn`: waits for a thread made by the create
- * function to finish.
+ * Waits until a thread made by the create function has finished (ONNX
+ * Runtime's OrtCustomJoinThreadFn).
  */
 typedef void (*lrt_custom_join_thread_fn)(lrt_custom_thread_handle handle);
 
@@ -1032,13 +1031,19 @@ int lrt_pool_num_threads(const struct lrt_pool *pool);
 int lrt_pool_current_thread_id(const struct lrt_pool *pool);
 
 /**
- * Restores the configured spin policy. NULL does nothing.
+ * A request starts (ONNX Runtime's spinning switch): restores the
+ * configured spin policy and wakes sleeping workers at once (the caller
+ * does not wait for them), so they are spinning when the request's first
+ * loop comes. Calls are counted: spinning stays on until each has been
+ * matched by `lrt_pool_disable_spinning`. NULL does nothing.
  */
 void lrt_pool_enable_spinning(struct lrt_pool *pool);
 
 /**
- * Spinning workers go to sleep at once, and idle workers sleep without
- * spinning, until `lrt_pool_enable_spinning`. NULL does nothing.
+ * A request ends: once every `lrt_pool_enable_spinning` has been matched
+ * (or when there was none), spinning workers go to sleep at once and idle
+ * workers sleep without spinning until the next
+ * `lrt_pool_enable_spinning`. Extra calls are harmless. NULL does nothing.
  */
 void lrt_pool_disable_spinning(struct lrt_pool *pool);
 

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use fuzz_common::*;
 use leanrt::ffi::pool as ffi;
-use leanrt::pool::{PoolOptions, ThreadPool};
+use leanrt::pool::PoolOptions;
 
 const OK: i32 = 0;
 const INVALID: i32 = 1;
@@ -179,7 +179,7 @@ fn counters<'a>(ctx: *mut c_void) -> &'a Counters {
 
 /// A nested loop from inside the body: must complete (no deadlock).
 fn nest(c: &Counters) {
-    let pool = c.nest_pool.load(Ordering::Relaxed) as *mut ThreadPool;
+    let pool = c.nest_pool.load(Ordering::Relaxed) as *mut ffi::lrt_pool;
     if pool.is_null() {
         return;
     }
@@ -247,7 +247,7 @@ unsafe extern "C" fn custom_create(
     options: *mut c_void,
     worker: Option<unsafe extern "C" fn(*mut c_void)>,
     param: *mut c_void,
-) -> leanrt::pool::CustomThreadHandle {
+) -> ffi::lrt_custom_thread_handle {
     assert_eq!(options as usize, 0xAB, "create_options not passed through");
     let n = CUSTOM_CALLS.fetch_add(1, Ordering::SeqCst) + 1;
     if CUSTOM_FAIL_AT.load(Ordering::SeqCst) == n {
@@ -264,7 +264,7 @@ unsafe extern "C" fn custom_create(
     Box::into_raw(Box::new(Worker(handle))).cast()
 }
 
-unsafe extern "C" fn custom_join(h: leanrt::pool::CustomThreadHandle) {
+unsafe extern "C" fn custom_join(h: ffi::lrt_custom_thread_handle) {
     assert!(!h.is_null(), "join of NULL handle");
     // SAFETY: h came from custom_create's Box::into_raw and is joined once.
     let w = unsafe { Box::from_raw(h as *mut Worker) };
@@ -275,7 +275,7 @@ unsafe extern "C" fn custom_join(h: leanrt::pool::CustomThreadHandle) {
 // ---------------------------------------------------------------------------
 
 struct Pool {
-    h: *mut ThreadPool,
+    h: *mut ffi::lrt_pool,
     /// Tasks scheduled on this pool, and the counter they increment.
     scheduled: u64,
     ran: Box<AtomicU64>,
@@ -288,7 +288,7 @@ struct Pool {
 struct Fuzz {
     rng: Rng,
     calls: u64,
-    opts: Vec<*mut PoolOptions>,
+    opts: Vec<*mut ffi::lrt_pool_options>,
     pools: Vec<Pool>,
     scheduled: u64,
     accepted_configs: u64,
@@ -296,9 +296,9 @@ struct Fuzz {
     loops: u64,
 }
 
-fn snapshot(o: *mut PoolOptions) -> PoolOptions {
+fn snapshot(o: *mut ffi::lrt_pool_options) -> PoolOptions {
     // SAFETY: o is a live handle from lrt_pool_options_create, used by this thread only.
-    unsafe { (*o).clone() }
+    unsafe { (*o).options().clone() }
 }
 
 impl Fuzz {
@@ -307,7 +307,7 @@ impl Fuzz {
         s as i32
     }
 
-    fn pick_opts(&mut self) -> Option<*mut PoolOptions> {
+    fn pick_opts(&mut self) -> Option<*mut ffi::lrt_pool_options> {
         if self.opts.is_empty() {
             None
         } else {
@@ -318,7 +318,7 @@ impl Fuzz {
     /// A setter call: on failure nothing changed and a message exists.
     fn setter(
         &mut self,
-        o: *mut PoolOptions,
+        o: *mut ffi::lrt_pool_options,
         name: &str,
         must_fail: bool,
         call: impl FnOnce() -> leanrt::ffi::lrt_status,
@@ -539,7 +539,7 @@ impl Fuzz {
             CUSTOM_FAIL_AT.store(2, Ordering::SeqCst);
         }
         let before = snapshot(o);
-        let sentinel = 0x5150 as *mut ThreadPool;
+        let sentinel = 0x5150 as *mut ffi::lrt_pool;
         let mut out = sentinel;
         mark_last_error();
         // SAFETY: live options or NULL; out valid or NULL.
@@ -606,7 +606,7 @@ impl Fuzz {
     }
 
     /// A live pool's index, or None for the NULL pool.
-    fn pick_pool(&mut self) -> (Option<usize>, *mut ThreadPool) {
+    fn pick_pool(&mut self) -> (Option<usize>, *mut ffi::lrt_pool) {
         if self.pools.is_empty() || self.rng.chance(1, 5) {
             (None, null_mut())
         } else {

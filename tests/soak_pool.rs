@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use fuzz_common::*;
 use leanrt::ffi::pool as ffi;
-use leanrt::pool::{PoolOptions, ThreadPool};
 
 const CALLERS: usize = 3;
 
@@ -46,7 +45,7 @@ unsafe impl<T> Sync for Shared<T> {}
 struct LoopCtx {
     hits: Vec<AtomicU32>,
     bad: AtomicU64,
-    nest: *mut ThreadPool,
+    nest: *mut ffi::lrt_pool,
 }
 
 fn loop_ctx<'a>(ctx: *mut c_void) -> &'a LoopCtx {
@@ -55,7 +54,7 @@ fn loop_ctx<'a>(ctx: *mut c_void) -> &'a LoopCtx {
 }
 
 impl LoopCtx {
-    fn new(n: usize, nest: *mut ThreadPool) -> Self {
+    fn new(n: usize, nest: *mut ffi::lrt_pool) -> Self {
         LoopCtx {
             hits: (0..n).map(|_| AtomicU32::new(0)).collect(),
             bad: AtomicU64::new(0),
@@ -123,7 +122,7 @@ unsafe extern "C" fn task_cb(ctx: *mut c_void) {
 }
 
 /// One random loop on `pool`, checked.
-fn one_loop(rng: &mut Rng, pool: *mut ThreadPool) -> u64 {
+fn one_loop(rng: &mut Rng, pool: *mut ffi::lrt_pool) -> u64 {
     let total = match rng.below(4) {
         0 => rng.below(8) as usize,
         1 => rng.below(100) as usize,
@@ -190,7 +189,7 @@ unsafe extern "C" fn custom_create(
     _options: *mut c_void,
     worker: Option<unsafe extern "C" fn(*mut c_void)>,
     param: *mut c_void,
-) -> leanrt::pool::CustomThreadHandle {
+) -> ffi::lrt_custom_thread_handle {
     let worker = worker.expect("worker fn");
     let p = SendPtr(param);
     let h = std::thread::spawn(move || {
@@ -202,15 +201,15 @@ unsafe extern "C" fn custom_create(
     Box::into_raw(Box::new(h)).cast()
 }
 
-unsafe extern "C" fn custom_join(h: leanrt::pool::CustomThreadHandle) {
+unsafe extern "C" fn custom_join(h: ffi::lrt_custom_thread_handle) {
     // SAFETY: made by custom_create, joined once.
     let h = unsafe { Box::from_raw(h as *mut std::thread::JoinHandle<()>) };
     h.join().expect("worker panicked");
     CUSTOM_JOINS.fetch_add(1, Ordering::SeqCst);
 }
 
-fn make_pool(threads: i32, spin_us: i32, custom: bool) -> *mut ThreadPool {
-    let mut o: *mut PoolOptions = null_mut();
+fn make_pool(threads: i32, spin_us: i32, custom: bool) -> *mut ffi::lrt_pool {
+    let mut o: *mut ffi::lrt_pool_options = null_mut();
     let mut p = null_mut();
     // SAFETY: valid out pointers; live handles.
     unsafe {

@@ -93,16 +93,65 @@ impl From<PoolStats> for lrt_pool_stats {
     }
 }
 
+/// Pool options (`lrt_pool_options_create`); opaque.
+#[allow(non_camel_case_types)]
+pub struct lrt_pool_options(PoolOptions);
+
+impl lrt_pool_options {
+    /// The options behind a C handle (for Rust code that inspects them).
+    pub fn options(&self) -> &PoolOptions {
+        &self.0
+    }
+}
+
+/// A thread pool (`lrt_pool_create`); opaque. NULL is a valid pool that
+/// runs everything on the calling thread.
+#[allow(non_camel_case_types)]
+pub struct lrt_pool(ThreadPool);
+
 /// An open parallel section (`lrt_pool_section_begin`); opaque.
-pub struct PoolSection(SectionHandle);
+#[allow(non_camel_case_types)]
+pub struct lrt_pool_section(SectionHandle);
+
+/// The function a custom thread must run once, with its parameter (ONNX
+/// Runtime's OrtThreadWorkerFn).
+#[allow(non_camel_case_types)]
+pub type lrt_thread_worker_fn = Option<unsafe extern "C" fn(param: *mut c_void)>;
+
+/// What a custom handle points to (never dereferenced by leanrt).
+#[allow(non_camel_case_types)]
+pub struct lrt_custom_thread_handle_t {
+    _private: u8,
+}
+
+/// A custom thread's handle, as the create function returns it (ONNX
+/// Runtime's OrtCustomThreadHandle).
+#[allow(non_camel_case_types)]
+pub type lrt_custom_thread_handle = *const lrt_custom_thread_handle_t;
+
+/// Starts a thread that calls `worker(param)` once; returns its handle, or
+/// NULL when no thread was started (ONNX Runtime's OrtCustomCreateThreadFn).
+#[allow(non_camel_case_types)]
+pub type lrt_custom_create_thread_fn = Option<
+    unsafe extern "C" fn(
+        options: *mut c_void,
+        worker: lrt_thread_worker_fn,
+        param: *mut c_void,
+    ) -> lrt_custom_thread_handle,
+>;
+
+/// Waits until a thread made by the create function has finished (ONNX
+/// Runtime's OrtCustomJoinThreadFn).
+#[allow(non_camel_case_types)]
+pub type lrt_custom_join_thread_fn = Option<unsafe extern "C" fn(handle: lrt_custom_thread_handle)>;
 
 /// A pool handle that may be NULL (= serial).
 ///
 /// # Safety
 /// `pool` is NULL or a live pool from `lrt_pool_create`.
-unsafe fn pool_arg<'a>(pool: *const ThreadPool) -> Option<&'a ThreadPool> {
+unsafe fn pool_arg<'a>(pool: *const lrt_pool) -> Option<&'a ThreadPool> {
     // SAFETY: NULL or valid per the caller's contract.
-    unsafe { pool.as_ref() }
+    unsafe { pool.as_ref() }.map(|p| &p.0)
 }
 
 /// The caller's context pointer, to be passed back to its callbacks from
@@ -125,11 +174,11 @@ impl Ctx {
 /// backoff, fixed blocks). On success `*out` owns them; free them with
 /// `lrt_pool_options_destroy`. `out` NULL: `LRT_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_options_create(out: *mut *mut PoolOptions) -> lrt_status {
+pub unsafe extern "C" fn lrt_pool_options_create(out: *mut *mut lrt_pool_options) -> lrt_status {
     ffi_status!("lrt_pool_options_create", {
         let out = OutPtr::new(out, "out")?;
         // SAFETY: checked non-NULL; the caller passes writable storage.
-        unsafe { out.write(into_handle(PoolOptions::default())) };
+        unsafe { out.write(into_handle(lrt_pool_options(PoolOptions::default()))) };
         Ok(())
     })
 }
@@ -137,7 +186,7 @@ pub unsafe extern "C" fn lrt_pool_options_create(out: *mut *mut PoolOptions) -> 
 /// Frees options made by `lrt_pool_options_create`; NULL does nothing.
 /// Pools already created from them are not affected.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_options_destroy(opts: *mut PoolOptions) {
+pub unsafe extern "C" fn lrt_pool_options_destroy(opts: *mut lrt_pool_options) {
     ffi_value!("lrt_pool_options_destroy", (), {
         // SAFETY: NULL or a live handle from lrt_pool_options_create, not
         // used again by the caller.
@@ -152,7 +201,7 @@ pub unsafe extern "C" fn lrt_pool_options_destroy(opts: *mut PoolOptions) {
 /// `LRT_ERR_INVALID_ARGUMENT`, and the options are unchanged.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_config(
-    opts: *mut PoolOptions,
+    opts: *mut lrt_pool_options,
     key: *const c_char,
     value: *const c_char,
 ) -> lrt_status {
@@ -160,7 +209,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_config(
         // SAFETY: each is NULL (rejected) or valid as the contract says.
         let (opts, key, value) = unsafe {
             (
-                arg_mut(opts, "opts")?,
+                &mut arg_mut(opts, "opts")?.0,
                 arg_str(key, "key")?,
                 arg_str(value, "value")?,
             )
@@ -175,24 +224,24 @@ pub unsafe extern "C" fn lrt_pool_options_set_config(
 /// LRT_POOL_MAX_THREADS]: `LRT_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_num_threads(
-    opts: *mut PoolOptions,
+    opts: *mut lrt_pool_options,
     n: c_int,
 ) -> lrt_status {
     ffi_status!("lrt_pool_options_set_num_threads", {
         // SAFETY: NULL (rejected) or live options.
-        unsafe { arg_mut(opts, "opts")? }.set_num_threads(n)
+        unsafe { arg_mut(opts, "opts")? }.0.set_num_threads(n)
     })
 }
 
 /// Allow spinning: 0 or 1 (anything else: `LRT_ERR_INVALID_ARGUMENT`).
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_spin_control(
-    opts: *mut PoolOptions,
+    opts: *mut lrt_pool_options,
     allow: c_int,
 ) -> lrt_status {
     ffi_status!("lrt_pool_options_set_spin_control", {
         // SAFETY: NULL (rejected) or live options.
-        unsafe { arg_mut(opts, "opts")? }.set_spin_control(allow)
+        unsafe { arg_mut(opts, "opts")? }.0.set_spin_control(allow)
     })
 }
 
@@ -201,12 +250,12 @@ pub unsafe extern "C" fn lrt_pool_options_set_spin_control(
 /// (calibrated), at most LRT_POOL_MAX_SPIN_US.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_spin_duration_us(
-    opts: *mut PoolOptions,
+    opts: *mut lrt_pool_options,
     us: c_int,
 ) -> lrt_status {
     ffi_status!("lrt_pool_options_set_spin_duration_us", {
         // SAFETY: NULL (rejected) or live options.
-        unsafe { arg_mut(opts, "opts")? }.set_spin_duration_us(us)
+        unsafe { arg_mut(opts, "opts")? }.0.set_spin_duration_us(us)
     })
 }
 
@@ -215,12 +264,14 @@ pub unsafe extern "C" fn lrt_pool_options_set_spin_duration_us(
 /// wall-clock budget stays the same. Below 1: `LRT_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_spin_backoff_max(
-    opts: *mut PoolOptions,
+    opts: *mut lrt_pool_options,
     max: c_int,
 ) -> lrt_status {
     ffi_status!("lrt_pool_options_set_spin_backoff_max", {
         // SAFETY: NULL (rejected) or live options.
-        unsafe { arg_mut(opts, "opts")? }.set_spin_backoff_max(max)
+        unsafe { arg_mut(opts, "opts")? }
+            .0
+            .set_spin_backoff_max(max)
     })
 }
 
@@ -229,12 +280,14 @@ pub unsafe extern "C" fn lrt_pool_options_set_spin_backoff_max(
 /// `LRT_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_dynamic_block_base(
-    opts: *mut PoolOptions,
+    opts: *mut lrt_pool_options,
     base: c_int,
 ) -> lrt_status {
     ffi_status!("lrt_pool_options_set_dynamic_block_base", {
         // SAFETY: NULL (rejected) or live options.
-        unsafe { arg_mut(opts, "opts")? }.set_dynamic_block_base(base)
+        unsafe { arg_mut(opts, "opts")? }
+            .0
+            .set_dynamic_block_base(base)
     })
 }
 
@@ -243,12 +296,17 @@ pub unsafe extern "C" fn lrt_pool_options_set_dynamic_block_base(
 /// worker). Checked against the process's CPUs when the pool is created.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_affinity(
-    opts: *mut PoolOptions,
+    opts: *mut lrt_pool_options,
     affinity: *const c_char,
 ) -> lrt_status {
     ffi_status!("lrt_pool_options_set_affinity", {
         // SAFETY: each is NULL (rejected) or valid as the contract says.
-        let (opts, affinity) = unsafe { (arg_mut(opts, "opts")?, arg_str(affinity, "affinity")?) };
+        let (opts, affinity) = unsafe {
+            (
+                &mut arg_mut(opts, "opts")?.0,
+                arg_str(affinity, "affinity")?,
+            )
+        };
         opts.set_affinity(affinity)
     })
 }
@@ -256,12 +314,12 @@ pub unsafe extern "C" fn lrt_pool_options_set_affinity(
 /// Flush denormals to zero (FTZ and DAZ) on the worker threads: 0 or 1.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_denormal_as_zero(
-    opts: *mut PoolOptions,
+    opts: *mut lrt_pool_options,
     on: c_int,
 ) -> lrt_status {
     ffi_status!("lrt_pool_options_set_denormal_as_zero", {
         // SAFETY: NULL (rejected) or live options.
-        let opts = unsafe { arg_mut(opts, "opts")? };
+        let opts = &mut unsafe { arg_mut(opts, "opts")? }.0;
         opts.set_denormal_as_zero(options::flag(on, "on")?);
         Ok(())
     })
@@ -270,12 +328,12 @@ pub unsafe extern "C" fn lrt_pool_options_set_denormal_as_zero(
 /// Worker thread name prefix: a non-empty NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_name(
-    opts: *mut PoolOptions,
+    opts: *mut lrt_pool_options,
     name: *const c_char,
 ) -> lrt_status {
     ffi_status!("lrt_pool_options_set_name", {
         // SAFETY: each is NULL (rejected) or valid as the contract says.
-        let (opts, name) = unsafe { (arg_mut(opts, "opts")?, arg_str(name, "name")?) };
+        let (opts, name) = unsafe { (&mut arg_mut(opts, "opts")?.0, arg_str(name, "name")?) };
         opts.set_name(name)
     })
 }
@@ -288,12 +346,12 @@ pub unsafe extern "C" fn lrt_pool_options_set_name(
 /// and this setting is not used.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_stack_size(
-    opts: *mut PoolOptions,
+    opts: *mut lrt_pool_options,
     bytes: usize,
 ) -> lrt_status {
     ffi_status!("lrt_pool_options_set_stack_size", {
         // SAFETY: NULL (rejected) or live options.
-        unsafe { arg_mut(opts, "opts")? }.set_stack_size(bytes)
+        unsafe { arg_mut(opts, "opts")? }.0.set_stack_size(bytes)
     })
 }
 
@@ -308,14 +366,23 @@ pub unsafe extern "C" fn lrt_pool_options_set_stack_size(
 /// restores leanrt's own threads.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_custom_thread_fns(
-    opts: *mut PoolOptions,
-    create: CustomCreateThreadFn,
+    opts: *mut lrt_pool_options,
+    create: lrt_custom_create_thread_fn,
     create_options: *mut c_void,
-    join: CustomJoinThreadFn,
+    join: lrt_custom_join_thread_fn,
 ) -> lrt_status {
     ffi_status!("lrt_pool_options_set_custom_thread_fns", {
         // SAFETY: NULL (rejected) or live options.
-        let opts = unsafe { arg_mut(opts, "opts")? };
+        let opts = &mut unsafe { arg_mut(opts, "opts")? }.0;
+        // SAFETY: the C and the core signatures differ only in the type the
+        // handle pointer points to (opaque on both sides, never
+        // dereferenced), so the function pointers have the same ABI.
+        let (create, join) = unsafe {
+            (
+                std::mem::transmute::<lrt_custom_create_thread_fn, CustomCreateThreadFn>(create),
+                std::mem::transmute::<lrt_custom_join_thread_fn, CustomJoinThreadFn>(join),
+            )
+        };
         // SAFETY: the C caller accepts the contract above, which is the
         // core's contract for these functions.
         unsafe { opts.set_custom_thread_fns(create, create_options, join) }
@@ -328,14 +395,15 @@ pub unsafe extern "C" fn lrt_pool_options_set_custom_thread_fns(
 /// `LRT_ERR_NO_MEMORY`, `*out` untouched.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_create(
-    opts: *const PoolOptions,
-    out: *mut *mut ThreadPool,
+    opts: *const lrt_pool_options,
+    out: *mut *mut lrt_pool,
 ) -> lrt_status {
     ffi_status!("lrt_pool_create", {
         let out = OutPtr::new(out, "out")?;
         // SAFETY: NULL (rejected) or live options.
         let opts = unsafe { arg_ref(opts, "opts")? };
-        let handle = ThreadPool::create(opts)?.map_or(std::ptr::null_mut(), into_handle);
+        let handle =
+            ThreadPool::create(&opts.0)?.map_or(std::ptr::null_mut(), |p| into_handle(lrt_pool(p)));
         // SAFETY: checked non-NULL; the caller passes writable storage.
         unsafe { out.write(handle) };
         Ok(())
@@ -351,7 +419,7 @@ pub unsafe extern "C" fn lrt_pool_create(
 /// destroyed from elsewhere. In a forked child, destroying an inherited
 /// pool returns at once (its threads do not exist there; see docs/POOL.md).
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_destroy(pool: *mut ThreadPool) {
+pub unsafe extern "C" fn lrt_pool_destroy(pool: *mut lrt_pool) {
     ffi_value!("lrt_pool_destroy", (), {
         // SAFETY: NULL or a live pool, per the contract.
         if let Some(p) = unsafe { pool_arg(pool) } {
@@ -370,7 +438,7 @@ pub unsafe extern "C" fn lrt_pool_destroy(pool: *mut ThreadPool) {
 /// NULL `fn`: nothing runs, and the error is recorded for `lrt_last_error`.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_try_parallel_for(
-    pool: *mut ThreadPool,
+    pool: *mut lrt_pool,
     total: isize,
     cost_per_unit: f64,
     func: RangeFn,
@@ -393,7 +461,7 @@ pub unsafe extern "C" fn lrt_pool_try_parallel_for(
 /// bytes loaded, bytes stored and compute cycles (`cost` must not be NULL).
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_try_parallel_for_cost(
-    pool: *mut ThreadPool,
+    pool: *mut lrt_pool,
     total: isize,
     cost: *const lrt_tensor_op_cost,
     func: RangeFn,
@@ -416,7 +484,7 @@ pub unsafe extern "C" fn lrt_pool_try_parallel_for_cost(
 /// [0, total), from several threads at once.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_try_simple_parallel_for(
-    pool: *mut ThreadPool,
+    pool: *mut lrt_pool,
     total: isize,
     func: IndexFn,
     ctx: *mut c_void,
@@ -438,7 +506,7 @@ pub unsafe extern "C" fn lrt_pool_try_simple_parallel_for(
 /// `fn(ctx, i)` for its indices.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_try_batch_parallel_for(
-    pool: *mut ThreadPool,
+    pool: *mut lrt_pool,
     total: isize,
     func: IndexFn,
     ctx: *mut c_void,
@@ -486,7 +554,7 @@ pub unsafe extern "C" fn lrt_partition_work(
 /// calling thread instead when `pool` is NULL or the chosen queue is full.
 /// Destroying the pool runs every task still queued.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_schedule(pool: *mut ThreadPool, func: TaskFn, ctx: *mut c_void) {
+pub unsafe extern "C" fn lrt_pool_schedule(pool: *mut lrt_pool, func: TaskFn, ctx: *mut c_void) {
     ffi_value!("lrt_pool_schedule", (), {
         let f = func.ok_or_else(|| null_arg("fn"))?;
         let ctx = Ctx(ctx);
@@ -505,7 +573,7 @@ pub unsafe extern "C" fn lrt_pool_schedule(pool: *mut ThreadPool, func: TaskFn, 
 /// `LRT_ERR_INVALID_ARGUMENT`, nothing runs.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_kernel_parallel_for(
-    pool: *mut ThreadPool,
+    pool: *mut lrt_pool,
     func: KernelFn,
     total: usize,
     num_batch: usize,
@@ -535,8 +603,8 @@ pub unsafe extern "C" fn lrt_kernel_parallel_for(
 /// outside a section do. `out` NULL: `LRT_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_section_begin(
-    pool: *mut ThreadPool,
-    out: *mut *mut PoolSection,
+    pool: *mut lrt_pool,
+    out: *mut *mut lrt_pool_section,
 ) -> lrt_status {
     ffi_status!("lrt_pool_section_begin", {
         let out = OutPtr::new(out, "out")?;
@@ -545,7 +613,7 @@ pub unsafe extern "C" fn lrt_pool_section_begin(
         }
         // SAFETY: NULL or a live pool.
         let handle = match unsafe { pool_arg(pool) } {
-            Some(p) => into_handle(PoolSection(p.begin_section()?)),
+            Some(p) => into_handle(lrt_pool_section(p.begin_section()?)),
             None => std::ptr::null_mut(),
         };
         // SAFETY: checked non-NULL; the caller passes writable storage.
@@ -560,7 +628,7 @@ pub unsafe extern "C" fn lrt_pool_section_begin(
 /// `lrt_last_error` (the section stays open and the handle valid). After
 /// the pool was destroyed it only frees the handle.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_section_end(section: *mut PoolSection) {
+pub unsafe extern "C" fn lrt_pool_section_end(section: *mut lrt_pool_section) {
     ffi_value!("lrt_pool_section_end", (), {
         if section.is_null() {
             return Ok(());
@@ -578,10 +646,10 @@ pub unsafe extern "C" fn lrt_pool_section_end(section: *mut PoolSection) {
 /// `LRT_ERR_INVALID_ARGUMENT`. A pool inherited across fork():
 /// `LRT_ERR_STATE`.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_start_profiling(pool: *mut ThreadPool) -> lrt_status {
+pub unsafe extern "C" fn lrt_pool_start_profiling(pool: *mut lrt_pool) -> lrt_status {
     ffi_status!("lrt_pool_start_profiling", {
         // SAFETY: NULL (rejected) or a live pool.
-        unsafe { arg_ref(pool, "pool")? }.start_profiling()
+        unsafe { arg_ref(pool, "pool")? }.0.start_profiling()
     })
 }
 
@@ -594,14 +662,14 @@ pub unsafe extern "C" fn lrt_pool_start_profiling(pool: *mut ThreadPool) -> lrt_
 /// `LRT_ERR_STATE`, `*json_out` untouched.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_stop_profiling(
-    pool: *mut ThreadPool,
+    pool: *mut lrt_pool,
     json_out: *mut *mut c_char,
 ) -> lrt_status {
     ffi_status!("lrt_pool_stop_profiling", {
         let out = OutPtr::new(json_out, "json_out")?;
         // SAFETY: NULL (rejected) or a live pool.
         let pool = unsafe { arg_ref(pool, "pool")? };
-        let json = pool.stop_profiling()?;
+        let json = pool.0.stop_profiling()?;
         let json = CString::new(json).map_err(|_| Error::internal("NUL in profiling report"))?;
         // SAFETY: checked non-NULL; the caller passes writable storage.
         unsafe { out.write(json.into_raw()) };
@@ -625,7 +693,7 @@ pub unsafe extern "C" fn lrt_string_free(s: *mut c_char) {
 /// Degree of parallelism (thread count, times 4 on hybrid CPUs); 1 for
 /// NULL.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_degree_of_parallelism(pool: *const ThreadPool) -> c_int {
+pub unsafe extern "C" fn lrt_pool_degree_of_parallelism(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_degree_of_parallelism", 1, {
         // SAFETY: NULL or a live pool.
         let pool = unsafe { pool_arg(pool) };
@@ -635,7 +703,7 @@ pub unsafe extern "C" fn lrt_pool_degree_of_parallelism(pool: *const ThreadPool)
 
 /// 1 if loops may run in parallel (degree of parallelism > 1), else 0.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_should_parallelize(pool: *const ThreadPool) -> c_int {
+pub unsafe extern "C" fn lrt_pool_should_parallelize(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_should_parallelize", 0, {
         // SAFETY: NULL or a live pool.
         let pool = unsafe { pool_arg(pool) };
@@ -645,7 +713,7 @@ pub unsafe extern "C" fn lrt_pool_should_parallelize(pool: *const ThreadPool) ->
 
 /// Worker threads (ONNX Runtime's NumThreads): thread count - 1; 0 for NULL.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_num_threads(pool: *const ThreadPool) -> c_int {
+pub unsafe extern "C" fn lrt_pool_num_threads(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_num_threads", 0, {
         // SAFETY: NULL or a live pool.
         let pool = unsafe { pool_arg(pool) };
@@ -656,7 +724,7 @@ pub unsafe extern "C" fn lrt_pool_num_threads(pool: *const ThreadPool) -> c_int 
 /// 0 .. lrt_pool_num_threads() - 1 when called on a worker thread of
 /// `pool`, -1 on any other thread (and for NULL).
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_current_thread_id(pool: *const ThreadPool) -> c_int {
+pub unsafe extern "C" fn lrt_pool_current_thread_id(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_current_thread_id", -1, {
         // SAFETY: NULL or a live pool.
         let pool = unsafe { pool_arg(pool) };
@@ -664,9 +732,13 @@ pub unsafe extern "C" fn lrt_pool_current_thread_id(pool: *const ThreadPool) -> 
     })
 }
 
-/// Restores the configured spin policy. NULL does nothing.
+/// A request starts (ONNX Runtime's spinning switch): restores the
+/// configured spin policy and wakes sleeping workers at once (the caller
+/// does not wait for them), so they are spinning when the request's first
+/// loop comes. Calls are counted: spinning stays on until each has been
+/// matched by `lrt_pool_disable_spinning`. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_enable_spinning(pool: *mut ThreadPool) {
+pub unsafe extern "C" fn lrt_pool_enable_spinning(pool: *mut lrt_pool) {
     ffi_value!("lrt_pool_enable_spinning", (), {
         // SAFETY: NULL or a live pool.
         if let Some(p) = unsafe { pool_arg(pool) } {
@@ -676,10 +748,12 @@ pub unsafe extern "C" fn lrt_pool_enable_spinning(pool: *mut ThreadPool) {
     })
 }
 
-/// Spinning workers go to sleep at once, and idle workers sleep without
-/// spinning, until `lrt_pool_enable_spinning`. NULL does nothing.
+/// A request ends: once every `lrt_pool_enable_spinning` has been matched
+/// (or when there was none), spinning workers go to sleep at once and idle
+/// workers sleep without spinning until the next
+/// `lrt_pool_enable_spinning`. Extra calls are harmless. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn lrt_pool_disable_spinning(pool: *mut ThreadPool) {
+pub unsafe extern "C" fn lrt_pool_disable_spinning(pool: *mut lrt_pool) {
     ffi_value!("lrt_pool_disable_spinning", (), {
         // SAFETY: NULL or a live pool.
         if let Some(p) = unsafe { pool_arg(pool) } {
@@ -694,7 +768,7 @@ pub unsafe extern "C" fn lrt_pool_disable_spinning(pool: *mut ThreadPool) {
 /// not allow a type and a function with one name, hence lrt_pool_get_stats.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_get_stats(
-    pool: *const ThreadPool,
+    pool: *const lrt_pool,
     out: *mut lrt_pool_stats,
 ) -> lrt_status {
     ffi_status!("lrt_pool_get_stats", {

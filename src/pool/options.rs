@@ -84,6 +84,7 @@ pub struct PoolOptions {
     pub(crate) denormal_as_zero: bool,
     pub(crate) name: String,
     pub(crate) force_spinning_stop: bool,
+    pub(crate) adaptive_spin: bool,
     pub(crate) force_hybrid: bool,
     pub(crate) custom_threads: Option<CustomThreadFns>,
     /// Stack size of each worker thread leanrt starts; 0: the platform's
@@ -103,6 +104,7 @@ impl Default for PoolOptions {
             denormal_as_zero: false,
             name: "leanrt-pool".to_owned(),
             force_spinning_stop: false,
+            adaptive_spin: false,
             force_hybrid: false,
             custom_threads: None,
             stack_size: 0,
@@ -155,7 +157,8 @@ impl PoolOptions {
     /// `session.intra_op.spin_backoff_max` (integer >= 1, capped at 64),
     /// `session.dynamic_block_base` (integer >= 0),
     /// `session.intra_op_thread_affinities` (ORT affinity string),
-    /// `session.force_spinning_stop` ("0"/"1").
+    /// `session.force_spinning_stop` ("0"/"1"),
+    /// `leanrt.intra_op.adaptive_spin` ("0"/"1", leanrt's own key).
     pub fn set_config(&mut self, key: &str, value: &str) -> Result<()> {
         match key {
             "session.intra_op.allow_spinning" => {
@@ -171,6 +174,10 @@ impl PoolOptions {
             }
             "session.dynamic_block_base" => self.set_dynamic_block_base(parse_int(key, value)?),
             "session.intra_op_thread_affinities" => self.set_affinity(value),
+            "leanrt.intra_op.adaptive_spin" => {
+                self.adaptive_spin = parse_bool(key, value)?;
+                Ok(())
+            }
             "session.force_spinning_stop" => {
                 self.force_spinning_stop = parse_bool(key, value)?;
                 Ok(())
@@ -345,6 +352,11 @@ impl PoolOptions {
     pub fn force_spinning_stop(&self) -> bool {
         self.force_spinning_stop
     }
+    /// Whether the spin budget adapts to the gaps between loops
+    /// (`leanrt.intra_op.adaptive_spin`).
+    pub fn adaptive_spin(&self) -> bool {
+        self.adaptive_spin
+    }
     /// The worker stack size (0: the platform's default).
     pub fn stack_size(&self) -> usize {
         self.stack_size
@@ -366,6 +378,8 @@ mod tests {
             .unwrap();
         o.set_config("session.dynamic_block_base", "4").unwrap();
         o.set_config("session.force_spinning_stop", "1").unwrap();
+        o.set_config("leanrt.intra_op.adaptive_spin", "1").unwrap();
+        assert!(o.adaptive_spin());
         o.set_config("session.intra_op_thread_affinities", "1;2")
             .unwrap();
         assert_eq!(
@@ -389,6 +403,7 @@ mod tests {
             ("session.intra_op.allow_spinning", "yes"),
             ("session.dynamic_block_base", "-1"),
             ("session.force_spinning_stop", "2"),
+            ("leanrt.intra_op.adaptive_spin", "yes"),
             ("session.intra_op_thread_affinities", "0;1"),
             ("session.no_such_key", "1"),
         ] {

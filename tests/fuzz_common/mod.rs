@@ -523,9 +523,9 @@ pub unsafe extern "C" fn count_kernel(ctx: *mut c_void, _i: usize) {
 }
 
 /// A pool through the C ABI with `threads` threads and a spin budget.
-pub fn c_pool(threads: i32, spin_us: i32) -> *mut leanrt::pool::ThreadPool {
+pub fn c_pool(threads: i32, spin_us: i32) -> *mut leanrt::ffi::pool::lrt_pool {
     use leanrt::ffi::pool as ffi;
-    let mut o: *mut leanrt::pool::PoolOptions = std::ptr::null_mut();
+    let mut o: *mut leanrt::ffi::pool::lrt_pool_options = std::ptr::null_mut();
     let mut p = std::ptr::null_mut();
     // SAFETY: valid out pointers, live handles.
     unsafe {

@@ -9,8 +9,10 @@
 //! one loop gate), `slot.rs` (the broadcast slot), `sleep.rs` (the event
 //! count), `section.rs` (parallel sections), `profile.rs` (counters and
 //! the profiling report), `fork.rs` (pools inherited by a forked child),
-//! `sync.rs` (the primitives loom replaces). The protocol and its
+//! `adaptive.rs` (the adaptive spin budget), `sync.rs` (the primitives loom
+//! replaces). The protocol and its
 //! invariants are in `src/pool/README.md`.
+mod adaptive;
 mod fork;
 mod gate;
 mod profile;
@@ -34,7 +36,7 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -100,9 +102,14 @@ struct Shared {
     next_section: AtomicU64,
     shutdown: AtomicBool,
     spin_enabled: AtomicBool,
+    /// Requests in progress: `enable_spinning` calls not yet matched by a
+    /// `disable_spinning`.
+    requests: AtomicUsize,
     force_stop: bool,
     loops_active: AtomicUsize,
     policy: SpinPolicy,
+    /// The adaptive spin budget (`leanrt.intra_op.adaptive_spin`).
+    adaptive: Option<adaptive::Adaptive>,
     counters: Box<[Padded<Counters>]>,
     callers: Padded<CallerCounters>,
     profiling: AtomicBool,
@@ -247,6 +254,11 @@ impl ThreadPool {
             || cpu::is_hybrid();
         let dop = n as i32 * if hybrid { 4 } else { 1 };
         let locals: Vec<Worker<Job>> = (0..workers).map(|_| Worker::new_lifo()).collect();
+        let policy = SpinPolicy::new(
+            opts.allow_spinning,
+            opts.spin_duration_us,
+            opts.spin_backoff_max,
+        );
         let shared = Arc::new(Shared {
             id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
             injectors: (0..workers).map(|_| Injector::new()).collect(),
@@ -259,13 +271,14 @@ impl ThreadPool {
             next_section: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             spin_enabled: AtomicBool::new(true),
+            requests: AtomicUsize::new(0),
             force_stop: opts.force_spinning_stop,
             loops_active: AtomicUsize::new(0),
-            policy: SpinPolicy::new(
-                opts.allow_spinning,
-                opts.spin_duration_us,
-                opts.spin_backoff_max,
-            ),
+            policy,
+            adaptive: opts
+                .adaptive_spin
+                .then(|| adaptive::Adaptive::new(&policy))
+                .flatten(),
             counters: (0..workers).map(|_| Padded::default()).collect(),
             callers: Padded::default(),
             profiling: AtomicBool::new(false),
@@ -367,15 +380,36 @@ impl ThreadPool {
         current(self.shared.id).map_or(-1, |w| w.index as i32)
     }
 
-    /// Restores the configured spin policy.
+    /// A request starts (ORT's spinning switch): restores the configured
+    /// spin policy and wakes the sleeping workers at once, without waiting
+    /// for them, so that they are spinning when the request's first loop
+    /// comes. Counted: spinning stays on until every `enable_spinning` has
+    /// been matched by a `disable_spinning` (with `force_spinning_stop`,
+    /// workers may spin while a request is open even between loops).
     pub fn enable_spinning(&self) {
-        self.shared.spin_enabled.store(true, Ordering::Relaxed);
+        let shared = &self.shared;
+        shared.requests.fetch_add(1, Ordering::Relaxed);
+        shared.spin_enabled.store(true, Ordering::Relaxed);
+        if !self.forked() && shared.policy.pauses > 0 {
+            shared.wake(usize::MAX);
+        }
     }
 
-    /// Spinning workers stop spinning and go to sleep at once (they test
-    /// the flag every spin iteration); idle workers sleep without spinning.
+    /// A request ends: when no `enable_spinning` is left unmatched (or
+    /// none was made), spinning workers stop spinning and go to sleep at
+    /// once (they test the flag every spin iteration), and idle workers
+    /// sleep without spinning until the next `enable_spinning`.
     pub fn disable_spinning(&self) {
-        self.shared.spin_enabled.store(false, Ordering::Relaxed);
+        let shared = &self.shared;
+        let left = shared
+            .requests
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(n.saturating_sub(1))
+            })
+            .map_or(0, |n| n.saturating_sub(1));
+        if left == 0 {
+            shared.spin_enabled.store(false, Ordering::Relaxed);
+        }
     }
 
     /// Counters summed over the workers.
@@ -507,7 +541,10 @@ impl ThreadPool {
         if helpers == 0 {
             let t0 = shared.profiling.load(Ordering::Relaxed).then(Instant::now);
             let blocks = work(0);
-            profile::record(shared, None, blocks, t0);
+            if t0.is_some() {
+                let me = current(shared.id).map(|w| w.index);
+                profile::record(shared, me, blocks, t0);
+            }
             return;
         }
         // SAFETY: extends the borrow of `work` to 'static for the LoopJob.
@@ -528,6 +565,9 @@ impl ThreadPool {
         let me = current(shared.id).map(|w| w.index);
         if shared.force_stop {
             shared.loops_active.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(a) = &shared.adaptive {
+            a.loop_started();
         }
         if let Some(tag) = section::lead_loop(shared) {
             // A loop of the section this thread leads: the slot is ours
@@ -579,6 +619,9 @@ impl ThreadPool {
         if self.shared.force_stop {
             self.shared.loops_active.fetch_sub(1, Ordering::Relaxed);
         }
+        if let Some(a) = &self.shared.adaptive {
+            a.loop_ended();
+        }
         let panic = job.panic.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(p) = panic {
             resume_unwind(p);
@@ -602,14 +645,44 @@ impl LoopJob {
     }
 }
 
+/// What a forked child keeps of a destroyed inherited pool: its shared
+/// state and thread handles, reachable from a static list for the rest of
+/// the child's life (see `Drop`: they cannot be freed safely).
+struct Kept {
+    _shared: Arc<Shared>,
+    _threads: Vec<ThreadHandle>,
+    next: *mut Kept,
+}
+
+static KEPT: AtomicPtr<Kept> = AtomicPtr::new(std::ptr::null_mut());
+
+fn keep_inherited(shared: Arc<Shared>, threads: Vec<ThreadHandle>) {
+    let node = Box::into_raw(Box::new(Kept {
+        _shared: shared,
+        _threads: threads,
+        next: std::ptr::null_mut(),
+    }));
+    let mut head = KEPT.load(Ordering::Relaxed);
+    loop {
+        // SAFETY: `node` is ours until the CAS below publishes it; nothing
+        // reads the list (it only keeps the nodes reachable).
+        unsafe { (*node).next = head };
+        match KEPT.compare_exchange_weak(head, node, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(now) => head = now,
+        }
+    }
+}
+
 impl Drop for ThreadPool {
     fn drop(&mut self) {
         if self.forked() {
             // A forked child: the workers do not exist here, and the
             // queues and locks are a copy of the parent's that a thread
             // which no longer exists may have been changing. Touch none of
-            // it: no join, no drain; the memory stays as the parent left it.
-            std::mem::forget(std::mem::take(&mut self.threads));
+            // it: no join, no drain, no free; the state stays reachable
+            // (a leak checker sees it as such) until the child exits.
+            keep_inherited(self.shared.clone(), std::mem::take(&mut self.threads));
             return;
         }
         let shared = &*self.shared;

@@ -274,11 +274,15 @@ fn has_work(shared: &Shared, me: &WorkerLocal) -> bool {
         || shared.stealers.iter().any(|s| !s.is_empty())
 }
 
-/// Whether an idle worker may keep spinning now.
+/// Whether an idle worker may keep spinning now: spinning enabled, no
+/// shutdown, and with `force_spinning_stop` a loop or a request (an
+/// unmatched `enable_spinning`) in progress.
 fn may_spin(shared: &Shared) -> bool {
     shared.spin_enabled.load(Ordering::Relaxed)
         && !shared.shutdown.load(Ordering::Relaxed)
-        && (!shared.force_stop || shared.loops_active.load(Ordering::Relaxed) > 0)
+        && (!shared.force_stop
+            || shared.loops_active.load(Ordering::Relaxed) > 0
+            || shared.requests.load(Ordering::Relaxed) > 0)
 }
 
 /// The spin phase of an idle worker: polls the slot and the queues.
@@ -292,7 +296,13 @@ fn spin(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64) ->
 /// budget or the wall-clock deadline is spent, or spinning is disabled
 /// (false).
 fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) -> bool {
-    let budget = shared.policy.pauses;
+    let (budget, deadline_ns) = match &shared.adaptive {
+        Some(a) => {
+            let (pauses, ns) = a.budget(&shared.policy);
+            (pauses, Some(ns))
+        }
+        None => (shared.policy.pauses, shared.policy.deadline_ns),
+    };
     if budget == 0 {
         return false;
     }
@@ -301,10 +311,7 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
     let mut hit = false;
     // A microsecond budget is wall-clock time, not only pauses: the polls
     // between the pauses cost time too (see `SpinPolicy`).
-    let deadline = shared
-        .policy
-        .deadline_ns
-        .map(|ns| (Instant::now(), Duration::from_nanos(ns)));
+    let deadline = deadline_ns.map(|ns| (Instant::now(), Duration::from_nanos(ns)));
     while spent < budget && may_spin(shared) {
         if found() {
             hit = true;

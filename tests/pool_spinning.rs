@@ -1,0 +1,103 @@
+//! The spinning switch (enable/disable as request boundaries, counted
+//! across callers, enable waking sleepers) and the adaptive spin budget.
+//! No timing is asserted: waits are bounded polls of the pool's counters.
+use leanrt::pool::{try_simple_parallel_for, PoolOptions, ThreadPool};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+fn pool(spin_us: i32, extra: &[(&str, &str)]) -> ThreadPool {
+    let mut o = PoolOptions::default();
+    o.set_num_threads(3).unwrap();
+    o.set_spin_duration_us(spin_us).unwrap();
+    for (k, v) in extra {
+        o.set_config(k, v).unwrap();
+    }
+    ThreadPool::create(&o).unwrap().unwrap()
+}
+
+/// Polls until `cond` holds (true) or `secs` passed (false).
+fn wait_until(secs: f64, cond: impl Fn() -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed().as_secs_f64() < secs {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    cond()
+}
+
+fn loop_once(p: &ThreadPool, n: usize) {
+    let h: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
+    try_simple_parallel_for(Some(p), n as isize, &|i| {
+        h[i as usize].fetch_add(1, Ordering::Relaxed);
+    });
+    assert!(h.iter().all(|x| x.load(Ordering::Relaxed) == 1));
+}
+
+#[test]
+fn enable_wakes_sleepers_and_disable_puts_them_back() {
+    let p = pool(1000, &[]);
+    loop_once(&p, 100);
+    p.disable_spinning();
+    assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
+    let before = p.stats().wakeups;
+    p.enable_spinning(); // a request starts: sleepers are woken at once
+    assert!(wait_until(10.0, || p.stats().wakeups >= before + 2));
+    loop_once(&p, 100);
+    p.disable_spinning();
+    assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
+}
+
+#[test]
+fn concurrent_requests_are_counted() {
+    // A 10 s budget: while any request is open the workers may spin; once
+    // the last one ended they sleep.
+    let p = pool(leanrt::ffi::pool::LRT_POOL_MAX_SPIN_US, &[]);
+    p.enable_spinning();
+    p.enable_spinning();
+    loop_once(&p, 100);
+    p.disable_spinning();
+    loop_once(&p, 100);
+    p.disable_spinning();
+    assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
+    // Extra disables do not go below zero: one enable turns spinning on.
+    p.disable_spinning();
+    p.enable_spinning();
+    loop_once(&p, 100);
+    p.disable_spinning();
+    assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
+}
+
+#[test]
+fn force_spinning_stop_with_requests() {
+    let p = pool(1000, &[("session.force_spinning_stop", "1")]);
+    for _ in 0..5 {
+        p.enable_spinning();
+        for _ in 0..20 {
+            loop_once(&p, 50);
+        }
+        p.disable_spinning();
+    }
+    assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
+}
+
+#[test]
+fn adaptive_spin_runs_loops_and_sleeps_after_a_burst() {
+    for budget in [-1, 1000] {
+        let p = pool(budget, &[("leanrt.intra_op.adaptive_spin", "1")]);
+        for _ in 0..3 {
+            for _ in 0..200 {
+                loop_once(&p, 64);
+            }
+            assert!(wait_until(30.0, || p.stats().workers_asleep == 2));
+        }
+        if budget == -1 {
+            p.disable_spinning();
+        }
+    }
+    // Without spinning there is nothing to adapt.
+    let p = pool(0, &[("leanrt.intra_op.adaptive_spin", "1")]);
+    loop_once(&p, 64);
+    assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
+}
