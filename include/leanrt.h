@@ -126,13 +126,6 @@
  */
 #define LRT_DEFAULT_HEAP_SIZE 268435456
 
-
-
-/**
- * Most helpers one loop admits.
- */
-#define MAX_HELPERS (size_t)FIELD_MASK
-
 /**
  * Number of fanin ids a payload holds.
  */
@@ -149,17 +142,8 @@
 #define LRT_MAX_SCALARS 16
 
 /**
- * The largest compact image COMPACT gathers on the host and ships in one
- * copy; larger images go straight to their compact offsets. At about 6 GB/s
- * of single-thread gather and 10 us per device copy, gathering more costs
- * more than the three copies it saves.
- */
-#define COMPACT_GATHER_MAX_BYTES (192 * 1024)
-
-/**
- * Status codes of the C ABI. `LRT_OK` is 0; every other value names an
- * [`ErrorKind`]. The variants carry their C names because cbindgen emits
- * them verbatim.
+ * What a leanrt call returns: LRT_OK (0) on success, otherwise the kind of
+ * failure; lrt_last_error then gives the message on the same thread.
  */
 typedef enum lrt_status {
   /**
@@ -236,18 +220,6 @@ typedef enum lrt_upload_policy {
    */
   LRT_UPLOAD_AUTO = 3,
 } lrt_upload_policy;
-
-/**
- * What one host-to-device copy costs: a fixed latency plus bytes over
- * bandwidth.
- */
-typedef struct CopyCost CopyCost;
-
-/**
- * What AUTO decides with: the device's per-copy cost and the host's gather
- * bandwidth.
- */
-typedef struct CostModel CostModel;
 
 /**
  * What a custom handle points to (never dereferenced by leanrt).
@@ -676,8 +648,6 @@ typedef struct lrt_upload_report {
   enum lrt_upload_policy path;
 } lrt_upload_report;
 
-
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -693,15 +663,14 @@ const char *lrt_status_str(int status);
  * Copies this thread's message for its last failed call into `buf`
  * (NUL-terminated, truncated to `len - 1` bytes) and returns the message's
  * full length without the NUL, as snprintf does. With no failure yet the
- * message is empty. `buf` may be NULL when `len` is 0, to ask for the length.
- *
- * # Safety
- * `buf` is NULL or valid for writes of `len` bytes.
+ * message is empty. `buf` may be NULL when `len` is 0, to ask for the length;
+ * otherwise it must point to `len` writable bytes. Messages are per thread:
+ * read it on the thread that made the failed call, before its next failure.
  */
 size_t lrt_last_error(char *buf, size_t len);
 
 /**
- * `"leanrt X.Y.Z"`: a static string, never NULL.
+ * The version, "leanrt X.Y.Z": a static string, never NULL, never freed.
  */
 const char *lrt_version(void);
 

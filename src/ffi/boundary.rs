@@ -179,10 +179,9 @@ pub extern "C" fn lrt_status_str(status: c_int) -> *const c_char {
 /// Copies this thread's message for its last failed call into `buf`
 /// (NUL-terminated, truncated to `len - 1` bytes) and returns the message's
 /// full length without the NUL, as snprintf does. With no failure yet the
-/// message is empty. `buf` may be NULL when `len` is 0, to ask for the length.
-///
-/// # Safety
-/// `buf` is NULL or valid for writes of `len` bytes.
+/// message is empty. `buf` may be NULL when `len` is 0, to ask for the length;
+/// otherwise it must point to `len` writable bytes. Messages are per thread:
+/// read it on the thread that made the failed call, before its next failure.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_last_error(buf: *mut c_char, len: usize) -> usize {
     LAST_ERROR.with(|slot| {
@@ -201,7 +200,7 @@ pub unsafe extern "C" fn lrt_last_error(buf: *mut c_char, len: usize) -> usize {
     })
 }
 
-/// `"leanrt X.Y.Z"`: a static string, never NULL.
+/// The version, "leanrt X.Y.Z": a static string, never NULL, never freed.
 #[no_mangle]
 pub extern "C" fn lrt_version() -> *const c_char {
     static VERSION_C: &CStr = match CStr::from_bytes_with_nul(

@@ -1,9 +1,8 @@
 //! `lrt_status`: the status code every fallible C entry point returns.
 use crate::ErrorKind;
 
-/// Status codes of the C ABI. `LRT_OK` is 0; every other value names an
-/// [`ErrorKind`]. The variants carry their C names because cbindgen emits
-/// them verbatim.
+/// What a leanrt call returns: LRT_OK (0) on success, otherwise the kind of
+/// failure; lrt_last_error then gives the message on the same thread.
 #[repr(C)]
 #[allow(non_camel_case_types)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
