@@ -78,7 +78,7 @@ pub fn calibrated_pause_ns() -> f64 {
 ///
 /// A microsecond budget is turned into a pause count with the calibrated
 /// pause cost, but an idle worker does more than pause: every iteration also
-/// polls the queues and the section slot, which costs more on a big pool
+/// polls the queues and the broadcast slot, which costs more on a big pool
 /// than the pause itself. So a microsecond budget is also a wall-clock
 /// deadline (`deadline_ns`), checked every [`DEADLINE_CHECK_EVERY`]
 /// iterations; whichever runs out first ends the spin. The legacy mode

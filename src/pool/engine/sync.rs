@@ -1,8 +1,9 @@
-//! The synchronisation primitives the sleep/wake protocol ([`super::sleep`])
-//! is written against. Normal builds use `std`; the loom model
-//! (`tests/pool_loom.rs`) compiles `sleep.rs` against its own facade with the
-//! same names, backed by loom, so the protocol that is model-checked is the
-//! very source that ships.
+//! The synchronisation primitives the event count (`sleep.rs`), the loop
+//! gate (`gate.rs`) and the broadcast slot (`slot.rs`) are written against.
+//! Normal builds use `std`; the loom models (`tests/pool_loom.rs`) compile
+//! those files against their own facade with the same names, backed by
+//! loom, so the protocols that are model-checked are the very source that
+//! ships.
 pub use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 pub use std::sync::{Condvar, Mutex};
 
