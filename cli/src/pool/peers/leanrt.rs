@@ -32,8 +32,10 @@ pub const ADAPTIVE_KEY: &str = "leanrt.intra_op.adaptive_spin";
 /// adaptive spin key and this build of the library does not know it.
 pub fn skip_reason(config: &str) -> Option<String> {
     let pairs = config_pairs(config).ok()?;
-    let (_, v) = pairs.iter().find(|(k, _)| k == ADAPTIVE_KEY)?;
-    let err = PoolOptions::default().set_config(ADAPTIVE_KEY, v).err()?;
+    pairs.iter().find(|(k, _)| k == ADAPTIVE_KEY)?;
+    // "1" (on) is valid wherever the key is known, so an error means the
+    // key is unknown; a known key with a bad value is refused later.
+    let err = PoolOptions::default().set_config(ADAPTIVE_KEY, "1").err()?;
     Some(format!(
         "configuration '{config}' skipped: this leanrt does not accept {ADAPTIVE_KEY} ({err})"
     ))
