@@ -89,7 +89,7 @@ struct BindArgs {
         long,
         value_delimiter = ',',
         value_enum,
-        default_value = "full-fresh,full,bounded,compact"
+        default_value = "full-fresh,full,bounded,compact,auto"
     )]
     policy: Vec<Policy>,
     /// Device backend: host, cuda or cuda:N.
@@ -469,6 +469,7 @@ fn bench_bind_plan(smoke: bool) -> BindPlan {
             Policy::Full,
             Policy::Bounded,
             Policy::Compact,
+            Policy::Auto,
         ],
         backend: bind::Backend::Host,
         runs: if smoke { 2 } else { 10 },

@@ -176,8 +176,15 @@ fn bind_smoke_json_and_svg() {
     assert!(out.contains("staging headline"));
     let v = read_json(&j);
     let cells = v["staging"].as_array().unwrap();
-    // (16: 0, 8) and (64: 0, 8, 64): 5 pairs × 4 policies; 64 > 16 skipped.
-    assert_eq!(cells.len(), 20);
+    // (16: 0, 8) and (64: 0, 8, 64): 5 pairs × 5 policies; 64 > 16 skipped.
+    assert_eq!(cells.len(), 25);
+    // AUTO says which path each run took: BOUNDED or COMPACT, never itself.
+    for c in cells.iter().filter(|c| c["policy"] == "auto") {
+        for s in c["samples"].as_array().unwrap() {
+            let path = s["path"].as_str().unwrap();
+            assert!(path == "bounded" || path == "compact", "{path}");
+        }
+    }
     for c in cells {
         let n = c["tasks"].as_u64().unwrap();
         let w = c["window"].as_u64().unwrap();
@@ -194,6 +201,11 @@ fn bind_smoke_json_and_svg() {
                 assert!(c["median"]["copies"].as_f64().unwrap() <= 4.0);
             }
             "compact" => assert_eq!(c["median"]["copies"].as_f64().unwrap(), 1.0),
+            // AUTO ships what the path it chose ships.
+            "auto" => match c["samples"][0]["path"].as_str().unwrap() {
+                "bounded" => assert_eq!(bytes, (320 + 4969 * n) as f64),
+                _ => assert!(c["median"]["copies"].as_f64().unwrap() <= 4.0),
+            },
             "full" | "full-fresh" => assert_eq!(bytes, c["image_bytes"].as_f64().unwrap()),
             p => panic!("unexpected policy {p}"),
         }
@@ -207,7 +219,7 @@ fn bind_smoke_json_and_svg() {
         assert!(c["faults_per_run"].as_f64().unwrap() >= 0.0);
     }
     assert!(v["machine"]["cpu_model"].is_string());
-    assert_eq!(svg_bars(&s), 20);
+    assert_eq!(svg_bars(&s), 25); // one bar per cell
 }
 
 #[test]
@@ -487,7 +499,7 @@ fn bench_smoke_prints_both_tables_and_headlines() {
     assert!(out.contains("staging headline"), "{out}");
     assert!(out.contains("pool headline"), "{out}");
     let v = read_json(&j);
-    assert_eq!(v["staging"].as_array().unwrap().len(), 8); // 2 windows × 4 policies
+    assert_eq!(v["staging"].as_array().unwrap().len(), 10); // 2 windows × 5 policies
     assert_eq!(v["pool"].as_array().unwrap().len(), 6); // 5 configurations + rayon
     assert!(svg_bars(&s) > 8);
 }

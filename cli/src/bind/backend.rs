@@ -99,6 +99,7 @@ impl Device {
             Policy::Full => (UploadPolicy::Full, false),
             Policy::Bounded => (UploadPolicy::Bounded, false),
             Policy::Compact => (UploadPolicy::Compact, false),
+            Policy::Auto => (UploadPolicy::Auto, false),
         };
         let config = MakerConfig {
             task_window: window,
@@ -228,6 +229,12 @@ impl Maker<'_> {
             bytes: r.bytes,
             copies: r.copies,
             total_tasks: r.total_tasks,
+            path: match r.path {
+                UploadPolicy::Full => "full",
+                UploadPolicy::Bounded => "bounded",
+                UploadPolicy::Compact => "compact",
+                UploadPolicy::Auto => "auto",
+            },
             sync_ns,
             h2d_ns,
         })

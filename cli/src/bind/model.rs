@@ -3,7 +3,8 @@
 use serde::Serialize;
 
 /// A policy as the benchmark names it: FULL with a fresh mirror (the old
-/// path), FULL on a reused mirror, BOUNDED, COMPACT.
+/// path), FULL on a reused mirror, BOUNDED, COMPACT, AUTO (BOUNDED or
+/// COMPACT per run, by the library's cost model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
@@ -11,6 +12,7 @@ pub enum Policy {
     Full,
     Bounded,
     Compact,
+    Auto,
 }
 
 impl Policy {
@@ -20,6 +22,7 @@ impl Policy {
             Policy::Full => "full",
             Policy::Bounded => "bounded",
             Policy::Compact => "compact",
+            Policy::Auto => "auto",
         }
     }
 }
@@ -42,6 +45,8 @@ pub struct RunSample {
     pub bytes: u64,
     pub copies: u32,
     pub total_tasks: i32,
+    /// The path the upload took (AUTO reports BOUNDED or COMPACT).
+    pub path: &'static str,
     /// CUDA only: cuCtxSynchronize after the upload (not part of total_ns).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync_ns: Option<u64>,

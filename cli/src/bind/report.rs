@@ -77,6 +77,16 @@ fn block_header(c: &BindCell) -> String {
     s
 }
 
+/// The policy as the table names it; AUTO also says which path its last
+/// run took (`auto/bnd`, `auto/cmp`).
+fn policy_label(c: &BindCell) -> String {
+    match (c.policy, c.samples.last().map(|s| s.path)) {
+        (Policy::Auto, Some("bounded")) => "auto/bnd".into(),
+        (Policy::Auto, Some("compact")) => "auto/cmp".into(),
+        (p, _) => p.name().into(),
+    }
+}
+
 /// The text table of the cells, one block per backend and window.
 pub fn table(cells: &[BindCell]) -> String {
     let mut s = String::new();
@@ -91,7 +101,7 @@ pub fn table(cells: &[BindCell]) -> String {
         s.push_str(&format!(
             "{:>6} {:<10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10.1} {:>17} {:>12}\n",
             c.tasks,
-            c.policy.name(),
+            policy_label(c),
             c.runs,
             fmt_ns(m.total_ns),
             fmt_ns(m.zero_ns),
@@ -136,7 +146,7 @@ pub fn headline(cells: &[BindCell]) -> Option<String> {
     };
     let base = get(Policy::FullFresh)?;
     let mut parts = Vec::new();
-    for p in [Policy::Bounded, Policy::Compact, Policy::Full] {
+    for p in [Policy::Bounded, Policy::Compact, Policy::Auto, Policy::Full] {
         if let Some(c) = get(p) {
             if c.median.total_ns > 0.0 {
                 parts.push(format!(
