@@ -170,6 +170,42 @@ fn shutdown_wakes_everyone() {
     });
 }
 
+/// Cascade wake: the producer publishes two units but wakes only one
+/// sleeper; a worker that wakes while units remain wakes one more. Both
+/// sleepers must end up with a unit (without the cascade line, loom finds
+/// the second one blocked forever).
+#[test]
+fn cascade_wake_reaches_the_second_sleeper() {
+    builder().check(|| {
+        let ec = Arc::new(EventCount::new());
+        let work = Arc::new(AtomicUsize::new(0));
+        let mut workers = Vec::new();
+        for _ in 0..2 {
+            let (ec, work) = (ec.clone(), work.clone());
+            workers.push(loom::thread::spawn(move || loop {
+                if take(&work) {
+                    return;
+                }
+                let t = ec.prepare();
+                if take(&work) {
+                    ec.cancel(t);
+                    return;
+                }
+                ec.wait(t);
+                if work.load(Ordering::Acquire) > 0 {
+                    ec.notify(1); // the cascade
+                }
+            }));
+        }
+        work.fetch_add(2, Ordering::Release);
+        ec.notify(1);
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert_eq!(work.load(Ordering::Relaxed), 0);
+    });
+}
+
 /// A loop's shared state in the gate models: `data` is written by the
 /// owner before publishing and after the join, read by helpers in between;
 /// loom reports a data race if a helper's read is not ordered between them.

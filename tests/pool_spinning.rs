@@ -101,3 +101,23 @@ fn adaptive_spin_runs_loops_and_sleeps_after_a_burst() {
     loop_once(&p, 64);
     assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
 }
+
+#[test]
+fn sleeping_workers_all_join_a_long_loop() {
+    // Workers sleep at once (no spinning); the owner of a loop wakes two,
+    // and each woken worker wakes more while the loop still wants helpers:
+    // every worker takes part in a loop long enough for all of them.
+    let p = pool(0, &[]);
+    for _ in 0..3 {
+        assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
+        let ids = std::sync::Mutex::new(std::collections::BTreeSet::new());
+        try_simple_parallel_for(Some(&p), 400, &|_| {
+            let id = p.current_thread_id();
+            if id >= 0 {
+                ids.lock().unwrap().insert(id);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        });
+        assert_eq!(ids.into_inner().unwrap().len(), 2, "every worker helped");
+    }
+}

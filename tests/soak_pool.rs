@@ -4,8 +4,9 @@
 //! version is `scripts/soak.sh [seconds]`), on one shared pool:
 //! * `CALLERS` threads run random loops concurrently (TryParallelFor with
 //!   random costs, TrySimpleParallelFor, TryBatchParallelFor,
-//!   KernelContext_ParallelFor), some nested from inside a worker, each
-//!   checked index by index (every index exactly once);
+//!   KernelContext_ParallelFor), some nested from inside a worker, some in
+//!   runs of up to 20 inside a parallel section, each checked index by
+//!   index (every index exactly once);
 //! * a storm thread schedules bursts of tasks (counted);
 //! * a toggler disables and enables spinning at random moments;
 //! * a churn thread creates small pools (some with custom thread
@@ -262,8 +263,22 @@ fn soak_pool_c_abi() {
             let pool = pool;
             let mut rng = Rng::new(seed ^ ((t as u64 + 1) * 0x1234_5678));
             while !stop.load(Ordering::Relaxed) {
-                indices.fetch_add(one_loop(&mut rng, pool.0), Ordering::Relaxed);
-                loops.fetch_add(1, Ordering::Relaxed);
+                // One loop, or a run of loops inside a parallel section.
+                let mut section = null_mut();
+                let run = if rng.chance(1, 4) {
+                    // SAFETY: live pool; `section` is writable.
+                    let st = unsafe { ffi::lrt_pool_section_begin(pool.0, &mut section) };
+                    assert_eq!(st, leanrt::ffi::lrt_status::LRT_OK, "section_begin");
+                    1 + rng.below(20)
+                } else {
+                    1
+                };
+                for _ in 0..run {
+                    indices.fetch_add(one_loop(&mut rng, pool.0), Ordering::Relaxed);
+                    loops.fetch_add(1, Ordering::Relaxed);
+                }
+                // SAFETY: NULL or the section this thread began.
+                unsafe { ffi::lrt_pool_section_end(section) };
             }
         }));
     }

@@ -49,6 +49,9 @@ pub use section::{
 pub(crate) const QUEUE_CAPACITY: usize = 1024;
 /// Polls of the gate before the owner of a loop blocks in its join.
 const CLOSE_SPINS: u32 = 200;
+/// Sleepers the owner of a loop wakes, and each woken worker wakes while the
+/// loop still wants helpers (a wake-up tree of fan-out 2).
+const CASCADE: usize = 2;
 
 /// What each participant of [`ThreadPool::run_in_parallel`] runs, given its
 /// participant number (0 = the caller); returns how many blocks it ran
@@ -577,13 +580,15 @@ impl ThreadPool {
             shared.slot.publish(&job, helpers, tag);
             shared.team_event.notify(usize::MAX);
             if team < helpers {
-                shared.event.notify(helpers - team);
+                shared.event.notify((helpers - team).min(CASCADE));
             }
             job.run(0, shared, me);
             shared.slot.close_and_wait(CLOSE_SPINS);
             section::loop_done();
         } else if shared.slot.try_open(&job, helpers, 0) {
-            shared.wake(helpers);
+            // Cascade wake: at most CASCADE sleepers from here; each one that
+            // wakes while the loop still wants helpers wakes CASCADE more.
+            shared.event.notify(helpers.min(CASCADE));
             job.run(0, shared, me);
             shared.slot.close_and_wait(CLOSE_SPINS);
             shared.slot.release();

@@ -11,7 +11,7 @@
 //!   its own queue) or be loop helpers, which that worker's loop no longer
 //!   needs. The pool's `Drop` runs whatever is left after joining.
 use super::profile::{bump, Counters};
-use super::{random, Job, Shared, WorkerLocal, WorkerStart, CURRENT};
+use super::{random, Job, Shared, WorkerLocal, WorkerStart, CASCADE, CURRENT};
 use crate::pool::affinity;
 use crate::pool::spin::{Backoff, DEADLINE_CHECK_EVERY};
 use crossbeam_deque::Steal;
@@ -93,6 +93,11 @@ pub(super) fn main(start: WorkerStart) {
         shared.event.wait(ticket);
         counters.asleep.store(0, Ordering::Relaxed);
         bump(&counters.wakeups, 1);
+        // Cascade: a loop that still wants helpers gets more sleepers woken
+        // by us, not by its owner (which is already running its share).
+        if slot_wants(&shared, section) {
+            shared.event.notify(CASCADE);
+        }
     }
     CURRENT.with(|c| *c.borrow_mut() = None);
 }
