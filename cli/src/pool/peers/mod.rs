@@ -57,6 +57,7 @@ pub fn preset(name: &str) -> Option<Vec<(&'static str, &'static str)>> {
     const SPIN: &str = "session.intra_op.allow_spinning";
     const DUR: &str = "session.intra_op.spin_duration_us";
     const BACK: &str = "session.intra_op.spin_backoff_max";
+    const ADAPTIVE: &str = "leanrt.intra_op.adaptive_spin";
     Some(match name {
         "default" => vec![],
         "no_spin" => vec![(SPIN, "0")],
@@ -69,12 +70,15 @@ pub fn preset(name: &str) -> Option<Vec<(&'static str, &'static str)>> {
         "spin_1000_backoff_4" => vec![(DUR, "1000"), (BACK, "4")],
         "spin_1000_backoff_8" => vec![(DUR, "1000"), (BACK, "8")],
         "spin_2000_backoff_8" => vec![(DUR, "2000"), (BACK, "8")],
+        // leanrt's own key: the spin budget (ORT's default here) follows the
+        // measured gaps between loops.
+        "adaptive" => vec![(ADAPTIVE, "1")],
         _ => return None,
     })
 }
 
 /// The preset names, in the order they are documented.
-pub const PRESETS: [&str; 11] = [
+pub const PRESETS: [&str; 12] = [
     "default",
     "no_spin",
     "spin_0",
@@ -86,6 +90,7 @@ pub const PRESETS: [&str; 11] = [
     "spin_1000_backoff_4",
     "spin_1000_backoff_8",
     "spin_2000_backoff_8",
+    "adaptive",
 ];
 
 /// The key/value pairs of a configuration: a preset name, or a custom
