@@ -26,8 +26,14 @@ export LEANRT_TEST_SMALL=1
 failed=()
 # lifecycle.exit_live ends its children with live objects on purpose, which
 # LeakSanitizer would report; lifecycle.dl_cycles measures resident memory,
-# which ASan's quarantine swamps. Both run unsanitized in the ctest stage.
-EXCL=(-E "^lifecycle\\.(exit_live|dl_cycles)\$${LEANRT_SANITIZE_EXCLUDE:+|$LEANRT_SANITIZE_EXCLUDE}")
+# which ASan's quarantine swamps. pool.fork and cuda.mock_fork_busy fork a
+# process whose other threads are allocating: the ASan runtime of the
+# distribution's GCC does not make its allocator fork-safe, so a child can
+# inherit an allocator lock held by a thread that no longer exists and hang
+# in its first malloc (seen once in CI; leanrt itself takes no inherited
+# lock there). All four run unsanitized in the ctest stage, the fork tests
+# under valgrind too.
+EXCL=(-E "^(lifecycle\\.(exit_live|dl_cycles)|pool\\.fork|cuda\\.mock_fork_busy)\$${LEANRT_SANITIZE_EXCLUDE:+|$LEANRT_SANITIZE_EXCLUDE}")
 
 # The library in the dev profile, sharing cargo's target dir with `cargo test`
 # (no second release/LTO build).

@@ -138,7 +138,16 @@ mod tests {
         for p in PRESETS {
             let pairs = config_pairs(p).unwrap();
             for (k, v) in &pairs {
-                assert!(k.starts_with("session.intra_op."), "{p}: {k}");
+                // ORT's intra-op keys, or leanrt's own (which the library
+                // accepts beside them).
+                assert!(
+                    k.starts_with("session.intra_op.") || k.starts_with("leanrt.intra_op."),
+                    "{p}: {k}"
+                );
+                assert!(
+                    super::leanrt::pool_options(2, p).is_ok(),
+                    "{p}: the library accepts it"
+                );
                 assert!(v.parse::<i32>().is_ok(), "{p}: {v}");
             }
         }
