@@ -28,7 +28,8 @@ failed=()
 # LeakSanitizer would report; lifecycle.dl_cycles measures resident memory,
 # which ASan's quarantine swamps. pool.fork and cuda.mock_fork_busy fork a
 # process whose other threads are allocating: the ASan runtime of the
-# distribution's GCC does not make its allocator fork-safe, so a child can
+# distribution's GCC (libasan.so.8) has no fork interceptor (nm -D shows
+# only vfork), so its allocator is not locked across fork and a child can
 # inherit an allocator lock held by a thread that no longer exists and hang
 # in its first malloc (seen once in CI; leanrt itself takes no inherited
 # lock there). All four run unsanitized in the ctest stage, the fork tests
