@@ -61,7 +61,10 @@ int main(void) {
   lrt_pool_destroy(p);
   p = pool_with("-1", "1", "1", "1"); /* force_spinning_stop */
   run_loops(p);
-  CHECK(wait_asleep(p, 2, 5.0)); /* no loop running: nobody spins */
+  /* run_loops' last enable_spinning opened a request, during which workers
+   * may spin for their budget; its end sends them to sleep at once. */
+  lrt_pool_disable_spinning(p);
+  CHECK(wait_asleep(p, 2, 5.0)); /* no loop running, no request: nobody spins */
   lrt_pool_destroy(p);
 
   /* All asleep after a burst at 1000 us, then prompt service again. */
