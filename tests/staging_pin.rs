@@ -227,3 +227,80 @@ fn host_backend_locks_what_it_reports() {
         assert_eq!(locked, 0);
     }
 }
+
+/// A device whose pins fail after `ok` successes.
+struct Refusing {
+    inner: Recording,
+    ok: Mutex<u32>,
+}
+
+impl Device for Refusing {
+    fn alloc(&self, size: usize) -> Result<*mut u8> {
+        self.inner.alloc(size)
+    }
+    unsafe fn free(&self, ptr: *mut u8) {
+        // SAFETY: forwarded under the trait's contract.
+        unsafe { self.inner.free(ptr) }
+    }
+    unsafe fn copy_to(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<()> {
+        // SAFETY: forwarded under the trait's contract.
+        unsafe { self.inner.copy_to(dst, src, len) }
+    }
+    unsafe fn copy_from(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<()> {
+        // SAFETY: forwarded under the trait's contract.
+        unsafe { self.inner.copy_from(dst, src, len) }
+    }
+    unsafe fn pin(&self, ptr: *mut u8, len: usize) -> Result<PinnedRegion> {
+        let mut ok = self.ok.lock().unwrap();
+        if *ok == 0 {
+            return Err(leanrt::Error::unavailable("mlock refused (test)"));
+        }
+        *ok -= 1;
+        // SAFETY: forwarded under the trait's contract.
+        unsafe { self.inner.pin(ptr, len) }
+    }
+}
+
+#[test]
+fn a_failed_pin_warns_once_and_runs_pageable() {
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = Arc::clone(&seen);
+    leanrt::diag::set_sink(Some(Arc::new(move |_, m: &str| {
+        sink.lock().unwrap().push(m.to_string())
+    })));
+    let rec = Recording::default();
+    // Create's four prefixes pin; the first growth is refused.
+    let dev = Refusing {
+        inner: rec.clone(),
+        ok: Mutex::new(4),
+    };
+    let cfg = MakerConfig {
+        task_window: 8192,
+        policy: UploadPolicy::Bounded,
+        pin_mirror: true,
+        ..MakerConfig::default()
+    };
+    let mut m = RuntimeMaker::new(&cfg, Arc::new(dev)).unwrap();
+    assert!(!m.pin_failed());
+    run(&mut m, 64);
+    assert_eq!(rec.with(|l| l.unpinned_copies), 0);
+    run(&mut m, 3000);
+    assert!(m.pin_failed());
+    run(&mut m, 5000);
+    run(&mut m, 8192);
+    leanrt::diag::set_sink(None);
+    let warnings: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m.contains("could not pin"))
+        .cloned()
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("mlock refused (test)"), "{warnings:?}");
+    // The runs after the failure copied (partly) from pageable memory, and
+    // shipped all the same.
+    assert!(rec.with(|l| l.unpinned_copies) > 0);
+    drop(m);
+    assert!(rec.with(|l| l.pinned.is_empty()));
+}

@@ -7,14 +7,14 @@
 //! `mlock`). [`Pins::ensure`] makes a range part of a single region: a range
 //! already inside one costs a lookup; otherwise the regions it overlaps are
 //! released and one region spanning them and the range is pinned. Keeping a
-//! copy's source inside one registration matters on CUDA, whose driver
-//! treats a copy that spans two registrations as pageable. Ranges are rounded
+//! copy's source inside one registration matters on CUDA: a driver may treat
+//! a copy that spans two registrations as a copy from pageable memory. Ranges are rounded
 //! out to whole pages (registrations that share a page overlap for the
 //! driver) and clipped to the mapping's length.
 //!
 //! A failed pin is reported once through `crate::diag::warn`; the `Pins`
 //! then stops pinning (the regions it still holds stay pinned until it is
-//! cleared) and the copies read pageable memory, which is slower but
+//! dropped) and the copies read pageable memory, which is slower but
 //! correct.
 use super::mirror::Mapping;
 use crate::device::{Device, PinnedRegion};
