@@ -1025,6 +1025,186 @@ fn mock_maker_fault_paths() {
     cdev::release(&mut api);
 }
 
+/// Runs `ns` in order on `maker` (one run each, tasks written), checking
+/// the device image of the last slot of every run.
+fn runs_of(maker: &mut RuntimeMaker, api: &HostApi, ns: &[usize]) {
+    for (run, &n) in ns.iter().enumerate() {
+        maker.begin_run().unwrap();
+        for i in 0..n {
+            write_task(&maker.claim_slot().unwrap(), i, run as u64 + 1);
+        }
+        let r = maker.upload().unwrap();
+        assert_eq!(r.total_tasks as usize, n);
+        if n > 0 {
+            let (_, slots) = device_view(maker, api, n);
+            assert_eq!(
+                slots[n - 1],
+                expected(n - 1, run as u64 + 1),
+                "run {run}, N = {n}"
+            );
+        }
+    }
+}
+
+#[test]
+fn mock_pinning_follows_the_runs() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    let mut api = m.api();
+    let (regs, bytes) = (m.get("live_registrations"), m.get("registered_bytes"));
+
+    // A large window pins its header and small prefixes at create, not the
+    // 651 MB image.
+    let big = MakerConfig {
+        task_window: 131072,
+        policy: UploadPolicy::Bounded,
+        pin_mirror: true,
+        ..MakerConfig::default()
+    };
+    let maker = RuntimeMaker::new(&big, dev_of(&api)).unwrap();
+    let pinned = (m.get("registered_bytes") - bytes) as u64;
+    assert!(pinned > 0);
+    assert!(pinned < 1 << 20, "{pinned} bytes registered at create");
+    assert!(pinned * 1000 < maker.segments().end);
+    assert_eq!(pinned, maker.pinned_bytes());
+    drop(maker);
+    assert_eq!(m.get("registered_bytes"), bytes);
+    assert_eq!(m.get("live_registrations"), regs);
+
+    // Growing runs re-pin O(log W) times, repeated runs never; no copy ever
+    // reads unregistered memory.
+    let w = 16384usize;
+    let cfg = MakerConfig {
+        task_window: w as u64,
+        ..big
+    };
+    let unpinned = m.get("htod_unpinned_calls");
+    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
+    let at_create = m.get("register_calls");
+    runs_of(&mut maker, &api, &[0, 1, 5, 64, 64, 64]);
+    assert_eq!(
+        m.get("register_calls"),
+        at_create,
+        "N <= 64 is pinned at create"
+    );
+    let mut n = 65;
+    let mut growths = 0;
+    while n <= w {
+        let before = m.get("register_calls");
+        runs_of(&mut maker, &api, &[n, n, n]);
+        let grew = m.get("register_calls") - before;
+        // One growth per segment at most, and only in the first run of an N.
+        assert!(grew <= 4, "N = {n}: {grew} registrations");
+        growths += grew;
+        let again = m.get("register_calls");
+        runs_of(&mut maker, &api, &[n, n / 2, 1, n]);
+        assert_eq!(m.get("register_calls"), again, "N = {n} again: no re-pin");
+        n = n * 2 - 1;
+    }
+    // Doubling from 64 to W: log2(W / 64) = 8 growths of at most 4 segments.
+    assert!(
+        growths <= 4 * 8 + 4,
+        "{growths} registrations while growing"
+    );
+    assert_eq!(
+        m.get("htod_unpinned_calls"),
+        unpinned,
+        "every copy read pinned memory"
+    );
+    assert!(maker.pinned_bytes() >= maker.segments().end - 4096);
+    drop(maker);
+    assert_eq!(m.get("registered_bytes"), bytes);
+    assert_eq!(m.get("live_registrations"), regs);
+    cdev::release(&mut api);
+}
+
+#[test]
+fn mock_every_policy_copies_from_pinned_memory() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    let mut api = m.api();
+    let (regs, bytes, unpinned) = (
+        m.get("live_registrations"),
+        m.get("registered_bytes"),
+        m.get("htod_unpinned_calls"),
+    );
+    let w = 2048usize;
+    for policy in [
+        UploadPolicy::Bounded,
+        UploadPolicy::Compact,
+        UploadPolicy::Full,
+        UploadPolicy::Auto,
+    ] {
+        for fresh_mirror in [false, true] {
+            let cfg = MakerConfig {
+                task_window: w as u64,
+                policy,
+                pin_mirror: true,
+                fresh_mirror,
+                ..MakerConfig::default()
+            };
+            let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
+            if policy != UploadPolicy::Full {
+                assert!(
+                    maker.pinned_bytes() < maker.segments().end / 4,
+                    "{policy:?}"
+                );
+            }
+            // Small (gathered), large (straight), whole-window runs.
+            runs_of(&mut maker, &api, &[0, 3, 40, 1000, w, 7, 100, w - 1]);
+            assert!(!maker.pin_failed());
+            assert_eq!(
+                m.get("htod_unpinned_calls"),
+                unpinned,
+                "{policy:?} fresh {fresh_mirror}: a copy read pageable memory"
+            );
+        }
+    }
+    assert_eq!(m.get("registered_bytes"), bytes);
+    assert_eq!(m.get("live_registrations"), regs);
+    // Without pinning, copies read pageable memory (the counter works).
+    let cfg = MakerConfig {
+        task_window: 64,
+        ..MakerConfig::default()
+    };
+    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
+    runs_of(&mut maker, &api, &[3]);
+    assert!(m.get("htod_unpinned_calls") > unpinned);
+    drop(maker);
+    cdev::release(&mut api);
+}
+
+#[test]
+fn mock_failed_growth_falls_back_to_pageable() {
+    let _g = serial();
+    let Some(m) = mock() else { return };
+    let mut api = m.api();
+    let (regs, bytes) = (m.get("live_registrations"), m.get("registered_bytes"));
+    let cfg = MakerConfig {
+        task_window: 4096,
+        policy: UploadPolicy::Bounded,
+        pin_mirror: true,
+        ..MakerConfig::default()
+    };
+    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
+    let at_create = maker.pinned_bytes();
+    assert!(at_create > 0 && !maker.pin_failed());
+    m.set("fail_register", 2);
+    // The growth fails: the run still ships (from pageable memory), what was
+    // pinned stays pinned, and no later run tries again.
+    runs_of(&mut maker, &api, &[500]);
+    assert!(maker.pin_failed());
+    let calls = m.get("register_calls");
+    m.set("fail_register", 0);
+    runs_of(&mut maker, &api, &[1000, 4096, 10]);
+    assert_eq!(m.get("register_calls"), calls, "no retry after a failure");
+    assert!(maker.pinned_bytes() <= at_create);
+    drop(maker);
+    assert_eq!(m.get("registered_bytes"), bytes);
+    assert_eq!(m.get("live_registrations"), regs);
+    cdev::release(&mut api);
+}
+
 #[test]
 fn mock_device_info() {
     let _g = serial();

@@ -98,6 +98,53 @@ static void check_maker_faults(const lrt_host_api *api) {
   CHECK(mock_cuda_set("fail_register", 0) == 0);
 }
 
+/* One run of n tasks; the device image's slots are checked. */
+static void pinned_run(const lrt_host_api *api, lrt_runtime_maker *m, int n, int run) {
+  lrt_sm_header *h;
+  lrt_task_slot slot;
+  CHECK_STATUS(lrt_runtime_maker_begin_run(m, &h), LRT_OK);
+  for (int i = 0; i < n; i++) {
+    CHECK_STATUS(lrt_runtime_maker_claim_slot(m, &slot), LRT_OK);
+    write_task(&slot, run);
+  }
+  CHECK_STATUS(lrt_runtime_maker_upload(m, NULL), LRT_OK);
+  check_device_image(api, m, n, run);
+}
+
+/* LRT_MAKER_PIN_MIRROR pins what the runs read, growing with N: a large
+ * window registers far less than its image at create, no copy reads
+ * unregistered memory, repeated runs register nothing, destroy unregisters
+ * everything. */
+static void check_pinning_follows_runs(const lrt_host_api *api) {
+  long long regs = mock_cuda_get("live_registrations"), bytes = mock_cuda_get("registered_bytes");
+  long long unpinned = mock_cuda_get("htod_unpinned_calls");
+  lrt_maker_config cfg;
+  lrt_maker_config_init(&cfg);
+  cfg.task_window = 131072;
+  cfg.flags = LRT_MAKER_PIN_MIRROR;
+  lrt_runtime_maker *m = NULL;
+  CHECK_STATUS(lrt_runtime_maker_create(&cfg, api, &m), LRT_OK);
+  lrt_sm_segments seg;
+  CHECK_STATUS(lrt_runtime_maker_segments(m, &seg), LRT_OK);
+  long long at_create = mock_cuda_get("registered_bytes") - bytes;
+  CHECK(at_create > 0 && at_create < (1 << 20));
+  CHECK((uint64_t)at_create * 1000 < seg.end);
+  for (int run = 1; run <= 3; run++) pinned_run(api, m, 64, run);
+  CHECK(mock_cuda_get("registered_bytes") - bytes == at_create);
+  long long calls = mock_cuda_get("register_calls");
+  pinned_run(api, m, 1000, 4); /* grows to 1024 slots */
+  CHECK(mock_cuda_get("register_calls") > calls);
+  calls = mock_cuda_get("register_calls");
+  pinned_run(api, m, 1000, 5);
+  pinned_run(api, m, 3, 6);
+  pinned_run(api, m, 1024, 7);
+  CHECK(mock_cuda_get("register_calls") == calls);
+  CHECK(mock_cuda_get("htod_unpinned_calls") == unpinned);
+  lrt_runtime_maker_destroy(m);
+  CHECK(mock_cuda_get("registered_bytes") == bytes);
+  CHECK(mock_cuda_get("live_registrations") == regs);
+}
+
 int main(void) {
   if (getenv("LEANRT_CUDA_LIBRARY") == NULL) SKIP("LEANRT_CUDA_LIBRARY is not set (run it through ctest)");
   lrt_host_api api, before;
@@ -130,6 +177,7 @@ int main(void) {
   check_maker(&api, 64, LRT_UPLOAD_AUTO, 0, 50);
   check_maker(&api, 64, LRT_UPLOAD_AUTO, LRT_MAKER_PIN_MIRROR, 5);
   check_maker_faults(&api);
+  check_pinning_follows_runs(&api);
   CHECK(mock_cuda_get("no_ctx_errors") == no_ctx);
   CHECK(mock_cuda_get("thread_depth") == 0);
 

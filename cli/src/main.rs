@@ -108,9 +108,9 @@ struct BindArgs {
     /// Warm-up runs per cell (the first one's page faults are reported apart).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     warmup: u32,
-    /// Create the makers with LRT_MAKER_PIN_MIRROR (page-locked host mirror,
-    /// for faster DMA with cuda; on the host backend it mlocks, so touches,
-    /// the whole mirror).
+    /// Create the makers with LRT_MAKER_PIN_MIRROR (page-locks what the
+    /// uploads copy from, growing with N, for faster DMA with cuda; on the
+    /// host backend it mlocks, so touches, those pages).
     #[arg(long)]
     pin_mirror: bool,
     /// Instead: copy_to_device bandwidth from pageable and pinned host memory.

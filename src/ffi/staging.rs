@@ -75,9 +75,14 @@ impl From<UploadPolicy> for lrt_upload_policy {
     }
 }
 
-/// lrt_maker_config flag: page-lock the host mirror (and COMPACT's staging
-/// buffer) once at create, so copies from it are direct DMA. A device that
-/// cannot pin leaves them pageable (a warning through leanrt's log channel).
+/// lrt_maker_config flag: page-lock the host memory the uploads copy from, so
+/// that copies are direct DMA. Create locks the header and the first 64
+/// slots of each segment (LRT_UPLOAD_FULL: the whole mirror); an upload of N
+/// tasks first grows each segment's locked prefix to the next power of two
+/// at or above N, so a steady workload locks nothing after its first run.
+/// Everything is unlocked at destroy. A device that cannot pin leaves the
+/// memory pageable (one warning through leanrt's log channel; the maker then
+/// stops trying); it is never an error.
 pub const LRT_MAKER_PIN_MIRROR: u32 = 1;
 /// lrt_maker_config flag: map a fresh mirror for every run instead of
 /// reusing one (the baseline's behaviour; for measurements).

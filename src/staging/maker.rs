@@ -28,7 +28,8 @@ use super::layout::{
     DEFAULT_TASK_WINDOW, MAX_FANIN, MAX_TASK_WINDOW,
 };
 use super::mirror::Mapping;
-use crate::device::{CopyCost, Device, PinnedRegion};
+use super::pin::Pins;
+use crate::device::{CopyCost, Device};
 use crate::{Error, ErrorKind, Result};
 
 /// The environment variable read when the config leaves the window at 0.
@@ -141,8 +142,10 @@ pub struct MakerConfig {
     /// Slots in the ring; 0 = env `PTO2_RING_TASK_WINDOW`, else 16384.
     pub task_window: u64,
     pub policy: UploadPolicy,
-    /// Page-lock the host mirror (and COMPACT's staging buffer) once at
-    /// create; a device that cannot pin leaves them pageable, with a warning.
+    /// Page-lock what the copies read: the header and the live prefixes of
+    /// the mirror (grown geometrically with N, never per run; FULL: the whole
+    /// mirror) and the part of COMPACT's staging buffer a gather fills. A
+    /// device that cannot pin leaves them pageable, with a warning.
     pub pin_mirror: bool,
     /// Map a fresh mirror for every run instead of reusing one (baseline only).
     pub fresh_mirror: bool,
@@ -296,19 +299,12 @@ fn elapsed_ns(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn pin_or_warn(device: &dyn Device, map: &Mapping, what: &str) -> Option<PinnedRegion> {
-    // SAFETY: the mapping outlives the region: the maker drops its pinned
-    // regions before the mappings they cover (see Drop and begin_run).
-    match unsafe { device.pin(map.as_ptr(), map.len()) } {
-        Ok(region) => Some(region),
-        Err(e) => {
-            crate::diag::warn(&format!(
-                "could not pin the {what}, continuing unpinned: {e}"
-            ));
-            None
-        }
-    }
-}
+/// The fewest slots whose prefixes are pinned: a maker pins at least this
+/// much of each segment at create, so that small runs never grow the pins.
+const MIN_PIN_SLOTS: u64 = 64;
+
+/// The largest copy AUTO's measurement at create makes from the mirror.
+const MEASURE_MAX_BYTES: usize = 1 << 20;
 
 /// Bytes a bounded upload ships per live slot: descriptor, payload, slot
 /// state and completion flag.
@@ -349,13 +345,20 @@ pub struct RuntimeMaker {
     heap_size: u64,
     seg: SmSegments,
     mirror: Mapping,
-    mirror_pin: Option<PinnedRegion>,
+    /// The mirror's pinned ranges (with `pin_mirror`); cleared before the
+    /// mirror is unmapped.
+    mirror_pins: Option<Pins>,
+    /// Slots whose prefixes are pinned in every segment of the mirror: the
+    /// next power of two at or above the largest N uploaded (at least
+    /// `MIN_PIN_SLOTS`, at most W). A fresh mirror is pinned this far at once.
+    pin_slots: u64,
     /// COMPACT's and AUTO's gather buffer (same size as the mirror,
     /// untouched until used).
     staging: Option<Mapping>,
     /// AUTO's cost model.
     model: CostModel,
-    staging_pin: Option<PinnedRegion>,
+    /// The staging buffer's pinned ranges (with `pin_mirror`).
+    staging_pins: Option<Pins>,
     /// The device image, from `device.alloc`.
     image: *mut u8,
     /// `begin_run` has been called (claim/upload allowed).
@@ -403,9 +406,10 @@ impl RuntimeMaker {
             heap_size,
             seg,
             mirror,
-            mirror_pin: None,
+            mirror_pins: None,
+            pin_slots: MIN_PIN_SLOTS.min(window),
             staging,
-            staging_pin: None,
+            staging_pins: None,
             model: CostModel::FALLBACK,
             image,
             run_open: false,
@@ -413,12 +417,21 @@ impl RuntimeMaker {
             last_zero_ns: 0,
         };
         if maker.pin_mirror {
-            maker.mirror_pin = pin_or_warn(&*maker.device, &maker.mirror, "host mirror");
+            // SAFETY: the maker clears its pins before the mappings they
+            // cover are unmapped (Drop, and begin_run for a fresh mirror).
+            maker.mirror_pins = Some(unsafe { Pins::new(&maker.mirror, "host mirror") });
             if let Some(staging) = &maker.staging {
-                maker.staging_pin = pin_or_warn(&*maker.device, staging, "staging buffer");
+                // SAFETY: as above.
+                maker.staging_pins = Some(unsafe { Pins::new(staging, "staging buffer") });
             }
+            maker.pin_mirror_slots();
         }
         if maker.policy == UploadPolicy::Auto {
+            // The measurement copies from the mirror's start: pinned too.
+            let len = (maker.seg.end as usize).min(MEASURE_MAX_BYTES);
+            if let Some(pins) = &mut maker.mirror_pins {
+                pins.ensure(&*maker.device, 0, len);
+            }
             maker.model = maker.measure_model();
         }
         Ok(maker)
@@ -467,10 +480,13 @@ impl RuntimeMaker {
         if self.fresh_mirror {
             // The baseline's "allocate a new image every run".
             let fresh = Mapping::new(self.seg.end as usize)?;
-            self.mirror_pin = None; // unpin before the old mapping goes away
+            // Unpin before the old mapping goes away.
+            self.mirror_pins = None;
             self.mirror = fresh;
             if self.pin_mirror {
-                self.mirror_pin = pin_or_warn(&*self.device, &self.mirror, "host mirror");
+                // SAFETY: as in `new`.
+                self.mirror_pins = Some(unsafe { Pins::new(&self.mirror, "host mirror") });
+                self.pin_mirror_slots();
             }
         }
         let zero_len = match self.policy {
@@ -878,6 +894,7 @@ impl RuntimeMaker {
         let relocate_ns = elapsed_ns(t_reloc);
 
         let t_copy = Instant::now();
+        self.pin_for(path, n as u64, &dev);
         let shipped = self.ship(path, n as u64, &dev);
         let copy_ns = elapsed_ns(t_copy);
 
@@ -908,6 +925,91 @@ impl RuntimeMaker {
             copy_ns,
             path: path.policy(),
         })
+    }
+
+    /// Bytes of the mirror and the staging buffer page-locked now (0 without
+    /// `pin_mirror`, or where the device cannot pin).
+    pub fn pinned_bytes(&self) -> u64 {
+        let n = |p: &Option<Pins>| p.as_ref().map_or(0, Pins::bytes) as u64;
+        n(&self.mirror_pins) + n(&self.staging_pins)
+    }
+
+    /// Pin calls made so far (at create, growths, fresh mirrors).
+    pub fn pin_calls(&self) -> u32 {
+        let n = |p: &Option<Pins>| p.as_ref().map_or(0, Pins::pin_calls);
+        n(&self.mirror_pins) + n(&self.staging_pins)
+    }
+
+    /// Whether pinning was asked for and a pin failed (the copies then read
+    /// pageable memory where nothing was pinned).
+    pub fn pin_failed(&self) -> bool {
+        let f = |p: &Option<Pins>| p.as_ref().is_some_and(Pins::failed);
+        f(&self.mirror_pins) || f(&self.staging_pins)
+    }
+
+    /// The mirror's parts a copy of `slots` live slots reads: the header
+    /// with the descriptors, and the payload, slot-state and flag prefixes
+    /// (offset, length). All of `[0, end)` when `slots` is the window.
+    fn live_parts(&self, slots: u64) -> [(u64, u64); 4] {
+        let seg = self.seg;
+        if slots >= self.window {
+            return [(0, seg.end), (0, 0), (0, 0), (0, 0)];
+        }
+        [
+            (
+                0,
+                seg.descriptors + slots * size_of::<TaskDescriptor>() as u64,
+            ),
+            (seg.payloads, slots * size_of::<TaskPayload>() as u64),
+            (seg.slot_states, slots * size_of::<TaskSlotState>() as u64),
+            (seg.completion_flags, slots),
+        ]
+    }
+
+    /// Pins the mirror as far as `pin_slots` (FULL: all of it).
+    fn pin_mirror_slots(&mut self) {
+        let slots = if self.policy == UploadPolicy::Full {
+            self.window
+        } else {
+            self.pin_slots
+        };
+        let parts = self.live_parts(slots);
+        if let Some(pins) = &mut self.mirror_pins {
+            for (off, len) in parts {
+                pins.ensure(&*self.device, off as usize, (off + len) as usize);
+            }
+        }
+    }
+
+    /// Before the copies of an upload of `n` slots on `path`: grows the
+    /// pinned ranges so that every byte the copies read is pinned. The
+    /// prefixes grow to the next power of two of slots, so a steady workload
+    /// pins nothing after its first run and growing runs re-pin O(log W)
+    /// times; nothing is unpinned.
+    fn pin_for(&mut self, path: Path, n: u64, dev: &SmSegments) {
+        if self.mirror_pins.is_none() {
+            return;
+        }
+        let want = n.max(MIN_PIN_SLOTS).next_power_of_two().min(self.window);
+        self.pin_slots = self.pin_slots.max(want);
+        match path {
+            Path::Full | Path::CompactWhole => {
+                if let Some(pins) = &mut self.mirror_pins {
+                    pins.ensure(&*self.device, 0, self.seg.end as usize);
+                }
+            }
+            Path::Bounded | Path::CompactDirect => self.pin_mirror_slots(),
+            Path::CompactGather => {
+                self.pin_mirror_slots();
+                // The gather fills [0, dev.end) of the staging buffer, and
+                // the copy reads it: pin it as far as the compact image of
+                // `pin_slots` slots (at least dev.end).
+                let end = offsets_for(self.pin_slots).end.max(dev.end);
+                if let Some(pins) = &mut self.staging_pins {
+                    pins.ensure(&*self.device, 0, end as usize);
+                }
+            }
+        }
     }
 
     /// Copies `(from, to, len)` parts of the mirror to device offsets,
@@ -1010,8 +1112,8 @@ impl RuntimeMaker {
 impl Drop for RuntimeMaker {
     fn drop(&mut self) {
         // Unpin before the mappings are unmapped (fields drop afterwards).
-        self.mirror_pin = None;
-        self.staging_pin = None;
+        self.mirror_pins = None;
+        self.staging_pins = None;
         // SAFETY: the device image came from this device's alloc and is
         // freed exactly once, here.
         unsafe { self.device.free(self.image) };

@@ -7,6 +7,7 @@
 pub mod layout;
 mod maker;
 mod mirror;
+mod pin;
 
 pub use layout::*;
 pub(crate) use maker::DEFAULT_HEAP_SIZE;

@@ -15,7 +15,10 @@
  *  - fresh allocations are filled with 0xCD (key "fill"), as device memory
  *    holds garbage;
  *  - host registrations may not overlap (..._ALREADY_REGISTERED), and only a
- *    registered base may be unregistered (..._NOT_REGISTERED).
+ *    registered base may be unregistered (..._NOT_REGISTERED);
+ *  - a host-to-device copy whose source does not lie entirely inside one
+ *    registration is a copy from pageable memory: it works, and is counted
+ *    in "htod_unpinned_calls" / "htod_unpinned_bytes".
  *
  * Configuration: read from the environment at first use (MOCK_CUDA_DEVICE_COUNT,
  * MOCK_CUDA_TOTAL_MEM, MOCK_CUDA_FAIL_INIT, MOCK_CUDA_FILL), then adjustable
@@ -92,7 +95,8 @@ static long long s_fill = 1;                       /* fill fresh allocations wit
 /* Counters (mock_cuda_get). */
 static long long c_init_calls, c_alloc_calls, c_free_calls, c_htod_calls, c_htod_bytes,
     c_dtoh_calls, c_dtoh_bytes, c_register_calls, c_unregister_calls, c_no_ctx_errors,
-    c_bad_copies, c_last_register_flags = -1, c_pushes, c_pops;
+    c_bad_copies, c_last_register_flags = -1, c_pushes, c_pops, c_htod_unpinned_calls,
+    c_htod_unpinned_bytes, c_max_registered_bytes;
 
 static struct mock_context g_contexts[MAX_DEVICES];
 static long long g_retain[MAX_DEVICES];
@@ -141,6 +145,17 @@ static struct mock_context *current(void) {
 static int trips(long long *at) {
   if (*at <= 0) return 0;
   return --*at == 0;
+}
+
+/* Requires g_lock: whether [p, p + n) lies inside one host registration. */
+static int registered(const void *p, size_t n) {
+  uintptr_t b = (uintptr_t)p;
+  for (int i = 0; i < MAX_REGS; i++) {
+    const struct registration *r = &g_regs[i];
+    if (r->size != 0 && b >= r->base && b - r->base <= r->size && n <= r->size - (b - r->base))
+      return 1;
+  }
+  return 0;
 }
 
 /* Requires g_lock: the allocation holding [p, p + n), or NULL. */
@@ -391,6 +406,10 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
   } else {
     memcpy(a->mem + (dst - a->base), src, n);
     c_htod_bytes += (long long)n;
+    if (!registered(src, n)) {
+      c_htod_unpinned_calls++;
+      c_htod_unpinned_bytes += (long long)n;
+    }
   }
   unlock();
   return rc;
@@ -444,6 +463,7 @@ EXPORT CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) {
       g_regs[slot].size = n;
       g_live_regs++;
       g_registered_bytes += (long long)n;
+      if (g_registered_bytes > c_max_registered_bytes) c_max_registered_bytes = g_registered_bytes;
     }
   }
   unlock();
@@ -550,6 +570,9 @@ EXPORT long long mock_cuda_get(const char *key) {
       {"pushes", &c_pushes},               {"pops", &c_pops},
       {"live_allocs", &g_live_allocs},     {"live_bytes", &g_live_bytes},
       {"live_registrations", &g_live_regs}, {"registered_bytes", &g_registered_bytes},
+      {"htod_unpinned_calls", &c_htod_unpinned_calls},
+      {"htod_unpinned_bytes", &c_htod_unpinned_bytes},
+      {"max_registered_bytes", &c_max_registered_bytes},
   };
   long long v = LLONG_MIN;
   lock();

@@ -74,6 +74,13 @@ pub struct BindCell {
     pub faults_first_run: u64,
     /// Minor page faults per measured run (after warm-up).
     pub faults_per_run: f64,
+    /// Nanoseconds `lrt_runtime_maker_create` took (mapping, device
+    /// allocation, pinning, AUTO's measurement).
+    pub create_ns: u64,
+    /// Locked memory of the process (VmLck) after the maker was created,
+    /// and after its last run (0 where /proc/self/status cannot be read).
+    pub locked_after_create: u64,
+    pub locked_after_runs: u64,
     /// Resident memory after the maker was created, before its first run.
     pub rss_before: u64,
     /// Resident memory after the last run.
@@ -162,9 +169,12 @@ fn measure_cell(
     n: u64,
     p: Policy,
 ) -> Result<BindCell, String> {
+    let t_create = Instant::now();
     let mut maker = dev
         .maker(p, w, plan.pin_mirror)
         .map_err(|e| format!("creating a maker (W={w}, {}): {e}", p.name()))?;
+    let create_ns = t_create.elapsed().as_nanos() as u64;
+    let locked_after_create = locked_bytes();
     let image_bytes = maker.image_bytes();
     let rss_before = resident_bytes();
     let f0 = usage().minflt;
@@ -177,6 +187,7 @@ fn measure_cell(
     let samples = measured_runs(plan, &mut maker, n)?;
     let u1 = usage().minflt;
     let rss_after = resident_bytes();
+    let locked_after_runs = locked_bytes();
     if first.total_tasks as u64 != n {
         return Err(format!(
             "upload reported {} tasks, {n} were claimed",
@@ -196,11 +207,28 @@ fn measure_cell(
         median: medians(&samples),
         faults_first_run: f1 - f0,
         faults_per_run: (u1 - u0) as f64 / samples.len() as f64,
+        create_ns,
+        locked_after_create,
+        locked_after_runs,
         rss_before,
         rss_after,
         ratio_to_full_fresh: None,
         samples,
     })
+}
+
+/// Locked memory of this process (VmLck of /proc/self/status) in bytes; 0
+/// where it cannot be read.
+fn locked_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmLck:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// At least `runs` runs, more (up to `max_runs`) until `min_time_ms` passed.

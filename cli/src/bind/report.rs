@@ -53,7 +53,7 @@ fn block_header(c: &BindCell) -> String {
         },
     );
     s.push_str(&format!(
-        "{:>6} {:<10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10} {:>17} {:>12}\n",
+        "{:>6} {:<10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10} {:>17} {:>12} {:>10} {:>19}\n",
         "tasks",
         "policy",
         "runs",
@@ -66,7 +66,9 @@ fn block_header(c: &BindCell) -> String {
         "copies",
         "faults/run",
         "rss before→after",
-        "full-fresh/x"
+        "full-fresh/x",
+        "create",
+        "VmLck create→runs"
     ));
     if c.median.h2d_ns.is_some() {
         // CUDA: the synchronize after the upload, and the time inside the
@@ -99,7 +101,7 @@ pub fn table(cells: &[BindCell]) -> String {
         }
         let m = &c.median;
         s.push_str(&format!(
-            "{:>6} {:<10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10.1} {:>17} {:>12}\n",
+            "{:>6} {:<10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10.1} {:>17} {:>12} {:>10} {:>19}\n",
             c.tasks,
             policy_label(c),
             c.runs,
@@ -121,6 +123,12 @@ pub fn table(cells: &[BindCell]) -> String {
             c.ratio_to_full_fresh
                 .filter(|r| *r > 0.0)
                 .map_or("-".into(), |r| times(1.0 / r)),
+            fmt_ns(c.create_ns as f64),
+            format!(
+                "{}→{}",
+                fmt_bytes(c.locked_after_create as f64),
+                fmt_bytes(c.locked_after_runs as f64)
+            ),
         ));
         if let (Some(sync), Some(h2d)) = (m.sync_ns, m.h2d_ns) {
             s.pop();
