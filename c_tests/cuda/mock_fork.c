@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "child.h"
 
 static int error_contains(const char *needle) {
   char buf[1024];
@@ -64,6 +65,17 @@ static int child(lrt_runtime_maker *m, lrt_host_api *api) {
   return check_result();
 }
 
+/* What the child inherits from the parent. */
+typedef struct inherited {
+  lrt_runtime_maker *m;
+  lrt_host_api *api;
+} inherited;
+
+static int child_main(void *ctx) {
+  inherited *in = (inherited *)ctx;
+  return child(in->m, in->api);
+}
+
 int main(void) {
   if (getenv("LEANRT_CUDA_LIBRARY") == NULL) SKIP("LEANRT_CUDA_LIBRARY is not set (run it through ctest)");
   unsetenv("LEANRT_LOG");
@@ -78,36 +90,9 @@ int main(void) {
   if (!m) return check_result();
   one_run(m, LRT_OK);
 
-  int fds[2];
-  CHECK(pipe(fds) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    close(fds[0]);
-    dup2(fds[1], 2);
-    close(fds[1]);
-    _exit(child(m, &api));
-  }
-  close(fds[1]);
-  char out[4096];
-  size_t got = 0;
-  for (;;) {
-    ssize_t r = read(fds[0], out + got, sizeof out - 1 - got);
-    if (r > 0 && got + (size_t)r < sizeof out - 1) {
-      got += (size_t)r;
-      continue;
-    }
-    if (r < 0 && errno == EINTR) continue;
-    break;
-  }
-  close(fds[0]);
-  out[got] = 0;
-  int status = 0;
-  CHECK(waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  if (got != 0) fprintf(stderr, "the child wrote to stderr:\n%s\n", out);
-  CHECK(got == 0);
+  inherited in = {m, &api};
+  child_result r = run_child_ctx(child_main, &in, 60);
+  CHECK(child_ok_and_silent(&r));
 
   /* The parent is unaffected. */
   one_run(m, LRT_OK);

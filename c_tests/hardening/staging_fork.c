@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child.h"
 
 #define W 64
 
@@ -53,6 +54,17 @@ static int child(lrt_runtime_maker *m, lrt_host_api *api) {
   return check_result();
 }
 
+/* What the child inherits from the parent. */
+typedef struct inherited {
+  lrt_runtime_maker *m;
+  lrt_host_api *api;
+} inherited;
+
+static int child_main(void *ctx) {
+  inherited *in = (inherited *)ctx;
+  return child(in->m, in->api);
+}
+
 int main(void) {
   unsetenv("LEANRT_LOG"); /* leanrt's own warnings stay silent by default */
   lrt_host_api api;
@@ -66,36 +78,9 @@ int main(void) {
   if (!m) return check_result();
   run_once(m, 4, 1);
 
-  int fds[2];
-  CHECK(pipe(fds) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    close(fds[0]);
-    dup2(fds[1], 2);
-    close(fds[1]);
-    _exit(child(m, &api));
-  }
-  close(fds[1]);
-  char out[4096];
-  size_t got = 0;
-  for (;;) {
-    ssize_t r = read(fds[0], out + got, sizeof out - 1 - got);
-    if (r > 0 && got + (size_t)r < sizeof out - 1) {
-      got += (size_t)r;
-      continue;
-    }
-    if (r < 0 && errno == EINTR) continue;
-    break;
-  }
-  close(fds[0]);
-  out[got] = 0;
-  int status = 0;
-  CHECK(waitpid(pid, &status, 0) == pid);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  if (got != 0) fprintf(stderr, "the child wrote to stderr:\n%s\n", out);
-  CHECK(got == 0);
+  inherited in = {m, &api};
+  child_result r = run_child_ctx(child_main, &in, 60);
+  CHECK(child_ok_and_silent(&r));
 
   /* The parent's maker and api are unaffected. */
   run_once(m, 6, 2);

@@ -4,7 +4,7 @@
 #include <stdatomic.h>
 
 #include "check.h"
-#include "child.h"
+#include "child.h" /* c_tests/common */
 
 static atomic_int ran;
 
@@ -43,26 +43,29 @@ static void leave_everything_alive(void) {
     exit(11);
 }
 
-static int calls_exit(void) {
+static int calls_exit(void *unused) {
+  (void)unused;
   leave_everything_alive();
   exit(0);
 }
 
-static int returns(void) {
+static int returns(void *unused) {
+  (void)unused;
   leave_everything_alive();
-  return 0; /* run_child passes this to exit(), as returning from main does */
+  return 0; /* run_child_ctx passes this to exit(), as returning from main does */
 }
 
-static int quick_exit_path(void) {
+static int quick_exit_path(void *unused) {
+  (void)unused;
   leave_everything_alive();
   _exit(0);
 }
 
 int main(void) {
-  int (*scenarios[])(void) = {calls_exit, returns, quick_exit_path};
+  int (*scenarios[])(void *) = {calls_exit, returns, quick_exit_path};
   const char *names[] = {"exit()", "return from main", "_exit()"};
   for (int i = 0; i < 3; i++) {
-    child_result r = run_child(scenarios[i], 60);
+    child_result r = run_child_ctx(scenarios[i], NULL, 60);
     printf("%s: hung %d, exited %d, status %d, stderr \"%s\"\n", names[i], r.hung, r.exited, r.status,
            r.err);
     CHECK(!r.hung);

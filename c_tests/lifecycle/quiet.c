@@ -28,17 +28,20 @@ static int maker_with_env_window(void) {
   return 0;
 }
 
-static int silent_by_default(void) {
+static int silent_by_default(void *unused) {
+  (void)unused;
   unsetenv("LEANRT_LOG");
   return maker_with_env_window();
 }
 
-static int stderr_when_asked(void) {
+static int stderr_when_asked(void *unused) {
+  (void)unused;
   setenv("LEANRT_LOG", "stderr", 1);
   return maker_with_env_window();
 }
 
-static int callback_takes_precedence(void) {
+static int callback_takes_precedence(void *unused) {
+  (void)unused;
   setenv("LEANRT_LOG", "stderr", 1);
   if (lrt_set_log_callback(on_log, NULL) != LRT_OK) return 2;
   int rc = maker_with_env_window();
@@ -52,16 +55,16 @@ static int callback_takes_precedence(void) {
 
 int main(void) {
   setenv("PTO2_RING_TASK_WINDOW", "12345", 1); /* not a power of two: ignored */
-  child_result r = run_child(silent_by_default, 60);
+  child_result r = run_child_ctx(silent_by_default, NULL, 60);
   CHECK(r.exited && r.status == 0);
   CHECK(r.err[0] == 0);
   if (r.err[0]) fprintf(stderr, "unexpected stderr: %s\n", r.err);
 
-  r = run_child(stderr_when_asked, 60);
+  r = run_child_ctx(stderr_when_asked, NULL, 60);
   CHECK(r.exited && r.status == 0);
   CHECK(strstr(r.err, "leanrt: warning:") != NULL && strstr(r.err, "PTO2_RING_TASK_WINDOW") != NULL);
 
-  r = run_child(callback_takes_precedence, 60);
+  r = run_child_ctx(callback_takes_precedence, NULL, 60);
   CHECK(r.exited && r.status == 0);
   CHECK(r.err[0] == 0);
   if (!(r.exited && r.status == 0)) fprintf(stderr, "callback scenario ended with %d\n", r.status);

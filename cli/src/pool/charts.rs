@@ -58,6 +58,20 @@ impl Panels<'_> {
     fn any(&self, f: &dyn Fn(&CellResult) -> bool) -> bool {
         self.results.iter().any(f)
     }
+    /// One bar group per thread count of `value`, or None when no cell has
+    /// the value (its scenario did not run).
+    fn threads_chart(
+        &self,
+        title: &str,
+        unit: &str,
+        value: &dyn Fn(&CellResult) -> Option<f64>,
+    ) -> Option<Chart> {
+        self.any(&|r| value(r).is_some()).then(|| Chart {
+            title: title.into(),
+            unit: unit.into(),
+            groups: self.by_threads(value),
+        })
+    }
 }
 
 /// Charts: fork-join p50, bursty p50 per gap, CPU% in bursty, CPU-s after a
@@ -76,22 +90,19 @@ pub fn charts(results: &[CellResult]) -> Vec<Chart> {
 }
 
 fn fork_join_charts(p: &Panels) -> Vec<Chart> {
-    let mut charts = Vec::new();
-    if p.any(&|r| r.fork_join_us.is_some()) {
-        charts.push(Chart {
-            title: "fork-join overhead of a tiny region".into(),
-            unit: "µs, p50".into(),
-            groups: p.by_threads(&|r| r.fork_join_us.as_ref().map(|f| f.p50)),
-        });
-    }
-    if p.any(&|r| r.fork_join_small_overhead_us.is_some()) {
-        charts.push(Chart {
-            title: "fork-join overhead with small indices (region time minus one index)".into(),
-            unit: "µs, p50".into(),
-            groups: p.by_threads(&|r| r.fork_join_small_overhead_us.as_ref().map(|f| f.p50)),
-        });
-    }
-    charts
+    [
+        p.threads_chart("fork-join overhead of a tiny region", "µs, p50", &|r| {
+            r.fork_join_us.as_ref().map(|f| f.p50)
+        }),
+        p.threads_chart(
+            "fork-join overhead with small indices (region time minus one index)",
+            "µs, p50",
+            &|r| r.fork_join_small_overhead_us.as_ref().map(|f| f.p50),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn bursty_charts(p: &Panels) -> Vec<Chart> {
@@ -122,22 +133,19 @@ fn bursty_charts(p: &Panels) -> Vec<Chart> {
 }
 
 fn load_charts(p: &Panels) -> Vec<Chart> {
-    let mut charts = Vec::new();
-    if p.any(&|r| r.idle_after_burst.is_some()) {
-        charts.push(Chart {
-            title: "CPU burnt in the idle period after a burst".into(),
-            unit: "CPU-seconds".into(),
-            groups: p.by_threads(&|r| r.idle_after_burst.as_ref().map(|i| i.cpu_s)),
-        });
-    }
-    if p.any(&|r| r.throughput.is_some()) {
-        charts.push(Chart {
-            title: "throughput of back-to-back requests".into(),
-            unit: "requests/s".into(),
-            groups: p.by_threads(&|r| r.throughput.as_ref().map(|t| t.requests_per_s)),
-        });
-    }
-    charts
+    [
+        p.threads_chart(
+            "CPU burnt in the idle period after a burst",
+            "CPU-seconds",
+            &|r| r.idle_after_burst.as_ref().map(|i| i.cpu_s),
+        ),
+        p.threads_chart("throughput of back-to-back requests", "requests/s", &|r| {
+            r.throughput.as_ref().map(|t| t.requests_per_s)
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn wake_charts(p: &Panels) -> Vec<Chart> {
