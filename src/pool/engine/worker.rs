@@ -11,6 +11,7 @@
 //!   its own queue) or be loop helpers, which that worker's loop no longer
 //!   needs. The pool's `Drop` runs whatever is left after joining.
 use super::profile::{bump, Counters};
+use super::sleep::{EventCount, Ticket};
 use super::{random, Job, Shared, WorkerLocal, WorkerStart, CASCADE, CURRENT};
 use crate::pool::affinity;
 use crate::pool::spin::{Backoff, DEADLINE_CHECK_EVERY};
@@ -88,11 +89,7 @@ pub(super) fn main(start: WorkerStart) {
             shared.event.cancel(ticket);
             continue;
         }
-        bump(&counters.parks, 1);
-        counters.asleep.store(1, Ordering::Relaxed);
-        shared.event.wait(ticket);
-        counters.asleep.store(0, Ordering::Relaxed);
-        bump(&counters.wakeups, 1);
+        sleep_counted(&shared.event, ticket, counters);
         // Cascade: a loop that still wants helpers gets more sleepers woken
         // by us, not by its owner (which is already running its share).
         if slot_wants(&shared, section) {
@@ -164,9 +161,15 @@ fn stay_with_section(shared: &Shared, me: &WorkerLocal, counters: &Counters, sec
         shared.team_event.cancel(ticket);
         return;
     }
+    sleep_counted(&shared.team_event, ticket, counters);
+}
+
+/// Blocks on `event` with a ticket whose re-scan found nothing, counting
+/// the park, the time asleep and the wake-up in this worker's counters.
+fn sleep_counted(event: &EventCount, ticket: Ticket, counters: &Counters) {
     bump(&counters.parks, 1);
     counters.asleep.store(1, Ordering::Relaxed);
-    shared.team_event.wait(ticket);
+    event.wait(ticket);
     counters.asleep.store(0, Ordering::Relaxed);
     bump(&counters.wakeups, 1);
 }
