@@ -76,7 +76,7 @@ pub struct Info {
     pub openmp_max_threads: i32,
 }
 
-/// The host backend always works; CUDA where `cuda_host_api(0)` succeeds.
+/// The host backend always works; CUDA where device 0 opens.
 pub fn backends() -> Vec<BackendInfo> {
     let mut out = vec![BackendInfo {
         name: "host".into(),
