@@ -184,7 +184,10 @@ struct PoolArgs {
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     rounds: u32,
     /// request: serial work of one round, µs (split over the loop's indices).
-    #[arg(long, default_value_t = 50.0, value_parser = parse_positive_ms)]
+    /// The default is large enough for ORT's cost model to run the round
+    /// on the team: below ~70 µs of honestly costed work (Eigen's 100000
+    /// cycles of startup) a loop runs on the caller alone, pool or not.
+    #[arg(long, default_value_t = 200.0, value_parser = parse_positive_ms)]
     round_us: f64,
     /// request: serial work between two rounds, µs.
     #[arg(long, default_value_t = 5.0, value_parser = parse_non_negative)]
@@ -507,7 +510,7 @@ fn bench_pool_args(a: &BenchArgs) -> PoolArgs {
         request_gaps: vec![],
         preamble_us: 20.0,
         rounds: 32,
-        round_us: 50.0,
+        round_us: 200.0,
         between_us: 5.0,
         section_loops: vec![],
         section_item_us: 1.0,
