@@ -608,12 +608,9 @@ pub unsafe extern "C" fn lrt_pool_section_begin(
 ) -> lrt_status {
     ffi_status!("lrt_pool_section_begin", {
         let out = OutPtr::new(out, "out")?;
-        if pool::section_open_on_this_thread() {
-            return Err(pool::nested_section_error());
-        }
         // SAFETY: NULL or a live pool.
-        let handle = match unsafe { pool_arg(pool) } {
-            Some(p) => into_handle(lrt_pool_section(p.begin_section()?)),
+        let handle = match pool::begin_section(unsafe { pool_arg(pool) })? {
+            Some(section) => into_handle(lrt_pool_section(section)),
             None => std::ptr::null_mut(),
         };
         // SAFETY: checked non-NULL; the caller passes writable storage.

@@ -12,7 +12,9 @@
 //! the engine's gate guarantees the body is never called after the loop
 //! returned.
 use super::cost::{self, TensorOpCost};
-use super::engine::{Padded, ThreadPool};
+use super::engine::{
+    nested_section_error, section_open_on_this_thread, Padded, SectionHandle, ThreadPool,
+};
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
@@ -319,6 +321,17 @@ pub fn try_batch_parallel_for(
         let (start, end) = partition_work(b, batches, total);
         (start..end).for_each(f)
     })
+}
+
+/// ORT's `ParallelSection` on a nullable pool: `None` is a no-op section
+/// (`Ok(None)`), as in ORT. Sections do not nest, whatever the pool: a thread
+/// that already has one open is refused, also for `None`.
+pub fn begin_section(pool: Option<&ThreadPool>) -> Result<Option<SectionHandle>> {
+    match pool {
+        Some(p) => p.begin_section().map(Some),
+        None if section_open_on_this_thread() => Err(nested_section_error()),
+        None => Ok(None),
+    }
 }
 
 /// ORT's `Schedule`: on a worker, or inline when `pool` is `None`.

@@ -29,9 +29,9 @@ pub use cost::TensorOpCost;
 pub use engine::{nested_section_error, section_open_on_this_thread};
 pub use engine::{ParallelSection, PoolStats, SectionHandle, ThreadPool};
 pub use loops::{
-    degree_of_parallelism, kernel_parallel_for, partition_work, schedule, should_parallelize,
-    try_batch_parallel_for, try_parallel_for, try_parallel_for_cost, try_partition_work,
-    try_simple_parallel_for,
+    begin_section, degree_of_parallelism, kernel_parallel_for, partition_work, schedule,
+    should_parallelize, try_batch_parallel_for, try_parallel_for, try_parallel_for_cost,
+    try_partition_work, try_simple_parallel_for,
 };
 pub use options::{
     CustomCreateThreadFn, CustomJoinThreadFn, CustomThreadHandle, CustomThreadHandleT, PoolOptions,
