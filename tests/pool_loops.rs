@@ -7,42 +7,12 @@ use leanrt::pool::{
     self, try_batch_parallel_for, try_parallel_for, try_parallel_for_cost, try_simple_parallel_for,
     PoolOptions, TensorOpCost, ThreadPool,
 };
+mod pool_support;
+use pool_support::Hits;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn make_pool(threads: i32) -> Option<ThreadPool> {
-    let mut o = PoolOptions::default();
-    o.set_num_threads(threads).unwrap();
-    // Short spins keep the 2-core CI box responsive.
-    o.set_spin_duration_us(50).unwrap();
-    ThreadPool::create(&o).unwrap()
-}
-
-struct Hits(Vec<AtomicU8>);
-
-impl Hits {
-    fn new(n: isize) -> Self {
-        Hits((0..n).map(|_| AtomicU8::new(0)).collect())
-    }
-    fn hit(&self, i: isize) {
-        self.0[i as usize].fetch_add(1, Ordering::Relaxed);
-    }
-    fn range(&self, a: isize, b: isize) {
-        assert!(
-            0 <= a && a < b && b as usize <= self.0.len(),
-            "bad block [{a},{b})"
-        );
-        (a..b).for_each(|i| self.hit(i));
-    }
-    fn assert_once(&self, what: &str) {
-        for (i, h) in self.0.iter().enumerate() {
-            let h = h.load(Ordering::Relaxed);
-            assert_eq!(h, 1, "{what}: index {i} ran {h} times");
-        }
-    }
-}
 
 const TOTALS: [isize; 5] = [0, 1, 50, 81, 1_000_000];
 const THREADS: [i32; 4] = [1, 2, 4, 8];
@@ -50,7 +20,7 @@ const THREADS: [i32; 4] = [1, 2, 4, 8];
 fn pools() -> Vec<(String, Option<ThreadPool>)> {
     let mut v = vec![("NULL".to_owned(), None)];
     for t in THREADS {
-        v.push((format!("{t} threads"), make_pool(t)));
+        v.push((format!("{t} threads"), pool_support::pool(t)));
     }
     v
 }
@@ -119,7 +89,7 @@ fn dynamic_block_base_covers_every_index() {
 #[test]
 fn partition_is_orts() {
     // 10 items in 3 batches: sizes 4, 3, 3, each batch a contiguous run.
-    let p = make_pool(4);
+    let p = pool_support::pool(4);
     let seen = Mutex::new(Vec::new());
     try_batch_parallel_for(p.as_ref(), 10, &|i| seen.lock().unwrap().push(i), 3);
     let mut v = seen.into_inner().unwrap();
@@ -130,7 +100,7 @@ fn partition_is_orts() {
 
 #[test]
 fn helpers_take_part_and_thread_ids_are_sane() {
-    let p = make_pool(4).unwrap();
+    let p = pool_support::pool(4).unwrap();
     assert_eq!(p.num_threads(), 3);
     assert_eq!(p.current_thread_id(), -1);
     let ids = Mutex::new(HashSet::new());
@@ -148,7 +118,7 @@ fn helpers_take_part_and_thread_ids_are_sane() {
 
 #[test]
 fn concurrent_callers() {
-    let p = make_pool(4).unwrap();
+    let p = pool_support::pool(4).unwrap();
     std::thread::scope(|s| {
         for t in 0..6 {
             let p = &p;
@@ -204,7 +174,7 @@ fn tiny_loops_from_several_threads_with_nesting() {
 #[test]
 fn nested_loops_do_not_deadlock() {
     for threads in [2, 4, 8] {
-        let p = make_pool(threads).unwrap();
+        let p = pool_support::pool(threads).unwrap();
         let outer = 16isize;
         let inner = 500isize;
         let h = Hits::new(outer * inner);
@@ -229,7 +199,7 @@ fn nested_loops_do_not_deadlock() {
 
 #[test]
 fn loops_from_scheduled_tasks() {
-    let p = Arc::new(make_pool(4).unwrap());
+    let p = Arc::new(pool_support::pool(4).unwrap());
     let done = Arc::new(AtomicUsize::new(0));
     for _ in 0..20 {
         let (p2, done) = (p.clone(), done.clone());
@@ -265,7 +235,7 @@ fn schedule_bursts_run_every_task_by_destroy() {
     for burst in [0usize, 1, 100, 4096, 65536] {
         for threads in [1, 2, 4] {
             let ran = Arc::new(AtomicUsize::new(0));
-            let p = make_pool(threads);
+            let p = pool_support::pool(threads);
             for _ in 0..burst {
                 let ran = ran.clone();
                 pool::schedule(
@@ -285,7 +255,7 @@ fn schedule_bursts_run_every_task_by_destroy() {
         // From inside the pool: a task schedules the burst (its own queue
         // fills up, the rest runs inline).
         let ran = Arc::new(AtomicUsize::new(0));
-        let mut p = Arc::new(make_pool(4).unwrap());
+        let mut p = Arc::new(pool_support::pool(4).unwrap());
         let started = Arc::new(AtomicBool::new(false));
         {
             let (ran, p2, started) = (ran.clone(), p.clone(), started.clone());
@@ -322,7 +292,7 @@ fn schedule_bursts_run_every_task_by_destroy() {
 #[test]
 fn create_destroy_in_a_loop() {
     for i in 0..200 {
-        let p = make_pool(2 + (i % 4)).unwrap();
+        let p = pool_support::pool(2 + (i % 4)).unwrap();
         if i % 3 == 0 {
             let h = Hits::new(100);
             try_simple_parallel_for(Some(&p), 100, &|j| h.hit(j));
@@ -330,7 +300,7 @@ fn create_destroy_in_a_loop() {
         }
     }
     // Thread count 1 gives no pool (serial).
-    assert!(make_pool(1).is_none());
+    assert!(pool_support::pool(1).is_none());
     // Thread count 0 = physical cores.
     let p = ThreadPool::create(&PoolOptions::default()).unwrap();
     let cores = pool::cpu::physical_cores() as i32;
@@ -443,7 +413,7 @@ fn disable_spinning_puts_spinners_to_sleep() {
 
 #[test]
 fn panics_in_loop_bodies_reach_the_caller_after_the_loop() {
-    let p = make_pool(4).unwrap();
+    let p = pool_support::pool(4).unwrap();
     let ran = AtomicUsize::new(0);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         try_simple_parallel_for(Some(&p), 100, &|i| {

@@ -5,32 +5,12 @@ use leanrt::pool::{
     try_simple_parallel_for, PoolOptions, ThreadPool,
 };
 use leanrt::ErrorKind;
+mod pool_support;
+use pool_support::{pool, Hits};
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-
-fn pool(threads: i32) -> Option<ThreadPool> {
-    let mut o = PoolOptions::default();
-    o.set_num_threads(threads).unwrap();
-    o.set_spin_duration_us(50).unwrap();
-    ThreadPool::create(&o).unwrap()
-}
-
-/// Per-index hit counters.
-struct Hits(Vec<AtomicU8>);
-
-impl Hits {
-    fn new(n: usize) -> Hits {
-        Hits((0..n).map(|_| AtomicU8::new(0)).collect())
-    }
-    fn hit(&self, i: isize) {
-        self.0[i as usize].fetch_add(1, Ordering::Relaxed);
-    }
-    fn once(&self) -> bool {
-        self.0.iter().all(|h| h.load(Ordering::Relaxed) == 1)
-    }
-}
 
 /// Runs `loops` loops of `total(k)` indices inside one section on `p` (None:
 /// the serial NULL pool; the section is opened here unless this thread has
@@ -47,7 +27,7 @@ fn section_loops(
         .map(|p| p.parallel_section().unwrap());
     for k in 0..loops {
         let n = total(k);
-        let h = Hits::new(n as usize);
+        let h = Hits::new(n);
         try_simple_parallel_for(p, n, &|i| {
             h.hit(i);
             if let Some(p) = p {

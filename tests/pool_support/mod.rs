@@ -1,0 +1,49 @@
+//! Shared pieces of the pool tests (`tests/pool_loops.rs`,
+//! `tests/pool_sections.rs`): a small pool and per-index hit counters.
+//!
+//! Each test binary includes this file with `mod pool_support;` and uses a
+//! part of it, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use leanrt::pool::{PoolOptions, ThreadPool};
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// A pool of `threads` threads (1: `None`, the serial NULL pool). Short
+/// spins keep the 2-core CI box responsive.
+pub fn pool(threads: i32) -> Option<ThreadPool> {
+    let mut o = PoolOptions::default();
+    o.set_num_threads(threads).unwrap();
+    o.set_spin_duration_us(50).unwrap();
+    ThreadPool::create(&o).unwrap()
+}
+
+/// How often each index of a loop ran.
+pub struct Hits(Vec<AtomicU8>);
+
+impl Hits {
+    pub fn new(n: isize) -> Self {
+        Hits((0..n).map(|_| AtomicU8::new(0)).collect())
+    }
+    pub fn hit(&self, i: isize) {
+        self.0[i as usize].fetch_add(1, Ordering::Relaxed);
+    }
+    /// A block `[a, b)`; panics on a block outside the loop.
+    pub fn range(&self, a: isize, b: isize) {
+        assert!(
+            0 <= a && a < b && b as usize <= self.0.len(),
+            "bad block [{a},{b})"
+        );
+        (a..b).for_each(|i| self.hit(i));
+    }
+    /// Every index ran exactly once.
+    pub fn once(&self) -> bool {
+        self.0.iter().all(|h| h.load(Ordering::Relaxed) == 1)
+    }
+    /// Asserts that every index ran exactly once, naming the first that did not.
+    pub fn assert_once(&self, what: &str) {
+        for (i, h) in self.0.iter().enumerate() {
+            let h = h.load(Ordering::Relaxed);
+            assert_eq!(h, 1, "{what}: index {i} ran {h} times");
+        }
+    }
+}
