@@ -7,10 +7,21 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "leanrt.h"
 
 static int check_failures_ = 0;
+
+/* True if this thread's last error message contains `needle`; says what it
+ * was otherwise. */
+static inline int error_contains(const char *needle) {
+  char buf[1024];
+  lrt_last_error(buf, sizeof buf);
+  if (strstr(buf, needle) != NULL) return 1;
+  fprintf(stderr, "lrt_last_error \"%s\" lacks \"%s\"\n", buf, needle);
+  return 0;
+}
 
 static inline void check_fail_(const char *file, int line, const char *what) {
   char msg[512];

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "leanrt.h"
+
 typedef struct child_result {
   int exited;     /* 1: exited normally (then status holds the code) */
   int status;     /* exit code, or the signal that ended it */
@@ -62,6 +64,25 @@ static inline child_result run_child_ctx(int (*fn)(void *), void *ctx, int limit
   r.err[n > 0 ? n : 0] = 0;
   close(fd);
   return r;
+}
+
+/* The fork tests' shape: the child gets the parent's maker and host api. */
+typedef int (*maker_child_fn)(lrt_runtime_maker *m, lrt_host_api *api);
+typedef struct maker_child_ {
+  maker_child_fn fn;
+  lrt_runtime_maker *m;
+  lrt_host_api *api;
+} maker_child_;
+
+static inline int maker_child_main_(void *ctx) {
+  maker_child_ *c = (maker_child_ *)ctx;
+  return c->fn(c->m, c->api);
+}
+
+static inline child_result run_child_with_maker(maker_child_fn fn, lrt_runtime_maker *m, lrt_host_api *api,
+                                                int limit_s) {
+  maker_child_ c = {fn, m, api};
+  return run_child_ctx(maker_child_main_, &c, limit_s);
 }
 
 /* True when the child exited with 0 and wrote nothing to stderr; says what

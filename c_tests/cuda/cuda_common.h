@@ -9,14 +9,6 @@
 
 #include "check.h"
 
-static int error_contains(const char *needle) {
-  char buf[1024];
-  lrt_last_error(buf, sizeof buf);
-  if (strstr(buf, needle) != NULL) return 1;
-  fprintf(stderr, "lrt_last_error \"%s\" lacks \"%s\"\n", buf, needle);
-  return 0;
-}
-
 static void fill_pattern(unsigned char *p, size_t len, unsigned seed) {
   uint32_t x = seed * 2654435761u + 1u;
   for (size_t i = 0; i < len; i++) {

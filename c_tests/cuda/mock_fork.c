@@ -14,14 +14,6 @@
 #include "check.h"
 #include "child.h"
 
-static int error_contains(const char *needle) {
-  char buf[1024];
-  lrt_last_error(buf, sizeof buf);
-  if (strstr(buf, needle) != NULL) return 1;
-  fprintf(stderr, "lrt_last_error \"%s\" lacks \"%s\"\n", buf, needle);
-  return 0;
-}
-
 int mock_cuda_set(const char *key, long long value);
 long long mock_cuda_get(const char *key);
 
@@ -65,17 +57,6 @@ static int child(lrt_runtime_maker *m, lrt_host_api *api) {
   return check_result();
 }
 
-/* What the child inherits from the parent. */
-typedef struct inherited {
-  lrt_runtime_maker *m;
-  lrt_host_api *api;
-} inherited;
-
-static int child_main(void *ctx) {
-  inherited *in = (inherited *)ctx;
-  return child(in->m, in->api);
-}
-
 int main(void) {
   if (getenv("LEANRT_CUDA_LIBRARY") == NULL) SKIP("LEANRT_CUDA_LIBRARY is not set (run it through ctest)");
   unsetenv("LEANRT_LOG");
@@ -90,8 +71,7 @@ int main(void) {
   if (!m) return check_result();
   one_run(m, LRT_OK);
 
-  inherited in = {m, &api};
-  child_result r = run_child_ctx(child_main, &in, 60);
+  child_result r = run_child_with_maker(child, m, &api, 60);
   CHECK(child_ok_and_silent(&r));
 
   /* The parent is unaffected. */

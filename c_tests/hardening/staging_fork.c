@@ -54,17 +54,6 @@ static int child(lrt_runtime_maker *m, lrt_host_api *api) {
   return check_result();
 }
 
-/* What the child inherits from the parent. */
-typedef struct inherited {
-  lrt_runtime_maker *m;
-  lrt_host_api *api;
-} inherited;
-
-static int child_main(void *ctx) {
-  inherited *in = (inherited *)ctx;
-  return child(in->m, in->api);
-}
-
 int main(void) {
   unsetenv("LEANRT_LOG"); /* leanrt's own warnings stay silent by default */
   lrt_host_api api;
@@ -78,8 +67,7 @@ int main(void) {
   if (!m) return check_result();
   run_once(m, 4, 1);
 
-  inherited in = {m, &api};
-  child_result r = run_child_ctx(child_main, &in, 60);
+  child_result r = run_child_with_maker(child, m, &api, 60);
   CHECK(child_ok_and_silent(&r));
 
   /* The parent's maker and api are unaffected. */
