@@ -58,6 +58,31 @@ impl Panels<'_> {
     fn any(&self, f: &dyn Fn(&CellResult) -> bool) -> bool {
         self.results.iter().any(f)
     }
+    /// Per thread count, a latency chart and a CPU chart over the same keys
+    /// (the gaps of the bursty and request scenarios).
+    fn latency_and_cpu(
+        &self,
+        (latency_title, cpu_title): (&str, &str),
+        keys: &[f64],
+        label: &dyn Fn(f64) -> String,
+        latency: &dyn Fn(&CellResult, f64) -> Option<f64>,
+        cpu: &dyn Fn(&CellResult, f64) -> Option<f64>,
+    ) -> Vec<Chart> {
+        let chart = |t: usize, title: &str, unit: &str, value| Chart {
+            title: format!("{title}, {t} threads"),
+            unit: unit.into(),
+            groups: self.per_key(t, keys, label, value),
+        };
+        self.threads
+            .iter()
+            .flat_map(|&t| {
+                [
+                    chart(t, latency_title, "µs, p50", latency),
+                    chart(t, cpu_title, "%", cpu),
+                ]
+            })
+            .collect()
+    }
     /// One bar group per thread count of `value`, or None when no cell has
     /// the value (its scenario did not run).
     fn threads_chart(
@@ -106,30 +131,24 @@ fn fork_join_charts(p: &Panels) -> Vec<Chart> {
 }
 
 fn bursty_charts(p: &Panels) -> Vec<Chart> {
-    let mut charts = Vec::new();
     let Some(first) = p.results.iter().find(|r| !r.bursty.is_empty()) else {
-        return charts;
+        return vec![];
     };
     let gaps: Vec<f64> = first.bursty.iter().map(|b| b.gap_ms).collect();
     let gap_label = |g: f64| format!("gap {g} ms");
     fn gap(r: &CellResult, g: f64) -> Option<&Bursty> {
         r.bursty.iter().find(|b| b.gap_ms == g)
     }
-    for &t in &p.threads {
-        charts.push(Chart {
-            title: format!("bursty load: request latency, {t} threads"),
-            unit: "µs, p50".into(),
-            groups: p.per_key(t, &gaps, &gap_label, &|r, g| {
-                gap(r, g).map(|b| b.latency_us.p50)
-            }),
-        });
-        charts.push(Chart {
-            title: format!("bursty load: CPU (user+sys over wall), {t} threads"),
-            unit: "%".into(),
-            groups: p.per_key(t, &gaps, &gap_label, &|r, g| gap(r, g).map(|b| b.cpu_pct)),
-        });
-    }
-    charts
+    p.latency_and_cpu(
+        (
+            "bursty load: request latency",
+            "bursty load: CPU (user+sys over wall)",
+        ),
+        &gaps,
+        &gap_label,
+        &|r, g| gap(r, g).map(|b| b.latency_us.p50),
+        &|r, g| gap(r, g).map(|b| b.cpu_pct),
+    )
 }
 
 fn load_charts(p: &Panels) -> Vec<Chart> {
@@ -201,22 +220,16 @@ fn request_charts(p: &Panels) -> Vec<Chart> {
             .find(|q| q.gap == gaps[k as usize])
             .cloned()
     };
-    let mut charts = Vec::new();
-    for &t in &p.threads {
-        charts.push(Chart {
-            title: format!("requests: run latency, {t} threads"),
-            unit: "µs, p50".into(),
-            groups: p.per_key(t, &keys, &label, &|r, k| {
-                find(r, k).map(|q| q.latency_us.p50)
-            }),
-        });
-        charts.push(Chart {
-            title: format!("requests: CPU between runs (user+sys over wall), {t} threads"),
-            unit: "%".into(),
-            groups: p.per_key(t, &keys, &label, &|r, k| find(r, k).map(|q| q.gap_cpu_pct)),
-        });
-    }
-    charts
+    p.latency_and_cpu(
+        (
+            "requests: run latency",
+            "requests: CPU between runs (user+sys over wall)",
+        ),
+        &keys,
+        &label,
+        &|r, k| find(r, k).map(|q| q.latency_us.p50),
+        &|r, k| find(r, k).map(|q| q.gap_cpu_pct),
+    )
 }
 
 fn section_charts(p: &Panels) -> Vec<Chart> {
