@@ -98,6 +98,16 @@ fn symbol(handle: *mut c_void, path: &str, names: &[&str]) -> Result<*mut c_void
     Err(format!("{path} does not export {}", names.join(" or ")))
 }
 
+/// A driver call's result: `value` when the call returned CUDA_SUCCESS,
+/// else the call's error code.
+fn status<T>(rc: CuResult, value: T) -> Result<T, CuResult> {
+    if rc == CUDA_SUCCESS {
+        Ok(value)
+    } else {
+        Err(rc)
+    }
+}
+
 impl Driver {
     /// dlopens `path` and resolves every entry point the backend uses.
     pub fn load(path: &str) -> Result<Driver, String> {
@@ -187,31 +197,19 @@ impl Driver {
         let mut v: c_int = 0;
         // SAFETY: v is a valid out pointer.
         let rc = unsafe { (self.driver_get_version)(&mut v) };
-        if rc == 0 {
-            Ok(v)
-        } else {
-            Err(rc)
-        }
+        status(rc, v)
     }
     pub fn device_count(&self) -> Result<i32, CuResult> {
         let mut n: c_int = 0;
         // SAFETY: n is a valid out pointer.
         let rc = unsafe { (self.device_get_count)(&mut n) };
-        if rc == 0 {
-            Ok(n)
-        } else {
-            Err(rc)
-        }
+        status(rc, n)
     }
     pub fn device(&self, ordinal: i32) -> Result<c_int, CuResult> {
         let mut d: c_int = 0;
         // SAFETY: d is a valid out pointer.
         let rc = unsafe { (self.device_get)(&mut d, ordinal) };
-        if rc == 0 {
-            Ok(d)
-        } else {
-            Err(rc)
-        }
+        status(rc, d)
     }
     pub fn device_name(&self, dev: c_int) -> Result<String, CuResult> {
         let mut buf = [0 as c_char; 256];
@@ -231,22 +229,14 @@ impl Driver {
         let mut n: usize = 0;
         // SAFETY: n is a valid out pointer.
         let rc = unsafe { (self.device_total_mem)(&mut n, dev) };
-        if rc == 0 {
-            Ok(n)
-        } else {
-            Err(rc)
-        }
+        status(rc, n)
     }
     /// The device's primary context, retained; as an address.
     pub fn primary_ctx_retain(&self, dev: c_int) -> Result<usize, CuResult> {
         let mut ctx: *mut c_void = std::ptr::null_mut();
         // SAFETY: ctx is a valid out pointer.
         let rc = unsafe { (self.primary_ctx_retain)(&mut ctx, dev) };
-        if rc == 0 {
-            Ok(ctx as usize)
-        } else {
-            Err(rc)
-        }
+        status(rc, ctx as usize)
     }
     pub fn primary_ctx_release(&self, dev: c_int) -> CuResult {
         // SAFETY: plain value argument.
@@ -272,11 +262,7 @@ impl Driver {
         let mut p: DevPtr = 0;
         // SAFETY: p is a valid out pointer.
         let rc = unsafe { (self.mem_alloc)(&mut p, size) };
-        if rc == 0 {
-            Ok(p)
-        } else {
-            Err(rc)
-        }
+        status(rc, p)
     }
     pub fn mem_free(&self, p: DevPtr) -> CuResult {
         // SAFETY: the driver validates device addresses.
