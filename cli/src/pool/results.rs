@@ -13,6 +13,12 @@ pub struct Bursty {
     pub cpu_pct: f64,
     pub wall_s: f64,
     pub cpu_s: f64,
+    /// Share of the requests in which a thread other than the caller ran
+    /// some indices, percent. Between 0 and 100 the latency is a mix of
+    /// team runs and caller-alone runs: its p50 is whichever is the
+    /// majority, and flips from run to run.
+    #[serde(default)]
+    pub joined_pct: Option<f64>,
 }
 
 /// idle_after_burst.
@@ -137,7 +143,15 @@ pub struct CellResult {
     pub counters: Option<Counters>,
 }
 
+/// The key columns of every pool table: a row per cell.
+pub const KEY_HEADERS: [&str; 2] = ["runtime / configuration", "thr"];
+
 impl CellResult {
+    /// This cell's key cells in a table.
+    pub fn keys(&self) -> Vec<String> {
+        vec![self.label.clone(), self.spec.threads.to_string()]
+    }
+
     /// A result with nothing measured yet.
     pub fn empty(spec: &CellSpec, dop: usize) -> CellResult {
         CellResult {
