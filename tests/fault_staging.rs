@@ -23,7 +23,7 @@ use std::ptr::null_mut;
 
 use fuzz_common::*;
 use leanrt::ffi::staging as ffi;
-use leanrt::ffi::staging::{lrt_task_slot as TaskSlot, lrt_upload_report as UploadReport};
+use leanrt::ffi::staging::{lrt_task_slot, lrt_upload_report};
 
 const OK: i32 = 0;
 const NO_MEMORY: i32 = 3;
@@ -154,7 +154,7 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
         assert_eq!(st, OK, "{context}: begin_run {r}: {}", last_error());
         let h = hdr.cast::<u8>();
         for i in 0..n {
-            let mut slot = TaskSlot {
+            let mut slot = lrt_task_slot {
                 index: -1,
                 descriptor: null_mut(),
                 payload: null_mut(),
@@ -177,7 +177,7 @@ fn script(policy: u32, flags: u32, fail: Option<(Op, u64)>) -> Outcome {
             .expect("device image");
         sim.with_alloc(image as *mut c_void, |b| b.fill(POISON));
         let before = counts(&sim);
-        let mut report = UploadReport {
+        let mut report = lrt_upload_report {
             total_tasks: -9,
             ..Default::default()
         };

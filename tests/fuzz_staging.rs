@@ -29,8 +29,8 @@ use std::time::Duration;
 use fuzz_common::*;
 use leanrt::ffi::device::lrt_host_api as HostApi;
 use leanrt::ffi::staging as ffi;
-use leanrt::ffi::staging::{lrt_task_slot as TaskSlot, lrt_upload_report as UploadReport};
-use leanrt::staging::SmSegments;
+use leanrt::ffi::staging::{lrt_task_slot, lrt_upload_report};
+use leanrt::staging::lrt_sm_segments;
 
 // Status values, as a C caller sees them.
 const OK: i32 = 0;
@@ -91,7 +91,7 @@ fn expected_segments(w: u64) -> Option<[u64; 5]> {
     (end <= i32::MAX as u64).then_some([desc, pay, ss, flags, end])
 }
 
-fn seg_array(s: &SmSegments) -> [u64; 6] {
+fn seg_array(s: &lrt_sm_segments) -> [u64; 6] {
     [
         s.header,
         s.descriptors,
@@ -102,8 +102,8 @@ fn seg_array(s: &SmSegments) -> [u64; 6] {
     ]
 }
 
-fn filled_segments() -> SmSegments {
-    SmSegments {
+fn filled_segments() -> lrt_sm_segments {
+    lrt_sm_segments {
         header: 0xdead,
         descriptors: 0xdead,
         payloads: 0xdead,
@@ -113,7 +113,7 @@ fn filled_segments() -> SmSegments {
     }
 }
 
-fn segments_untouched(s: &SmSegments) -> bool {
+fn segments_untouched(s: &lrt_sm_segments) -> bool {
     seg_array(s).iter().all(|&v| v == 0xdead)
 }
 
@@ -209,7 +209,7 @@ impl Fuzz {
         let mut out = filled_segments();
         let with_null = self.rng.chance(1, 8);
         mark_last_error();
-        // SAFETY: out is NULL or a valid SmSegments.
+        // SAFETY: out is NULL or a valid lrt_sm_segments.
         let st = self.status(unsafe {
             ffi::lrt_sm_ring_segment_offsets(w, if with_null { null_mut() } else { &mut out })
         });
@@ -340,7 +340,7 @@ impl Fuzz {
         assert!(!out.is_null() && out != sentinel, "{context}: no handle");
         // Learn the resolved window from the maker's segments.
         let mut segs = filled_segments();
-        // SAFETY: out is a live maker, segs a valid SmSegments.
+        // SAFETY: out is a live maker, segs a valid lrt_sm_segments.
         let st = self.status(unsafe { ffi::lrt_runtime_maker_segments(out, &mut segs) });
         assert_eq!(st, OK);
         let s = seg_array(&segs);
@@ -394,7 +394,7 @@ impl Fuzz {
     fn fuzz_begin_run(&mut self, i: usize) {
         let null_out = self.rng.chance(1, 10);
         let m = self.makers[i].as_mut().unwrap();
-        let mut hdr: *mut leanrt::staging::SmHeader = 0x77 as *mut _;
+        let mut hdr: *mut leanrt::staging::lrt_sm_header = 0x77 as *mut _;
         mark_last_error();
         // SAFETY: live maker; hdr valid or NULL.
         let st = unsafe {
@@ -445,7 +445,7 @@ impl Fuzz {
             graph_node: self.rng.next_u64() as i32,
         };
         let m = self.makers[i].as_mut().unwrap();
-        let mut out = TaskSlot {
+        let mut out = lrt_task_slot {
             index: -77,
             descriptor: null_mut(),
             payload: null_mut(),
@@ -648,7 +648,7 @@ impl Fuzz {
         if fail_copy {
             m.sim.state().fail_always.push(Op::ToDevice);
         }
-        let mut report = UploadReport {
+        let mut report = lrt_upload_report {
             total_tasks: -5,
             copies: 77,
             bytes: 77,
@@ -785,7 +785,7 @@ impl Fuzz {
         let n = cti as usize;
         let ss_off = m.segs[2] as usize;
         let mirror_before = (bytes(h, 0, HDR), bytes(h, ss_off, n * SS));
-        let mut report = UploadReport {
+        let mut report = lrt_upload_report {
             total_tasks: -5,
             ..Default::default()
         };
@@ -875,14 +875,14 @@ impl Fuzz {
     fn fuzz_null_handle(&mut self) {
         let mut segs = filled_segments();
         let mut hdr = null_mut();
-        let mut slot = TaskSlot {
+        let mut slot = lrt_task_slot {
             index: -77,
             descriptor: null_mut(),
             payload: null_mut(),
             slot_state: null_mut(),
         };
         let mut status = 9;
-        let mut report = UploadReport::default();
+        let mut report = lrt_upload_report::default();
         // SAFETY: NULL handles must be rejected without being dereferenced.
         unsafe {
             let r = [
@@ -1026,7 +1026,7 @@ fn cycles_rss(f: &mut Fuzz) -> (u64, u64) {
         };
         let mut m = null_mut();
         let mut hdr = null_mut();
-        let mut slot = TaskSlot {
+        let mut slot = lrt_task_slot {
             index: 0,
             descriptor: null_mut(),
             payload: null_mut(),

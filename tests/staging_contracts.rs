@@ -3,7 +3,7 @@
 mod staging_support;
 
 use leanrt::staging::{
-    segment_offsets, MakerConfig, RuntimeMaker, TaskSlotState, UploadPolicy,
+    lrt_task_slot_state, lrt_upload_policy, segment_offsets, MakerConfig, RuntimeMaker,
     COMPACT_GATHER_MAX_BYTES,
 };
 
@@ -20,14 +20,14 @@ fn leanrt_compact_offsets(n: u64) -> [u64; 5] {
 use staging_support::*;
 
 const W: u64 = 1024;
-const POLICIES: [UploadPolicy; 4] = [
-    UploadPolicy::Full,
-    UploadPolicy::Bounded,
-    UploadPolicy::Compact,
-    UploadPolicy::Auto,
+const POLICIES: [lrt_upload_policy; 4] = [
+    lrt_upload_policy::LRT_UPLOAD_FULL,
+    lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+    lrt_upload_policy::LRT_UPLOAD_COMPACT,
+    lrt_upload_policy::LRT_UPLOAD_AUTO,
 ];
 
-fn maker(api: &CountingApi, policy: UploadPolicy) -> RuntimeMaker {
+fn maker(api: &CountingApi, policy: lrt_upload_policy) -> RuntimeMaker {
     let cfg = MakerConfig {
         task_window: W,
         policy,
@@ -45,7 +45,7 @@ fn one_run(
     run: u64,
     n: usize,
     poison: bool,
-) -> (leanrt::staging::UploadReport, Vec<DeviceTask>) {
+) -> (leanrt::staging::lrt_upload_report, Vec<DeviceTask>) {
     let h = m.begin_run().expect("begin_run");
     let seg = m.segments();
     if poison {
@@ -72,8 +72,8 @@ fn one_run(
 
 /// What claim_slot writes for slot `i` (a root kernel task on one AIV core,
 /// as the reference's submit path writes it), pointers cleared.
-fn expected_state(i: usize) -> TaskSlotState {
-    TaskSlotState {
+fn expected_state(i: usize) -> lrt_task_slot_state {
+    lrt_task_slot_state {
         last_consumer_local_id: i as i32,
         task_state: 0,
         payload: std::ptr::null_mut(),
@@ -95,7 +95,7 @@ fn expected_state(i: usize) -> TaskSlotState {
 
 /// Every field the device reads for slot `i` holds what claim_slot and the
 /// host wrote, and nothing holds poison.
-fn check_task(policy: UploadPolicy, run: u64, i: usize, t: &DeviceTask) {
+fn check_task(policy: lrt_upload_policy, run: u64, i: usize, t: &DeviceTask) {
     let ctx = format!("{policy:?} run {run} slot {i}");
     let want = content_for(run, i);
     assert_eq!(t.task_id, i as u64, "{ctx}: task_id");
@@ -178,8 +178,8 @@ fn copy_contract_per_policy() {
             );
             // AUTO ships as BOUNDED or as a gathered COMPACT, and says which.
             let shape = match policy {
-                UploadPolicy::Auto => {
-                    assert_ne!(report.path, UploadPolicy::Full);
+                lrt_upload_policy::LRT_UPLOAD_AUTO => {
+                    assert_ne!(report.path, lrt_upload_policy::LRT_UPLOAD_FULL);
                     report.path
                 }
                 p => {
@@ -188,7 +188,7 @@ fn copy_contract_per_policy() {
                 }
             };
             match shape {
-                UploadPolicy::Bounded => {
+                lrt_upload_policy::LRT_UPLOAD_BOUNDED => {
                     assert_eq!(report.bytes, 320 + 4969 * n as u64, "N={n}");
                     assert!(copies.len() <= 4);
                     assert_eq!(copies.len(), if n == 0 { 1 } else { 4 });
@@ -201,11 +201,11 @@ fn copy_contract_per_policy() {
                     }
                     assert_eq!(copies, want);
                 }
-                UploadPolicy::Compact => {
+                lrt_upload_policy::LRT_UPLOAD_COMPACT => {
                     let dh = device_header(m.device_image());
                     let c = leanrt_compact_offsets(n as u64);
                     assert_eq!(dh.total_size, c[4], "compact image size in header");
-                    let gathered = policy == UploadPolicy::Auto
+                    let gathered = policy == lrt_upload_policy::LRT_UPLOAD_AUTO
                         || n as u64 == W
                         || c[4] <= COMPACT_GATHER_MAX_BYTES;
                     if gathered {

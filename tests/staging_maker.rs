@@ -3,11 +3,11 @@
 mod staging_support;
 
 use leanrt::ffi::lrt_status;
-use leanrt::staging::{MakerConfig, RuntimeMaker, SmHeader, UploadPolicy};
+use leanrt::staging::{lrt_sm_header, lrt_upload_policy, MakerConfig, RuntimeMaker};
 use leanrt::ErrorKind;
 use staging_support::*;
 
-fn cfg(w: u64, policy: UploadPolicy) -> MakerConfig {
+fn cfg(w: u64, policy: lrt_upload_policy) -> MakerConfig {
     MakerConfig {
         task_window: w,
         policy,
@@ -19,7 +19,7 @@ fn host_api() -> std::sync::Arc<dyn leanrt::device::Device> {
     host_device()
 }
 
-fn set_index(h: *mut SmHeader, v: i32) {
+fn set_index(h: *mut lrt_sm_header, v: i32) {
     // SAFETY: h is the live mirror header from begin_run.
     unsafe { (*h).current_task_index = v };
 }
@@ -27,9 +27,9 @@ fn set_index(h: *mut SmHeader, v: i32) {
 #[test]
 fn host_backend_round_trip_and_status() {
     for policy in [
-        UploadPolicy::Full,
-        UploadPolicy::Bounded,
-        UploadPolicy::Compact,
+        lrt_upload_policy::LRT_UPLOAD_FULL,
+        lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+        lrt_upload_policy::LRT_UPLOAD_COMPACT,
     ] {
         let mut m = RuntimeMaker::new(&cfg(64, policy), host_api()).unwrap();
         assert_eq!(m.task_window(), 64);
@@ -52,7 +52,7 @@ fn host_backend_round_trip_and_status() {
         }
         assert_eq!(m.read_status().unwrap(), 0);
         // The device reports errors in its header: orch first, then sched.
-        let dev = m.device_image() as *mut SmHeader;
+        let dev = m.device_image() as *mut lrt_sm_header;
         // SAFETY: the host backend's device image is host memory, 64-aligned.
         unsafe {
             (*dev).sched_error_code = 9;
@@ -73,7 +73,8 @@ fn host_backend_round_trip_and_status() {
 #[test]
 fn claim_past_the_window_and_corrupted_index() {
     let api = CountingApi::new();
-    let mut m = RuntimeMaker::new(&cfg(4, UploadPolicy::Bounded), api.api()).unwrap();
+    let mut m =
+        RuntimeMaker::new(&cfg(4, lrt_upload_policy::LRT_UPLOAD_BOUNDED), api.api()).unwrap();
     assert_eq!(m.claim_slot().unwrap_err().kind(), ErrorKind::State);
     assert_eq!(m.upload().unwrap_err().kind(), ErrorKind::State);
     assert_eq!(api.with(|c| c.copy_calls), 0);
@@ -102,7 +103,8 @@ fn claim_past_the_window_and_corrupted_index() {
 #[test]
 fn slot_pointer_outside_the_mirror_is_rejected_before_copying() {
     let api = CountingApi::new();
-    let mut m = RuntimeMaker::new(&cfg(16, UploadPolicy::Bounded), api.api()).unwrap();
+    let mut m =
+        RuntimeMaker::new(&cfg(16, lrt_upload_policy::LRT_UPLOAD_BOUNDED), api.api()).unwrap();
     m.begin_run().unwrap();
     let slots: Vec<_> = (0..3).map(|_| m.claim_slot().unwrap()).collect();
     let mut outside = 0u64;
@@ -159,11 +161,11 @@ fn slot_pointer_outside_the_mirror_is_rejected_before_copying() {
 #[test]
 fn failing_copy_then_next_run_succeeds() {
     for policy in [
-        UploadPolicy::Full,
-        UploadPolicy::Bounded,
-        UploadPolicy::Compact,
+        lrt_upload_policy::LRT_UPLOAD_FULL,
+        lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+        lrt_upload_policy::LRT_UPLOAD_COMPACT,
     ] {
-        let max_k = if policy == UploadPolicy::Bounded {
+        let max_k = if policy == lrt_upload_policy::LRT_UPLOAD_BOUNDED {
             4
         } else {
             1
@@ -206,20 +208,21 @@ fn failing_copy_then_next_run_succeeds() {
 fn create_errors_leak_nothing() {
     let api = CountingApi::new();
     api.with(|c| c.fail_malloc = true);
-    let e = RuntimeMaker::new(&cfg(16, UploadPolicy::Compact), api.api())
+    let e = RuntimeMaker::new(&cfg(16, lrt_upload_policy::LRT_UPLOAD_COMPACT), api.api())
         .err()
         .unwrap();
     assert_eq!(e.kind(), ErrorKind::NoMemory);
     assert_eq!(api.with(|c| (c.mallocs, c.live)), (1, 0));
     for w in [3, 5, 6, 1 << 19, 1 << 31, u64::MAX] {
-        let e = RuntimeMaker::new(&cfg(w, UploadPolicy::Bounded), host_api())
+        let e = RuntimeMaker::new(&cfg(w, lrt_upload_policy::LRT_UPLOAD_BOUNDED), host_api())
             .err()
             .unwrap();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{w}");
     }
     let api = CountingApi::new();
     {
-        let _m = RuntimeMaker::new(&cfg(16, UploadPolicy::Bounded), api.api()).unwrap();
+        let _m =
+            RuntimeMaker::new(&cfg(16, lrt_upload_policy::LRT_UPLOAD_BOUNDED), api.api()).unwrap();
         assert_eq!(api.with(|c| c.live), 1);
     }
     assert_eq!(api.with(|c| (c.mallocs, c.frees, c.live)), (1, 1, 0));
@@ -228,7 +231,10 @@ fn create_errors_leak_nothing() {
 #[test]
 fn fresh_and_pinned_mirrors_work() {
     for (fresh_mirror, pin_mirror) in [(true, false), (false, true), (true, true)] {
-        for policy in [UploadPolicy::Full, UploadPolicy::Compact] {
+        for policy in [
+            lrt_upload_policy::LRT_UPLOAD_FULL,
+            lrt_upload_policy::LRT_UPLOAD_COMPACT,
+        ] {
             let c = MakerConfig {
                 task_window: 16,
                 policy,
@@ -334,7 +340,11 @@ fn thread_minor_faults() -> i64 {
 fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
     // Page faults are counted for this thread only (RUSAGE_THREAD).
     let runs = 50;
-    let mut m = RuntimeMaker::new(&cfg(16384, UploadPolicy::Bounded), host_api()).unwrap();
+    let mut m = RuntimeMaker::new(
+        &cfg(16384, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
+        host_api(),
+    )
+    .unwrap();
     let go = |m: &mut RuntimeMaker, n: usize| {
         m.begin_run().unwrap();
         for _ in 0..n {
@@ -360,7 +370,7 @@ fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
     // with transparent huge pages, hence the loose bound).
     let c = MakerConfig {
         fresh_mirror: true,
-        ..cfg(1024, UploadPolicy::Full)
+        ..cfg(1024, lrt_upload_policy::LRT_UPLOAD_FULL)
     };
     let mut fresh = RuntimeMaker::new(&c, host_api()).unwrap();
     go(&mut fresh, 8);
@@ -381,7 +391,11 @@ fn auto_follows_the_device_cost_model() {
         latency_ns: 1e6,
         bytes_per_ns: 10.0,
     };
-    let mut m = RuntimeMaker::new(&cfg(64, UploadPolicy::Auto), api.api_with_cost(slow)).unwrap();
+    let mut m = RuntimeMaker::new(
+        &cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO),
+        api.api_with_cost(slow),
+    )
+    .unwrap();
     assert_eq!(m.cost_model().copy, slow);
     assert_eq!(
         api.with(|c| c.copy_calls),
@@ -394,11 +408,15 @@ fn auto_follows_the_device_cost_model() {
         latency_ns: 0.0,
         bytes_per_ns: 10.0,
     };
-    let mut m2 = RuntimeMaker::new(&cfg(64, UploadPolicy::Auto), api2.api_with_cost(free)).unwrap();
+    let mut m2 = RuntimeMaker::new(
+        &cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO),
+        api2.api_with_cost(free),
+    )
+    .unwrap();
     for n in [1usize, 5, 40, 64] {
         for (maker, want) in [
-            (&mut m, UploadPolicy::Compact),
-            (&mut m2, UploadPolicy::Bounded),
+            (&mut m, lrt_upload_policy::LRT_UPLOAD_COMPACT),
+            (&mut m2, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
         ] {
             maker.begin_run().unwrap();
             for k in 0..n {
@@ -407,7 +425,7 @@ fn auto_follows_the_device_cost_model() {
             }
             let r = maker.upload().unwrap();
             assert_eq!(r.path, want, "N={n}");
-            if want == UploadPolicy::Compact {
+            if want == lrt_upload_policy::LRT_UPLOAD_COMPACT {
                 assert_eq!(r.copies, 1, "N={n}");
             } else {
                 assert_eq!(r.bytes, 320 + 4969 * n as u64, "N={n}");
@@ -420,7 +438,7 @@ fn auto_follows_the_device_cost_model() {
     }
     // Without figures from the device, AUTO measures them at create.
     let api3 = CountingApi::new();
-    let m3 = RuntimeMaker::new(&cfg(64, UploadPolicy::Auto), api3.api()).unwrap();
+    let m3 = RuntimeMaker::new(&cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO), api3.api()).unwrap();
     assert!(
         api3.with(|c| c.copy_calls) >= 6,
         "five small copies and one large"

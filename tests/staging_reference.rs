@@ -12,7 +12,8 @@ mod staging_support;
 use std::ffi::c_void;
 
 use leanrt::staging::{
-    segment_offsets, ClaimDesc, MakerConfig, RuntimeMaker, SmHeader, SmSegments, UploadPolicy,
+    lrt_sm_header, lrt_sm_segments, lrt_upload_policy, segment_offsets, ClaimDesc, MakerConfig,
+    RuntimeMaker,
 };
 use leanrt::ErrorKind;
 use staging_support::*;
@@ -54,7 +55,14 @@ fn segments_match_the_reference_for_every_window() {
     assert!(e.message().contains("262144"), "{}", e.message());
 }
 
-fn check_header(h: &SmHeader, heap: u64, base: usize, seg: &SmSegments, current: i32, done: i32) {
+fn check_header(
+    h: &lrt_sm_header,
+    heap: u64,
+    base: usize,
+    seg: &lrt_sm_segments,
+    current: i32,
+    done: i32,
+) {
     assert_eq!(h.current_task_index, current);
     assert_eq!(h.last_task_alive, 0);
     assert_eq!(h.completed_watermark, -1);
@@ -91,7 +99,7 @@ const SLOTS: [SlotFacts; 4] = [
 
 const PACKED: usize = 0x7f00_0000_1000;
 
-fn check_slots(h: &SmHeader) {
+fn check_slots(h: &lrt_sm_header) {
     for (i, want) in SLOTS.iter().enumerate() {
         // SAFETY: i < 4 = N; the header's pointers address the slots of a
         // host-memory image (mirror or device image of the counting device).
@@ -201,9 +209,9 @@ fn claim_reference_run(m: &mut RuntimeMaker) {
 #[test]
 fn begin_run_and_claims_write_the_reference_values_under_every_policy() {
     for policy in [
-        UploadPolicy::Full,
-        UploadPolicy::Bounded,
-        UploadPolicy::Compact,
+        lrt_upload_policy::LRT_UPLOAD_FULL,
+        lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+        lrt_upload_policy::LRT_UPLOAD_COMPACT,
     ] {
         for heap in [0, 1 << 20] {
             let api = CountingApi::new();
@@ -241,7 +249,7 @@ fn begin_run_and_claims_write_the_reference_values_under_every_policy() {
                 check_header(unsafe { &*h }, want_heap, base, &seg, 4, 0);
                 let image = m.device_image();
                 let dh = device_header(image);
-                let dseg = if policy == UploadPolicy::Compact {
+                let dseg = if policy == lrt_upload_policy::LRT_UPLOAD_COMPACT {
                     segment_offsets(4).unwrap()
                 } else {
                     seg

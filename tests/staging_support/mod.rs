@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use leanrt::device::host::HostDevice;
 use leanrt::device::{CopyCost, Device};
-use leanrt::staging::{SmHeader, TaskDescriptor, TaskPayload};
+use leanrt::staging::{lrt_sm_header, lrt_task_descriptor, lrt_task_payload};
 use leanrt::{Error, Result};
 
 pub const POISON: u8 = 0xAA;
@@ -175,7 +175,7 @@ pub fn content_for(run: u64, k: usize) -> TaskContent {
 }
 
 /// Writes `c` through the slot's host pointers (the host's part after claim).
-pub fn write_content(desc: *mut TaskDescriptor, pay: *mut TaskPayload, c: &TaskContent) {
+pub fn write_content(desc: *mut lrt_task_descriptor, pay: *mut lrt_task_payload, c: &TaskContent) {
     // SAFETY: pointers from claim_slot, valid until the next begin_run.
     let (d, p) = unsafe { (&mut *desc, &mut *pay) };
     d.kernel_id = c.kernel_id;
@@ -208,13 +208,13 @@ pub struct DeviceTask {
 }
 
 /// Reads the device header at `image`.
-pub fn device_header(image: *const c_void) -> SmHeader {
+pub fn device_header(image: *const c_void) -> lrt_sm_header {
     // SAFETY: the device image is host memory holding a shipped header.
-    unsafe { *(image as *const SmHeader) }
+    unsafe { *(image as *const lrt_sm_header) }
 }
 
 /// Reads task `i` through the device header's pointers.
-pub fn device_task(h: &SmHeader, i: usize) -> DeviceTask {
+pub fn device_task(h: &lrt_sm_header, i: usize) -> DeviceTask {
     // SAFETY: i < N, the header's pointers address the shipped segments of a
     // host-memory device image.
     let (d, p, s, f) = unsafe {
