@@ -20,6 +20,7 @@
 //! `LEANRT_FUZZ_ITERS` (default 6000) and `LEANRT_FUZZ_SEED` size the run; a
 //! watchdog aborts on a hang.
 mod fuzz_common;
+mod staging_support;
 
 use leanrt::ffi::staging::lrt_runtime_maker;
 use std::ffi::c_void;
@@ -31,6 +32,11 @@ use leanrt::ffi::device::lrt_host_api as HostApi;
 use leanrt::ffi::staging as ffi;
 use leanrt::ffi::staging::{lrt_task_slot, lrt_upload_report};
 use leanrt::staging::lrt_sm_segments;
+use staging_support::{golden_segments_for, FakeDevice, Op, POISON};
+
+/// The simulated device's capacity: larger allocations fail (NULL), as on a
+/// device that is out of memory.
+const SIM_MAX_ALLOC: usize = 128 << 20;
 
 // Status values, as a C caller sees them.
 const OK: i32 = 0;
@@ -77,18 +83,11 @@ fn compact_end(n: u64) -> u64 {
     320 + up(DESC as u64 * n) + up(PAY as u64 * n) + up(SS as u64 * n) + up(n)
 }
 
-/// The contract's segment offsets, computed independently.
+/// The reference's segment offsets for window `w` (descriptors, payloads,
+/// slot states, flags, end), from the goldens table; None for a window the
+/// contract refuses.
 fn expected_segments(w: u64) -> Option<[u64; 5]> {
-    if !(4..=i32::MAX as u64).contains(&w) || !w.is_power_of_two() {
-        return None;
-    }
-    let up = |x: u64| (x + 63) & !63;
-    let desc = up(HDR as u64);
-    let pay = up(desc + DESC as u64 * w);
-    let ss = up(pay + PAY as u64 * w);
-    let flags = up(ss + SS as u64 * w);
-    let end = flags + up(w);
-    (end <= i32::MAX as u64).then_some([desc, pay, ss, flags, end])
+    golden_segments_for(w).map(|g| [g[1], g[2], g[3], g[4], g[5]])
 }
 
 fn seg_array(s: &lrt_sm_segments) -> [u64; 6] {
@@ -146,7 +145,7 @@ enum Phase {
 
 struct Maker {
     h: *mut lrt_runtime_maker,
-    sim: Box<DeviceSim>,
+    sim: Box<FakeDevice>,
     window: u64,
     policy: u32,
     segs: [u64; 5],
@@ -262,7 +261,7 @@ impl Fuzz {
         let Some(slot) = self.free_slot() else {
             return;
         };
-        let sim = Box::new(DeviceSim::new());
+        let sim = Box::new(FakeDevice::limited(SIM_MAX_ALLOC));
         let mut cfg = cfg_for(&mut self.rng);
         // Mostly small windows (fast); sometimes the default (0 = 16384).
         if self.rng.chance(1, 100) {
@@ -295,7 +294,7 @@ impl Fuzz {
                 ctx: null_mut(),
                 ops: &NO_FREE,
             },
-            _ => sim.api(),
+            _ => sim.host_api(),
         };
         let null_cfg = self.rng.chance(1, 15);
         let null_api = self.rng.chance(1, 15);
@@ -658,7 +657,7 @@ impl Fuzz {
             path: leanrt::ffi::staging::lrt_upload_policy::LRT_UPLOAD_FULL,
         };
         let copies_before = m.sim.calls(Op::ToDevice);
-        let bytes_before = m.sim.state().bytes_to_device;
+        let bytes_before = m.sim.copied_bytes() as u64;
         let hdr_before = (!h.is_null()).then(|| bytes(h, 0, HDR));
         // Poison the device image: whatever the run needs must be shipped now.
         let image = m.sim.state().live.keys().next().copied().unwrap();
@@ -711,7 +710,7 @@ impl Fuzz {
             return;
         }
         let n = rd_i32(h, H_CTI) as usize;
-        let shipped = m.sim.state().bytes_to_device - bytes_before;
+        let shipped = m.sim.copied_bytes() as u64 - bytes_before;
         if !null_report {
             assert_eq!(
                 report.total_tasks, n as i32,
@@ -1016,8 +1015,8 @@ fn cycles_rss(f: &mut Fuzz) -> (u64, u64) {
         if c == CYCLES / 10 {
             early = proc_status().rss_kib;
         }
-        let sim = DeviceSim::new();
-        let api = if c % 2 == 0 { host } else { sim.api() };
+        let sim = FakeDevice::limited(SIM_MAX_ALLOC);
+        let api = if c % 2 == 0 { host } else { sim.host_api() };
         let cfg = RawCfg {
             task_window: 256,
             policy: (c % 4) as u32,

@@ -2,7 +2,6 @@
 //! C entry points.
 mod staging_support;
 
-use leanrt::ffi::lrt_status;
 use leanrt::staging::{lrt_sm_header, lrt_upload_policy, MakerConfig, RuntimeMaker};
 use leanrt::ErrorKind;
 use staging_support::*;
@@ -72,12 +71,12 @@ fn host_backend_round_trip_and_status() {
 
 #[test]
 fn claim_past_the_window_and_corrupted_index() {
-    let api = CountingApi::new();
+    let api = FakeDevice::new();
     let mut m =
-        RuntimeMaker::new(&cfg(4, lrt_upload_policy::LRT_UPLOAD_BOUNDED), api.api()).unwrap();
+        RuntimeMaker::new(&cfg(4, lrt_upload_policy::LRT_UPLOAD_BOUNDED), api.device()).unwrap();
     assert_eq!(m.claim_slot().unwrap_err().kind(), ErrorKind::State);
     assert_eq!(m.upload().unwrap_err().kind(), ErrorKind::State);
-    assert_eq!(api.with(|c| c.copy_calls), 0);
+    assert_eq!(api.calls(Op::ToDevice), 0);
     let h = m.begin_run().unwrap();
     for _ in 0..4 {
         m.claim_slot().unwrap();
@@ -95,16 +94,19 @@ fn claim_past_the_window_and_corrupted_index() {
         );
         assert_eq!(m.claim_slot().unwrap_err().kind(), ErrorKind::OutOfRange);
     }
-    assert_eq!(api.with(|c| c.copy_calls), 0, "nothing copied");
+    assert_eq!(api.calls(Op::ToDevice), 0, "nothing copied");
     set_index(h, 4);
     assert_eq!(m.upload().unwrap().total_tasks, 4);
 }
 
 #[test]
 fn slot_pointer_outside_the_mirror_is_rejected_before_copying() {
-    let api = CountingApi::new();
-    let mut m =
-        RuntimeMaker::new(&cfg(16, lrt_upload_policy::LRT_UPLOAD_BOUNDED), api.api()).unwrap();
+    let api = FakeDevice::new();
+    let mut m = RuntimeMaker::new(
+        &cfg(16, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
+        api.device(),
+    )
+    .unwrap();
     m.begin_run().unwrap();
     let slots: Vec<_> = (0..3).map(|_| m.claim_slot().unwrap()).collect();
     let mut outside = 0u64;
@@ -128,7 +130,7 @@ fn slot_pointer_outside_the_mirror_is_rejected_before_copying() {
         }
         let e = m.upload().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e.message());
-        assert_eq!(api.with(|c| c.copy_calls), 0, "nothing copied");
+        assert_eq!(api.calls(Op::ToDevice), 0, "nothing copied");
         // The rejected upload left the mirror as it was.
         let after = if is_payload {
             st.payload as usize
@@ -171,13 +173,13 @@ fn failing_copy_then_next_run_succeeds() {
             1
         };
         for k in 1..=max_k {
-            let api = CountingApi::new();
-            let mut m = RuntimeMaker::new(&cfg(32, policy), api.api()).unwrap();
+            let api = FakeDevice::new();
+            let mut m = RuntimeMaker::new(&cfg(32, policy), api.device()).unwrap();
             let h = m.begin_run().unwrap();
             let slots: Vec<_> = (0..5).map(|_| m.claim_slot().unwrap()).collect();
             // SAFETY: live mirror header.
             let before = unsafe { *h };
-            api.with(|c| c.fail_copy_at = Some(k));
+            api.fail_at(Op::ToDevice, k as u64);
             let e = m.upload().unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Device, "{policy:?} k={k}");
             assert_eq!(m.read_status().unwrap_err().kind(), ErrorKind::State);
@@ -206,26 +208,35 @@ fn failing_copy_then_next_run_succeeds() {
 
 #[test]
 fn create_errors_leak_nothing() {
-    let api = CountingApi::new();
-    api.with(|c| c.fail_malloc = true);
-    let e = RuntimeMaker::new(&cfg(16, lrt_upload_policy::LRT_UPLOAD_COMPACT), api.api())
-        .err()
-        .unwrap();
+    let api = FakeDevice::new();
+    api.fail_always(Op::Malloc);
+    let e = RuntimeMaker::new(
+        &cfg(16, lrt_upload_policy::LRT_UPLOAD_COMPACT),
+        api.device(),
+    )
+    .err()
+    .unwrap();
     assert_eq!(e.kind(), ErrorKind::NoMemory);
-    assert_eq!(api.with(|c| (c.mallocs, c.live)), (1, 0));
+    assert_eq!((api.calls(Op::Malloc), api.live_count()), (1, 0));
     for w in [3, 5, 6, 1 << 19, 1 << 31, u64::MAX] {
         let e = RuntimeMaker::new(&cfg(w, lrt_upload_policy::LRT_UPLOAD_BOUNDED), host_api())
             .err()
             .unwrap();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{w}");
     }
-    let api = CountingApi::new();
+    let api = FakeDevice::new();
     {
-        let _m =
-            RuntimeMaker::new(&cfg(16, lrt_upload_policy::LRT_UPLOAD_BOUNDED), api.api()).unwrap();
-        assert_eq!(api.with(|c| c.live), 1);
+        let _m = RuntimeMaker::new(
+            &cfg(16, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
+            api.device(),
+        )
+        .unwrap();
+        assert_eq!(api.live_count(), 1);
     }
-    assert_eq!(api.with(|c| (c.mallocs, c.frees, c.live)), (1, 1, 0));
+    assert_eq!(
+        (api.calls(Op::Malloc), api.calls(Op::Free), api.live_count()),
+        (1, 1, 0)
+    );
 }
 
 #[test]
@@ -257,73 +268,6 @@ fn fresh_and_pinned_mirrors_work() {
                 }
             }
         }
-    }
-}
-
-#[test]
-fn c_entry_points_validate_and_leave_state_alone() {
-    use leanrt::ffi::staging::*;
-    use std::ptr::{null, null_mut};
-    let mut c = lrt_maker_config {
-        task_window: 99,
-        policy: lrt_upload_policy::LRT_UPLOAD_FULL,
-        flags: 7,
-        heap_size: 5,
-    };
-    // SAFETY: valid pointers or NULL, as each function allows.
-    unsafe {
-        lrt_maker_config_init(&mut c);
-        assert_eq!(c.task_window, 0);
-        assert_eq!(c.policy, lrt_upload_policy::LRT_UPLOAD_BOUNDED);
-        assert_eq!(c.flags, 0);
-        assert_eq!(c.heap_size, 0);
-        lrt_maker_config_init(null_mut());
-        c.task_window = 8;
-        let api = leanrt::ffi::device::host_api();
-        let mut m = null_mut();
-        assert_eq!(
-            lrt_runtime_maker_create(null(), &api, &mut m),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        assert_eq!(
-            lrt_runtime_maker_create(&c, null(), &mut m),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        assert_eq!(
-            lrt_runtime_maker_create(&c, &api, null_mut()),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        // An out-of-enum policy value, stored as a C caller can.
-        let mut raw = c;
-        std::ptr::addr_of_mut!(raw.policy).cast::<u32>().write(7);
-        assert_eq!(
-            lrt_runtime_maker_create(&raw, &api, &mut m),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        // An unknown flag.
-        let bad_flags = lrt_maker_config { flags: 8, ..c };
-        assert_eq!(
-            lrt_runtime_maker_create(&bad_flags, &api, &mut m),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        assert!(m.is_null(), "out untouched on failure");
-        assert_eq!(
-            lrt_runtime_maker_create(&c, &api, &mut m),
-            lrt_status::LRT_OK
-        );
-        let mut h = null_mut();
-        assert_eq!(
-            lrt_runtime_maker_begin_run(m, null_mut()),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        assert_eq!(
-            lrt_runtime_maker_upload(m, null_mut()),
-            lrt_status::LRT_ERR_STATE
-        );
-        assert_eq!(lrt_runtime_maker_begin_run(m, &mut h), lrt_status::LRT_OK);
-        assert_eq!(lrt_runtime_maker_upload(m, null_mut()), lrt_status::LRT_OK);
-        lrt_runtime_maker_destroy(m);
-        lrt_runtime_maker_destroy(null_mut());
     }
 }
 
@@ -386,31 +330,27 @@ fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
 fn auto_follows_the_device_cost_model() {
     use leanrt::device::CopyCost;
     // Copies that cost a lot each: one gathered copy beats four.
-    let api = CountingApi::new();
+    let api = FakeDevice::new();
     let slow = CopyCost {
         latency_ns: 1e6,
         bytes_per_ns: 10.0,
     };
     let mut m = RuntimeMaker::new(
         &cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO),
-        api.api_with_cost(slow),
+        api.device_with_cost(slow),
     )
     .unwrap();
     assert_eq!(m.cost_model().copy, slow);
-    assert_eq!(
-        api.with(|c| c.copy_calls),
-        0,
-        "a given cost is not measured"
-    );
+    assert_eq!(api.calls(Op::ToDevice), 0, "a given cost is not measured");
     // Free copies: BOUNDED's four copies beat any host gather.
-    let api2 = CountingApi::new();
+    let api2 = FakeDevice::new();
     let free = CopyCost {
         latency_ns: 0.0,
         bytes_per_ns: 10.0,
     };
     let mut m2 = RuntimeMaker::new(
         &cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO),
-        api2.api_with_cost(free),
+        api2.device_with_cost(free),
     )
     .unwrap();
     for n in [1usize, 5, 40, 64] {
@@ -437,10 +377,11 @@ fn auto_follows_the_device_cost_model() {
         }
     }
     // Without figures from the device, AUTO measures them at create.
-    let api3 = CountingApi::new();
-    let m3 = RuntimeMaker::new(&cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO), api3.api()).unwrap();
+    let api3 = FakeDevice::new();
+    let m3 =
+        RuntimeMaker::new(&cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO), api3.device()).unwrap();
     assert!(
-        api3.with(|c| c.copy_calls) >= 6,
+        api3.calls(Op::ToDevice) >= 6,
         "five small copies and one large"
     );
     let model = m3.cost_model();
