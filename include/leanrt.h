@@ -1030,7 +1030,7 @@ void lrt_pool_disable_spinning(struct lrt_pool *pool);
 
 /**
  * Writes the pool's counters to `*out` (all zero for a NULL pool).
- * DESIGN.md names this function lrt_pool_stats, like the struct; C does
+ * The natural name lrt_pool_stats is the struct's; C does
  * not allow a type and a function with one name, hence lrt_pool_get_stats.
  */
 enum lrt_status lrt_pool_get_stats(const struct lrt_pool *pool, struct lrt_pool_stats *out);

@@ -31,7 +31,9 @@ int main(void) {
   memset(&fill, 0xAB, sizeof fill);
 
   /* ---- lrt_sm_ring_segment_offsets -------------------------------------- */
-  const uint64_t bad_windows[] = {0, 1, 2, 3, 5, 6, 100, 1u << 19, 1ull << 31, 1ull << 40, UINT64_MAX};
+  const uint64_t bad_windows[] = {0,          1,          2,          3,          5,          6,         100,
+                                 16383,      16385,      1u << 19,   1ull << 30, 1ull << 31, 1ull << 32, 1ull << 40,
+                                 UINT64_MAX};
   for (size_t i = 0; i < sizeof bad_windows / sizeof bad_windows[0]; i++) {
     segs = fill;
     mark();
