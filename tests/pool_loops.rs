@@ -499,7 +499,7 @@ fn forced_hybrid_multiplies_dop() {
 
 mod custom_threads {
     use super::*;
-    use leanrt::pool::{CustomThreadHandle, ThreadWorkerFn};
+    use leanrt::pool::abi::{lrt_custom_thread_handle, lrt_thread_worker_fn};
     use std::ffi::c_void;
 
     static CREATED: AtomicUsize = AtomicUsize::new(0);
@@ -508,19 +508,19 @@ mod custom_threads {
 
     unsafe extern "C" fn create(
         options: *mut c_void,
-        worker: ThreadWorkerFn,
+        worker: lrt_thread_worker_fn,
         param: *mut c_void,
-    ) -> CustomThreadHandle {
+    ) -> lrt_custom_thread_handle {
         assert_eq!(options as usize, 0x1234);
         let n = CREATED.fetch_add(1, Ordering::SeqCst) + 1;
         let (worker, param) = (worker.unwrap(), param as usize);
         // SAFETY: leanrt's worker entry with its own parameter, called once.
         let h = std::thread::spawn(move || unsafe { worker(param as *mut c_void) });
         HANDLES.lock().unwrap().push((n, h));
-        n as CustomThreadHandle
+        n as lrt_custom_thread_handle
     }
 
-    unsafe extern "C" fn join(handle: CustomThreadHandle) {
+    unsafe extern "C" fn join(handle: lrt_custom_thread_handle) {
         let mut hs = HANDLES.lock().unwrap();
         let at = hs.iter().position(|(n, _)| *n == handle as usize).unwrap();
         let (_, h) = hs.remove(at);
