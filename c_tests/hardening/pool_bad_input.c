@@ -9,15 +9,6 @@
 #include "../pool/pool_common.h"
 #include "custom_threads.h"
 
-/* The thread count of a pool made from `o` (1 for the NULL pool). */
-static int threads_of(const lrt_pool_options *o) {
-  lrt_pool *p = NULL;
-  if (lrt_pool_create(o, &p) != LRT_OK) return -100;
-  int n = p ? lrt_pool_num_threads(p) + 1 : 1;
-  lrt_pool_destroy(p);
-  return n;
-}
-
 /* Blocks of a loop that must not run. */
 static atomic_int calls;
 static void never_range(void *ctx, ptrdiff_t first, ptrdiff_t last) {

@@ -4,15 +4,6 @@
  * suite in c_tests/hardening/pool_bad_input.c. */
 #include "pool_common.h"
 
-/* The effective thread count, observed through a pool made from `o`. */
-static int threads_of(const lrt_pool_options *o) {
-  lrt_pool *p = NULL;
-  if (lrt_pool_create(o, &p) != LRT_OK) return -100;
-  int n = p ? lrt_pool_num_threads(p) + 1 : 1;
-  lrt_pool_destroy(p);
-  return n;
-}
-
 int main(void) {
   lrt_pool_options *o = NULL;
   CHECK_STATUS(lrt_pool_options_create(&o), LRT_OK);
