@@ -1,5 +1,6 @@
 //! The intra-op thread pool, with ONNX Runtime's semantics (the contract:
-//! `docs/POOL.md`; the protocol and its invariants: `src/pool/README.md`).
+//! `docs/POOL.md`; how the files fit together: `src/pool/README.md`; each
+//! protocol: the module doc of the file that implements it).
 //!
 //! Two layers, arrows pointing down:
 //! * `loops` — ORT's loops: the cost model decision ([`cost`]), block
@@ -14,7 +15,8 @@
 //!   runs a piece of work on the caller plus helpers. The thread that starts
 //!   a loop always takes part in it.
 //!
-//! Beside them: [`PoolOptions`] (ORT's options and session config keys),
+//! Beside them: [`abi`] (the C-visible plain data under its C names),
+//! [`PoolOptions`] (ORT's options and session config keys),
 //! [`spin`] (calibrated pause, spin budget, backoff), [`cpu`] (CPU facts),
 //! [`affinity`].
 pub mod abi;

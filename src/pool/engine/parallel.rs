@@ -1,5 +1,36 @@
 //! The one entry loops take into the engine: run a piece of work on the
 //! caller plus up to `k` helpers ([`ThreadPool::run_in_parallel`]).
+//!
+//! The caller builds a `LoopJob` (the work with its borrow erased, a slot
+//! for the first panic) on its stack and hands it to the helpers in one of
+//! three ways, then runs participant 0 itself:
+//! * **Its section's slot** (the caller leads a parallel section that owns
+//!   the slot and is not inside one of its loops): publish the loop tagged
+//!   with the section id; notify the team event count (all members), and
+//!   the general one for the helpers the team lacks (at most [`CASCADE`]).
+//! * **The broadcast slot** (the common case): take it with a CAS (only if
+//!   no other loop or section owns it), publish, `notify(min(k, CASCADE))`
+//!   (one RMW when nobody sleeps). Cascade wake: a worker that wakes from
+//!   the general event count while the slot still wants helpers notifies
+//!   `CASCADE` more itself (`worker.rs`), so the sleepers a loop needs are
+//!   woken as a tree of fan-out 2 and the owner pays at most two wake-ups
+//!   before its own share. Each of these notifies follows an observed
+//!   publication (the owner's own, or the open slot the woken worker saw),
+//!   so the event count's no-lost-wake-up argument (`sleep.rs`) covers
+//!   them; the chain stops exactly when the loop wants no more helpers.
+//!   Spinning workers are not woken (they poll the slot).
+//! * **`Help` jobs** (the slot is owned: a loop nested in a loop body, or
+//!   loops started by several threads at once): a gate made for this loop,
+//!   already open for `k` (`Gate::opened`), in an `Arc` with the job; up to
+//!   one `Help` job per other worker goes into their injectors, then notify.
+//!   A late `Help` job finds its gate closed and does nothing.
+//!
+//! The caller always takes part, so a loop completes even if no helper ever
+//! runs (all busy, or the caller is a worker running a nested loop):
+//! nesting cannot deadlock, and the fallback never waits for the slot. The
+//! caller returns only after the gate's `close_and_wait` saw every helper
+//! that entered leave (`gate.rs`); a panic of any participant is caught,
+//! kept, and rethrown on the caller after that join.
 use super::gate::{self, Gate};
 use super::job::{Job, LoopJob, QueuedLoop, Work};
 use super::membership::current;

@@ -1,6 +1,18 @@
 //! [`ThreadPool`], the handle: create (the shared state and the workers),
 //! the accessors, the spinning switch, statistics and profiling, Schedule
 //! and destroy. Loops enter the engine through `parallel.rs`.
+//!
+//! Destroy (`Drop`): ends a section left open, sets `shutdown`, notifies
+//! both event counts and joins the workers (`threads.rs`). A worker exits
+//! only when shutdown is set and a full scan found nothing; jobs pushed
+//! after that can only come from a worker still running (to its own deque,
+//! which it drains) or be loop helpers no longer needed, and whatever is
+//! left is run by `Drop` itself after the join, so every scheduled task
+//! runs before destroy returns. From inside the pool the C API refuses
+//! ([`ThreadPool::check_destroy_here`]); in Rust only the last owner can
+//! drop the pool, so a drop on a worker is a task that owned it: that
+//! worker is not joined (it cannot join itself) and leaves once the task
+//! returns. In a forked child, `Drop` touches nothing (`fork.rs`).
 use super::adaptive::Adaptive;
 use super::membership::{self, current, InUse};
 use super::profile::Profiling;

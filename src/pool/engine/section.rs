@@ -13,15 +13,23 @@
 //! * A loop run on the leading thread while the section is open (and not
 //!   from inside one of its loops) is published in the slot tagged with the
 //!   section's id (`ThreadPool::run_in_parallel`). A worker that enters a
-//!   tagged loop joins the team (while the team is smaller than the loop's
-//!   helper cap; otherwise it leaves at once without working, and stops
-//!   trying while the team is full) and stays with the section between
-//!   loops: spinning within the pool's spin policy, then parked on the team
-//!   event count, never back on the general sleep path, until the section
-//!   ends (or a job is queued, which it runs, staying a member).
+//!   tagged loop joins the team: an RMW on `team` that succeeds only while
+//!   `team < cap` of this loop (read from the gate while inside, so exact);
+//!   on failure it leaves at once without working. The worker's "does the
+//!   slot want me" hint is false for a tagged loop whose team is full
+//!   unless the worker is a member, so non-members stop entering and
+//!   leaving. A member stays with the section between loops: spinning
+//!   within the pool's spin policy, then parked on the team event count
+//!   (the event count's protocol), never back on the general sleep path,
+//!   until the section ends (or a job is queued, which it runs, staying a
+//!   member). The team event count's producers: a section loop's publish,
+//!   the section's end, shutdown, and every Schedule or `Help` push
+//!   (`Shared::wake` notifies both event counts).
 //! * End: the id goes back to 0 (a CAS, so only one of end and the pool's
-//!   destroy does it), the slot is released, members are woken and go back
-//!   to the general worker loop.
+//!   destroy does it with a swap), the slot is released, members are woken
+//!   and go back to the general worker loop.
+//! * Invariant: only members run blocks of a tagged loop, and the team only
+//!   grows up to the largest `cap` of the section's loops.
 use super::pool::ThreadPool;
 use super::shared::Shared;
 use crate::{Error, Result};

@@ -1,7 +1,39 @@
 //! The worker loop: join a published loop, run queued jobs, stay with a
 //! parallel section between its loops, spin, sleep.
 //!
-//! Invariants (see README.md):
+//! ```text
+//!  run job / help loop <-- found -----------------+
+//!     |                                            |
+//!     v                                            |
+//!  slot wants us? enter it ------- entered --------+
+//!     | no                                         |
+//!     v                                            |
+//!  find_job: scan every queue ---- found ----------+
+//!     | nothing (or stops early: slot now open --> back to the top)
+//!     v                                            |
+//!  member of a live section? stay with it: spin, then
+//!     park on the team event count ---------------+
+//!     | no                                         |
+//!     v                                            |
+//!  spin: poll slot + queues between pauses -- found +
+//!     | budget spent / spinning disabled           |
+//!     v                                            |
+//!  prepare (register as waiter, read epoch)        |
+//!  re-scan slot, every queue, shutdown -- found --> cancel
+//!     | nothing
+//!     v
+//!  wait until the epoch changes --> cascade wake if the slot still
+//!                                   wants helpers; back to the top
+//! ```
+//!
+//! Queues: worker `i` owns a LIFO deque (only it pushes there: tasks
+//! scheduled from inside the pool) and is the preferred consumer of
+//! `injectors[i]` (tasks scheduled from other threads, and `Help` jobs).
+//! `find_job` looks at its deque, its injector, then steals from the other
+//! workers' injectors and deques from a random victim on; it stops early
+//! when a loop that wants the worker is published meanwhile.
+//!
+//! Invariants:
 //! * A worker only sleeps (on the general event count, or on the team
 //!   event count while it is a section member) after `prepare` followed by
 //!   a re-check of everything its producers publish: the slot, every
