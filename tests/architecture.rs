@@ -2,6 +2,8 @@
 //! stays true:
 //! * the safe core (everything under `src/` but `src/ffi/` and `lib.rs`)
 //!   never imports the C surface, and generic code names no backend;
+//! * the `leanrt` command (`cli/src/`) uses the library's Rust API, not its
+//!   C surface;
 //! * no two files of `src/` or `cli/src/` use each other, directly or through
 //!   others (no file circle).
 //!
@@ -68,6 +70,28 @@ fn the_core_does_not_import_the_c_surface() {
 }
 
 #[test]
+fn the_command_does_not_import_the_c_surface() {
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("cli/src");
+    let mut files = Vec::new();
+    rust_files(&cli, &mut files);
+    assert!(files.len() > 10, "the walk found the command's files");
+    let offenders: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            code_lines(f)
+                .into_iter()
+                .filter(|l| l.contains("leanrt::ffi"))
+                .map(move |l| format!("{}: {l}", f.display()))
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "the command importing the C surface:\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
 fn generic_code_names_no_backend() {
     let root = src();
     let mut offenders = Vec::new();
@@ -103,7 +127,9 @@ fn generic_code_names_no_backend() {
 // module A declares. A path is resolved to the file of its longest module
 // prefix, and through that file's re-exports (`pub use`) to the file that
 // defines the item. Re-exports themselves are a module's table of contents,
-// not a use, and make no edge; nor do `mod` declarations.
+// not a use, and make no edge; nor do `mod` declarations. Only the code that
+// ships counts: unit tests (`#[cfg(test)]` modules, inline or in their own
+// files) may use their module's neighbours.
 
 /// A token of Rust code: an identifier or keyword, `::`, or one other
 /// character. Comments and string and character literals are dropped.
@@ -259,6 +285,22 @@ struct FileInfo {
     /// Names the file re-exports, with the path each stands for, relative
     /// to the file's module.
     reexports: BTreeMap<String, Vec<String>>,
+    /// Child modules in files of their own that only tests build
+    /// (`#[cfg(test)] mod tests;`).
+    test_children: BTreeSet<String>,
+}
+
+/// Whether the `mod` at `t[i]` carries `#[cfg(test)]`.
+fn cfg_test(t: &[String], i: usize) -> bool {
+    let mut at = i;
+    if at > 0 && t[at - 1] == "pub" {
+        at -= 1;
+    }
+    at >= 7
+        && t[at - 7..at]
+            .iter()
+            .map(String::as_str)
+            .eq(["#", "[", "cfg", "(", "test", ")", "]"])
 }
 
 /// The module path of `file`, a file under the crate directory `root`
@@ -290,6 +332,10 @@ fn file_info(module: Vec<String>, text: &str) -> FileInfo {
         module: module.clone(),
         uses: Vec::new(),
         reexports: BTreeMap::new(),
+        test_children: (0..t.len().saturating_sub(2))
+            .filter(|&i| t[i] == "mod" && t[i + 2] == ";" && cfg_test(&t, i))
+            .map(|i| t[i + 1].clone())
+            .collect(),
     };
     // Inline modules (`mod tests { .. }`) open at a brace depth.
     let mut inline: Vec<(String, usize)> = Vec::new();
@@ -308,6 +354,26 @@ fn file_info(module: Vec<String>, text: &str) -> FileInfo {
                 if inline.last().is_some_and(|(_, d)| *d == depth) {
                     inline.pop();
                 }
+            }
+            "mod" if t.get(i + 2).is_some_and(|x| x == "{") && cfg_test(&t, i) => {
+                // Unit tests may use their module's neighbours: skip them.
+                let mut open = 0;
+                i += 2;
+                while i < t.len() {
+                    match t[i].as_str() {
+                        "{" => open += 1,
+                        "}" => {
+                            open -= 1;
+                            if open == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                i += 1;
+                continue;
             }
             "mod" if t.get(i + 2).is_some_and(|x| x == "{") => {
                 inline.push((t[i + 1].clone(), depth));
@@ -410,6 +476,37 @@ fn resolve(files: &BTreeMap<Vec<String>, FileInfo>, path: Vec<String>) -> Option
     None
 }
 
+/// For each module file, the module files it uses; files that only tests
+/// build are left out.
+fn module_graph(
+    files: &BTreeMap<Vec<String>, FileInfo>,
+) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    // Files that only tests build (below a `#[cfg(test)] mod x;`).
+    let test_only: Vec<Vec<String>> = files
+        .iter()
+        .flat_map(|(m, info)| {
+            info.test_children
+                .iter()
+                .map(move |c| [m.clone(), vec![c.clone()]].concat())
+        })
+        .collect();
+    let mut graph = BTreeMap::new();
+    for (module, info) in files {
+        if test_only.iter().any(|t| module.starts_with(t)) {
+            continue;
+        }
+        let edges: &mut BTreeSet<Vec<String>> = graph.entry(module.clone()).or_default();
+        for (from, path) in &info.uses {
+            if let Some(target) = absolute(from, path).and_then(|p| resolve(files, p)) {
+                if target != *module && !test_only.iter().any(|t| target.starts_with(t)) {
+                    edges.insert(target);
+                }
+            }
+        }
+    }
+    graph
+}
+
 /// The files of the crate whose root file is `root_file` and, for each, the
 /// files it uses (paths relative to the repository).
 fn file_graph(root_file: &Path) -> BTreeMap<String, BTreeSet<String>> {
@@ -417,33 +514,24 @@ fn file_graph(root_file: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let root = root_file.parent().unwrap();
     let mut paths = Vec::new();
     rust_files(root, &mut paths);
-    let name = |p: &Path| p.strip_prefix(repo).unwrap().display().to_string();
     let mut files = BTreeMap::new();
     let mut names = BTreeMap::new();
     for path in &paths {
         let module = module_of(root, root_file, path);
         let text = std::fs::read_to_string(path).expect("readable source file");
-        names.insert(module.clone(), name(path));
+        names.insert(
+            module.clone(),
+            path.strip_prefix(repo).unwrap().display().to_string(),
+        );
         files.insert(module.clone(), file_info(module, &text));
     }
-    let mut graph: BTreeMap<String, BTreeSet<String>> = names
-        .values()
-        .map(|n| (n.clone(), BTreeSet::new()))
-        .collect();
-    for (module, info) in &files {
-        for (from, path) in &info.uses {
-            let Some(target) = absolute(from, path).and_then(|p| resolve(&files, p)) else {
-                continue;
-            };
-            if target != *module {
-                graph
-                    .get_mut(&names[module])
-                    .unwrap()
-                    .insert(names[&target].clone());
-            }
-        }
-    }
-    graph
+    module_graph(&files)
+        .into_iter()
+        .map(|(m, edges)| {
+            let edges = edges.iter().map(|t| names[t].clone()).collect();
+            (names[&m].clone(), edges)
+        })
+        .collect()
 }
 
 /// The groups of files that use each other in a circle (the strongly
@@ -571,20 +659,24 @@ fn no_file_circle_in_the_cli() {
 }
 
 /// The graph sees uses through `use` trees, `super::`, re-exports and
-/// inline modules, and nothing in comments or strings.
+/// inline modules, and nothing in comments, strings or unit tests.
 #[test]
 fn the_file_graph_sees_uses() {
     let files: BTreeMap<Vec<String>, FileInfo> = [
-        (vec![], "mod a; mod b; pub use b::Thing;"),
+        (
+            vec![],
+            "mod a; mod b; pub use b::Thing;\n#[cfg(test)]\nmod g;",
+        ),
         (
             vec!["a"],
-            "use super::{c::{self, C}, Thing as T};\n// super::d::X\nfn f() { let s = \"super::d::X\"; }\n#[cfg(test)] mod tests { use super::super::d::D; }",
+            "use super::{c::{self, C}, Thing as T};\n// super::f::X\nfn f() { let s = \"super::f::X\"; }\nmod inner { use super::super::d::D; }\n#[cfg(test)]\nmod tests { use super::super::e::h; }",
         ),
         (vec!["b"], "pub struct Thing; fn g() { crate::e::h(); }"),
         (vec!["c"], "pub struct C;"),
         (vec!["d"], "pub struct D;"),
         (vec!["e"], "pub fn h() {}"),
-        (vec!["f"], "struct Unused;"),
+        (vec!["f"], "struct X;"),
+        (vec!["g"], "use crate::a::f;"),
     ]
     .into_iter()
     .map(|(m, text)| {
@@ -592,20 +684,19 @@ fn the_file_graph_sees_uses() {
         (m.clone(), file_info(m, text))
     })
     .collect();
-    let targets = |m: &str| -> BTreeSet<String> {
-        let info = &files[&vec![m.to_string()]];
-        info.uses
-            .iter()
-            .filter_map(|(from, p)| absolute(from, p).and_then(|p| resolve(&files, p)))
-            .map(|t| t.join("::"))
-            .collect()
+    let graph = module_graph(&files);
+    let targets = |m: &str| -> Vec<String> {
+        let m: Vec<String> = if m.is_empty() { vec![] } else { vec![m.into()] };
+        graph[&m].iter().map(|t| t.join("::")).collect()
     };
-    assert_eq!(
-        targets("a"),
-        BTreeSet::from(["b".into(), "c".into(), "d".into()])
-    );
-    assert_eq!(targets("b"), BTreeSet::from(["e".into()]));
+    assert_eq!(targets("a"), ["b", "c", "d"]);
+    assert_eq!(targets("b"), ["e"]);
     assert!(targets("f").is_empty());
+    assert!(targets("").is_empty(), "re-exports are no use");
+    assert!(
+        !graph.contains_key(&vec!["g".to_string()]),
+        "g is test-only"
+    );
 }
 
 /// The CLI's table circle, as it was: the check names it.
@@ -624,17 +715,10 @@ fn the_file_graph_finds_a_circle_between_siblings() {
         let m: Vec<String> = m.into_iter().map(String::from).collect();
         files.insert(m.clone(), file_info(m, text));
     }
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (m, info) in &files {
-        let edges = graph.entry(m.join("/")).or_default();
-        for (from, p) in &info.uses {
-            if let Some(t) = absolute(from, p).and_then(|p| resolve(&files, p)) {
-                if t != *m {
-                    edges.insert(t.join("/"));
-                }
-            }
-        }
-    }
+    let graph: BTreeMap<String, BTreeSet<String>> = module_graph(&files)
+        .into_iter()
+        .map(|(m, edges)| (m.join("/"), edges.iter().map(|t| t.join("/")).collect()))
+        .collect();
     assert_eq!(
         find_cycle(&graph).unwrap(),
         ["pool/request_table", "pool/table", "pool/request_table"]
