@@ -37,12 +37,23 @@ pub fn pct(v: Option<f64>) -> String {
     v.map_or("-".into(), |h| format!("{h:.0}"))
 }
 
+/// `v` with about three significant figures: 2.50, 31.2, 226.
+fn sig3(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
 /// Nanoseconds in a readable unit.
 pub fn fmt_ns(ns: f64) -> String {
     if ns >= 1e9 {
-        format!("{:.2} s", ns / 1e9)
+        format!("{} s", sig3(ns / 1e9))
     } else if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
+        format!("{} ms", sig3(ns / 1e6))
     } else if ns >= 1e3 {
         format!("{:.1} µs", ns / 1e3)
     } else {
@@ -62,13 +73,22 @@ pub fn times(x: f64) -> String {
 /// A byte count (decimal units).
 pub fn fmt_bytes(b: f64) -> String {
     if b >= 1e9 {
-        format!("{:.2} GB", b / 1e9)
+        format!("{} GB", sig3(b / 1e9))
     } else if b >= 1e6 {
-        format!("{:.2} MB", b / 1e6)
+        format!("{} MB", sig3(b / 1e6))
     } else if b >= 1e3 {
-        format!("{:.1} kB", b / 1e3)
+        format!("{} kB", sig3(b / 1e3))
     } else {
         format!("{b:.0} B")
+    }
+}
+
+/// A count that may be fractional (a mean): one decimal below 100.
+pub fn fmt_count(v: f64) -> String {
+    if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
     }
 }
 
@@ -307,7 +327,11 @@ mod tests {
     fn units_format() {
         assert_eq!(fmt_ns(1500.0), "1.5 µs");
         assert_eq!(fmt_ns(2.5e6), "2.50 ms");
-        assert_eq!(fmt_bytes(81_412_416.0), "81.41 MB");
+        assert_eq!(fmt_ns(226.34e6), "226 ms");
+        assert_eq!(fmt_bytes(81_412_416.0), "81.4 MB");
+        assert_eq!(fmt_bytes(318_336.0), "318 kB");
+        assert_eq!(fmt_count(14.5), "14.5");
+        assert_eq!(fmt_count(159_011.9), "159012");
         assert_eq!(times(3.25), "3.2×");
         assert_eq!(times(6952.6), "6953×");
         assert_eq!(f1(3067.4), "3067");

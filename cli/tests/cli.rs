@@ -619,7 +619,7 @@ fn bench_smoke_prints_both_tables_and_headlines() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(
-        out.contains("staging: one run") && out.contains("backend host"),
+        out.contains("staging: a run") && out.contains("backend host"),
         "{out}"
     );
     assert!(out.contains("pool: fork-join overhead"), "{out}");

@@ -1,7 +1,7 @@
 //! Text tables, headline and charts of the upload-policy benchmark.
 use super::model::Policy;
 use super::policies::BindCell;
-use crate::format::{fmt_bytes, fmt_ns, times, wrap, Table};
+use crate::format::{fmt_bytes, fmt_count, fmt_ns, times, wrap, Table};
 use crate::svg::{Bar, Chart, Group};
 
 /// The policy as the table names it; AUTO also says which path its last
@@ -41,8 +41,7 @@ fn block_table(block: &[&BindCell], detail: bool, with_legend: bool) -> String {
     let cuda = block.iter().any(|c| c.median.h2d_ns.is_some());
     let mut t = Table::new(
         format!(
-            "staging: one run (begin + claim N tasks + upload), backend {}, window {} (image {}){}, \
-             medians",
+            "staging: a run (begin + claim N + upload), medians; backend {}, window {}, image {}{}",
             c0.backend,
             c0.window,
             fmt_bytes(c0.image_bytes as f64),
@@ -77,7 +76,7 @@ fn block_table(block: &[&BindCell], detail: bool, with_legend: bool) -> String {
             vec![
                 fmt_bytes(m.bytes),
                 m.copies.to_string(),
-                format!("{:.1}", c.faults_per_run),
+                fmt_count(c.faults_per_run),
                 // How many times cheaper than FULL+fresh (the JSON keeps
                 // the cost ratio itself).
                 c.ratio_to_full_fresh

@@ -120,8 +120,8 @@ fn load_table(results: &[CellResult]) -> String {
     for g in &gaps {
         t.group(format!("bursty, {g} ms gaps"), &["p50/p90/p99", "CPU%"]);
     }
-    t.group("throughput", &["req/s", "CPU%"]);
     t.group("after a burst", &["idle CPU ms"]);
+    t.group("throughput", &["req/s", "CPU%"]);
     for r in results {
         let mut cells: Vec<Vec<String>> = gaps
             .iter()
@@ -130,6 +130,10 @@ fn load_table(results: &[CellResult]) -> String {
                 None => vec!["-".into(), "-".into()],
             })
             .collect();
+        cells.push(vec![r
+            .idle_after_burst
+            .as_ref()
+            .map_or("-".into(), |i| format!("{:.2}", i.cpu_s * 1e3))]);
         cells.push(match &r.throughput {
             Some(x) => vec![
                 format!("{:.0}", x.requests_per_s),
@@ -137,16 +141,13 @@ fn load_table(results: &[CellResult]) -> String {
             ],
             None => vec!["-".into(), "-".into()],
         });
-        cells.push(vec![r
-            .idle_after_burst
-            .as_ref()
-            .map_or("-".into(), |i| format!("{:.2}", i.cpu_s * 1e3))]);
         t.row(r.keys(), cells, None);
     }
     t.legend(format!(
         "request = a parallel loop of {} indices (~{:.0} µs of serial work); bursty = requests \
          with a sleep between them; CPU% = 100 per busy core; idle CPU ms = CPU time burnt in \
-         the {idle_ms} ms after a burst of back-to-back requests (spinning workers)",
+         the {idle_ms} ms after a burst of back-to-back requests (spinning workers); throughput \
+         = back-to-back requests",
         s0.items,
         s0.items as f64 * s0.cost_cycles / 3.0 / 1e3,
     ));
@@ -237,7 +238,7 @@ fn against_default(d: &CellResult, b: &CellResult) -> Vec<String> {
     let mut parts = Vec::new();
     if let (Some(di), Some(bi)) = (&d.idle_after_burst, &b.idle_after_burst) {
         let ratio = if di.cpu_s >= 0.001 {
-            format!(" ({:.0}% less)", 100.0 * (1.0 - bi.cpu_s / di.cpu_s))
+            format!(" ({:.1}% less)", 100.0 * (1.0 - bi.cpu_s / di.cpu_s))
         } else {
             " (no ratio: default burnt under 1 ms)".into()
         };

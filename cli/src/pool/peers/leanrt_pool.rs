@@ -2,7 +2,7 @@
 //! leanrt's pool API (options, creation, loops, spinning hints, counters).
 use super::Peer;
 use crate::pool::presets::config_pairs;
-use crate::pool::results::Counters;
+use leanrt::pool::abi::lrt_pool_stats;
 use leanrt::pool::{self, PoolOptions, ThreadPool};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -128,17 +128,7 @@ impl Peer for LeanrtPool {
             p.disable_spinning();
         }
     }
-    fn stats(&self) -> Option<Counters> {
-        self.pool.as_ref().map(|p| {
-            let c = p.stats();
-            Counters {
-                tasks_run: c.tasks_run,
-                steals: c.steals,
-                spin_iterations: c.spin_iterations,
-                parks: c.parks,
-                wakeups: c.wakeups,
-                workers_asleep: c.workers_asleep,
-            }
-        })
+    fn stats(&self) -> Option<lrt_pool_stats> {
+        self.pool.as_ref().map(ThreadPool::stats)
     }
 }

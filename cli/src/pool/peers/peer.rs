@@ -1,5 +1,5 @@
 //! What every runtime under test provides.
-use crate::pool::results::Counters;
+use leanrt::pool::abi::lrt_pool_stats;
 use std::time::Duration;
 
 /// A parallel runtime under test.
@@ -17,7 +17,7 @@ pub trait Peer {
     /// workers) started running it.
     fn wake_latency(&self) -> Duration;
     /// The pool's counters, for leanrt.
-    fn stats(&self) -> Option<Counters> {
+    fn stats(&self) -> Option<lrt_pool_stats> {
         None
     }
     /// Whether `begin_run` / `end_run` tell the runtime anything (leanrt
