@@ -212,6 +212,7 @@ pub fn command() -> Command {
         .version(leanrt::VERSION.trim_start_matches("leanrt "))
         .about("Benchmarks of leanrt's staging (runtime maker) and thread pool on this machine")
         .propagate_version(true)
+        .max_term_width(crate::format::WIDTH)
         .subcommand_required(true)
         .arg_required_else_help(true)
         .subcommand(bench_command())
