@@ -83,6 +83,19 @@ pub fn fmt_bytes(b: f64) -> String {
     }
 }
 
+/// How much of `before` going down to `after` removed, in percent with
+/// as many decimals as it takes not to round to 100 ("93.5%", "99.997%").
+pub fn share_removed(before: f64, after: f64) -> String {
+    let pct = 100.0 * (1.0 - after / before);
+    for decimals in 1..6 {
+        let s = format!("{pct:.decimals$}");
+        if pct >= 100.0 || !s.starts_with("100") {
+            return format!("{s}%");
+        }
+    }
+    format!("{pct}%")
+}
+
 /// A count that may be fractional (a mean): one decimal below 100.
 pub fn fmt_count(v: f64) -> String {
     if v < 100.0 {
@@ -331,6 +344,9 @@ mod tests {
         assert_eq!(fmt_bytes(81_412_416.0), "81.4 MB");
         assert_eq!(fmt_bytes(318_336.0), "318 kB");
         assert_eq!(fmt_count(14.5), "14.5");
+        assert_eq!(share_removed(51.4, 3.3), "93.6%");
+        assert_eq!(share_removed(226.34e6, 7.3e3), "99.997%");
+        assert_eq!(share_removed(1.0, 0.0), "100.0%");
         assert_eq!(fmt_count(159_011.9), "159012");
         assert_eq!(times(3.25), "3.2×");
         assert_eq!(times(6952.6), "6953×");

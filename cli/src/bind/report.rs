@@ -1,7 +1,7 @@
 //! Text tables, headline and charts of the upload-policy benchmark.
 use super::model::Policy;
 use super::policies::BindCell;
-use crate::format::{fmt_bytes, fmt_count, fmt_ns, times, wrap, Table};
+use crate::format::{fmt_bytes, fmt_count, fmt_ns, share_removed, times, wrap, Table};
 use crate::svg::{Bar, Chart, Group};
 
 /// The policy as the table names it; AUTO also says which path its last
@@ -149,26 +149,39 @@ pub fn headline(cells: &[BindCell]) -> Option<String> {
             .find(|c| c.window == w && c.tasks == n && c.policy == p)
     };
     let base = get(Policy::FullFresh)?;
-    let mut parts = Vec::new();
-    for p in [Policy::Bounded, Policy::Compact, Policy::Auto, Policy::Full] {
-        if let Some(c) = get(p) {
-            if c.median.total_ns > 0.0 {
-                parts.push(format!(
-                    "{} {}",
-                    p.name(),
-                    times(base.median.total_ns / c.median.total_ns)
-                ));
-            }
+    let bounded = get(Policy::Bounded).filter(|c| c.median.total_ns > 0.0);
+    let mut others = Vec::new();
+    for p in [Policy::Compact, Policy::Auto, Policy::Full] {
+        if let Some(c) = get(p).filter(|c| c.median.total_ns > 0.0) {
+            others.push(format!(
+                "{} {}",
+                p.name(),
+                times(base.median.total_ns / c.median.total_ns)
+            ));
         }
     }
-    if parts.is_empty() {
-        return None;
-    }
-    let mut line = format!(
-        "at W={w}, N={n} a run costs {} the old way (full-fresh); cheaper by {}",
-        fmt_ns(base.median.total_ns),
-        parts.join(", ")
-    );
+    let mut line = match bounded {
+        // What leanrt removes: the old path's cost, down to bounded's.
+        Some(b) => format!(
+            "at W={w}, N={n} the bounded upload removes {} of a run's cost ({} → {}, {} \
+             cheaper than the old path, full-fresh); {}",
+            share_removed(base.median.total_ns, b.median.total_ns),
+            fmt_ns(base.median.total_ns),
+            fmt_ns(b.median.total_ns),
+            times(base.median.total_ns / b.median.total_ns),
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!("cheaper too: {}", others.join(", "))
+            },
+        ),
+        None if !others.is_empty() => format!(
+            "at W={w}, N={n} a run costs {} the old way (full-fresh); cheaper by {}",
+            fmt_ns(base.median.total_ns),
+            others.join(", ")
+        ),
+        None => return None,
+    };
     // Cost follows tasks, not capacity: BOUNDED at the same N across windows.
     let b: Vec<&BindCell> = cells
         .iter()

@@ -4,7 +4,7 @@
 use super::request_table;
 use super::results::{CellResult, KEY_HEADERS};
 use super::spec::PeerKind;
-use crate::format::{f1, p50_p90_p99, p50_p99, pct, wrap, Table};
+use crate::format::{f1, p50_p90_p99, p50_p99, pct, share_removed, wrap, Table};
 
 /// Every table the results have figures for.
 pub fn table(results: &[CellResult]) -> String {
@@ -166,13 +166,13 @@ pub fn warnings(results: &[CellResult], logical_cores: usize, load_1m: f64) -> V
     let max_threads = results.iter().map(|r| r.spec.threads).max().unwrap_or(0);
     if max_threads > logical_cores {
         out.push(format!(
-            "warning: {max_threads} threads on {logical_cores} logical cores: the pool figures \
+            "{max_threads} threads on {logical_cores} logical cores: the pool figures \
              measure the operating system's scheduler as much as the pool"
         ));
     }
     if load_1m.is_finite() && load_1m >= logical_cores as f64 {
         out.push(format!(
-            "warning: the machine was loaded ({load_1m:.2} on {logical_cores} logical cores) \
+            "the machine was loaded ({load_1m:.2} on {logical_cores} logical cores) \
              when the run started: other work skews every figure; rerun on a quiet machine"
         ));
     }
@@ -187,13 +187,13 @@ pub fn warnings(results: &[CellResult], logical_cores: usize, load_1m: f64) -> V
         .collect();
     if !mixed.is_empty() {
         out.push(format!(
-            "warning: helpers joined only some of the bursty requests ({}): their p50 is the \
+            "helpers joined only some of the bursty requests ({}): their p50 is the \
              team's time or the caller's alone, whichever won this run, so latency ratios are \
              left out; too few free cores for the thread count",
             mixed.join(", ")
         ));
     }
-    out.iter().map(|w| wrap("", w)).collect()
+    out.iter().map(|w| wrap("warning: ", w)).collect()
 }
 
 /// The headline, per thread count: what spin_1000_backoff_8 removes
@@ -237,18 +237,24 @@ pub fn headline(results: &[CellResult]) -> Vec<String> {
 fn against_default(d: &CellResult, b: &CellResult) -> Vec<String> {
     let mut parts = Vec::new();
     if let (Some(di), Some(bi)) = (&d.idle_after_burst, &b.idle_after_burst) {
-        let ratio = if di.cpu_s >= 0.001 {
-            format!(" ({:.1}% less)", 100.0 * (1.0 - bi.cpu_s / di.cpu_s))
+        parts.push(if di.cpu_s >= 0.001 {
+            format!(
+                "spin_1000_backoff_8 removes {} of the CPU ORT's default burns in the {} ms \
+                 after a burst ({:.2} → {:.2} ms)",
+                share_removed(di.cpu_s, bi.cpu_s),
+                bi.idle_ms,
+                di.cpu_s * 1e3,
+                bi.cpu_s * 1e3,
+            )
         } else {
-            " (no ratio: default burnt under 1 ms)".into()
-        };
-        parts.push(format!(
-            "after a burst, spin_1000_backoff_8 burns {:.2} ms of CPU in {} ms vs {:.2} ms for \
-             ORT's default{ratio}",
-            bi.cpu_s * 1e3,
-            bi.idle_ms,
-            di.cpu_s * 1e3,
-        ));
+            format!(
+                "after a burst, spin_1000_backoff_8 burns {:.2} ms of CPU in {} ms, ORT's default \
+                 {:.2} ms (no ratio: under 1 ms)",
+                bi.cpu_s * 1e3,
+                bi.idle_ms,
+                di.cpu_s * 1e3,
+            )
+        });
     }
     if let (Some(db), Some(bb)) = (d.bursty.first(), b.bursty.first()) {
         let mixed =
