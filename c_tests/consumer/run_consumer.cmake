@@ -12,7 +12,10 @@
 # 4. the examples (LEANRT_SOURCE_DIR/examples) as a project of their own, and
 #    each with the one-line command at its top;
 # 5. add_subdirectory: SOURCE_DIR/subdir, a parent project that takes leanrt
-#    in from LEANRT_SOURCE_DIR.
+#    in from LEANRT_SOURCE_DIR;
+# 6. LD_PRELOAD of the installed libleanrt.so.0 over SWAP_PROGRAM, a program
+#    linked against a plain-C stand-in (the swap test's check:
+#    c_tests/swap/run_swap.cmake).
 set(prefix "${WORK_DIR}/prefix")
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
@@ -92,3 +95,8 @@ run(${CMAKE_COMMAND} --build "${pdir}")
 foreach(prog parent_shared parent_static)
   run("${pdir}/${prog}")
 endforeach()
+
+# 6. LD_PRELOAD of the installed library.
+get_filename_component(libdir "${pcdir}" DIRECTORY)
+run(${CMAKE_COMMAND} -DPROGRAM=${SWAP_PROGRAM} -DLEANRT=${libdir}/libleanrt.so.0
+    -P "${LEANRT_SOURCE_DIR}/c_tests/swap/run_swap.cmake")
