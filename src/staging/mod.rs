@@ -18,6 +18,6 @@ mod pin;
 pub use abi::*;
 pub use layout::*;
 pub use maker::{
-    ClaimDesc, CostModel, MakerConfig, RuntimeMaker, COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV,
-    TASK_WINDOW_ENV,
+    BorrowedImage, ClaimDesc, CostModel, MakerConfig, RuntimeMaker, COMPACT_GATHER_MAX_BYTES,
+    HEAP_SIZE_ENV, TASK_WINDOW_ENV,
 };
