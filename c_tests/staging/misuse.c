@@ -5,10 +5,12 @@
  *    set_device_image, set_api, destroy) is refused with LRT_ERR_STATE and a
  *    message naming the rule; the outer upload still ships the run intact;
  *  - while one thread is inside a call, a second thread's calls are refused
- *    the same way, and the maker works for both afterwards;
+ *    the same way, and the maker works for both afterwards; four threads
+ *    calling at once get OK, LRT_ERR_STATE or a full window, nothing else;
  *  - create_borrowed, set_device_image and set_api: status, messages,
  *    nothing allocated or freed on a borrowed image, refused in a run. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -176,6 +178,91 @@ static void two_threads(void) {
   CHECK(test_device_live(&h.dev) == 0 && h.dev.violations == 0);
 }
 
+/* Real threads on one maker: every call is OK, refused or finds the window
+   full, never a crash or a torn image; afterwards the maker runs cleanly. */
+#define STRESS_THREADS 4
+#define STRESS_ROUNDS 2000
+
+typedef struct stress {
+  lrt_runtime_maker *m;
+  int ok, refused, other;
+} stress;
+
+/* OK; refused (another call, or read_status before an upload); or, as
+   runs of different threads interleave, a full window. */
+static void count(stress *s, lrt_status st) {
+  if (st == LRT_OK || st == LRT_ERR_OUT_OF_RANGE)
+    s->ok++;
+  else if (st == LRT_ERR_STATE)
+    s->refused++;
+  else
+    s->other++;
+}
+
+static void *stress_thread(void *arg) {
+  stress *s = (stress *)arg;
+  for (int r = 0; r < STRESS_ROUNDS; r++) {
+    lrt_sm_header *h;
+    lrt_task_slot slot;
+    lrt_upload_report rep;
+    int32_t st;
+    count(s, lrt_runtime_maker_begin_run(s->m, &h));
+    count(s, lrt_runtime_maker_claim_slot(s->m, &slot));
+    count(s, lrt_runtime_maker_claim_slot(s->m, &slot));
+    count(s, lrt_runtime_maker_upload(s->m, &rep));
+    lrt_status rs = lrt_runtime_maker_read_status(s->m, &st);
+    count(s, rs);
+  }
+  return NULL;
+}
+
+/* Gives the other threads the core inside a copy, so that calls overlap. */
+static void yield(hooked *h) {
+  (void)h;
+  sched_yield();
+}
+
+static void stress_threads(void) {
+  hooked hk;
+  lrt_host_api api = hooked_api(&hk);
+  lrt_maker_config c = config();
+  lrt_runtime_maker *m = NULL;
+  CHECK_STATUS(lrt_runtime_maker_create(&c, &api, &m), LRT_OK);
+  hk.hook = yield;
+  if (!m) return;
+  pthread_t t[STRESS_THREADS];
+  stress s[STRESS_THREADS];
+  for (int i = 0; i < STRESS_THREADS; i++) {
+    memset(&s[i], 0, sizeof s[i]);
+    s[i].m = m;
+    CHECK(pthread_create(&t[i], NULL, stress_thread, &s[i]) == 0);
+  }
+  int refused_calls = 0, ok_calls = 0;
+  for (int i = 0; i < STRESS_THREADS; i++) {
+    CHECK(pthread_join(t[i], NULL) == 0);
+    CHECK(s[i].other == 0);
+    refused_calls += s[i].refused;
+    ok_calls += s[i].ok;
+  }
+  CHECK(ok_calls > 0);
+  printf("stress: %d of %d calls refused as concurrent\n", refused_calls,
+         STRESS_THREADS * STRESS_ROUNDS * 5);
+  lrt_sm_header *h = NULL;
+  lrt_task_slot slot;
+  CHECK_STATUS(lrt_runtime_maker_begin_run(m, &h), LRT_OK);
+  for (int i = 0; i < 4; i++) {
+    CHECK_STATUS(lrt_runtime_maker_claim_slot(m, &slot), LRT_OK);
+    slot.payload->scalars[0] = 900u + (uint64_t)i;
+  }
+  CHECK_STATUS(lrt_runtime_maker_upload(m, NULL), LRT_OK);
+  const lrt_sm_header *dh = (const lrt_sm_header *)lrt_runtime_maker_device_image(m);
+  CHECK(dh && dh->current_task_index == 4);
+  if (dh)
+    for (int i = 0; i < 4; i++) CHECK_EQ_U64(dh->task_payloads[i].scalars[0], 900u + (uint64_t)i);
+  lrt_runtime_maker_destroy(m);
+  CHECK(test_device_live(&hk.dev) == 0 && hk.dev.violations == 0);
+}
+
 static void borrowed_and_rebound(void) {
   test_device dev;
   lrt_host_api api = test_device_init(&dev);
@@ -247,6 +334,7 @@ static void borrowed_and_rebound(void) {
 int main(void) {
   for (int policy = 0; policy < 4; policy++) reentrant_calls(policy);
   two_threads();
+  stress_threads();
   borrowed_and_rebound();
   return check_result();
 }
