@@ -11,14 +11,13 @@
 //! makers are independent.
 //! Each function's contract is its doc comment here (the header's text);
 //! docs/STAGING.md explains the concepts.
-use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::ptr::addr_of;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::boundary::{arg_ref, drop_handle, into_handle, OutPtr};
 use super::device::{device_for_api, lrt_host_api};
 use super::status::lrt_status;
+use crate::staging::one_call::{Entered, OneCall};
 use crate::staging::{self, BorrowedImage, ClaimDesc, MakerConfig, RuntimeMaker};
 // The C-visible data is the core's own (the header reads it from
 // src/staging/abi.rs and layout.rs); re-exported for Rust users of this
@@ -43,73 +42,25 @@ use crate::{Error, Result};
 /// function that does not take that maker: another maker, lrt_last_error,
 /// lrt_status_str, the pool.
 #[allow(non_camel_case_types)]
-pub struct lrt_runtime_maker {
-    /// Set while a call is inside the maker. Protocol: a call enters with
-    /// one compare-exchange false -> true (Acquire) and leaves with a store
-    /// of false (Release, also when it unwinds); a call that finds it set
-    /// is refused before it touches the maker. So at most one `&mut
-    /// RuntimeMaker` exists at a time, and each call sees what the previous
-    /// one wrote. Destroy enters and never leaves.
-    in_use: AtomicBool,
-    maker: UnsafeCell<RuntimeMaker>,
-}
-
-// SAFETY: the maker is reached only through `enter`, which gives the one
-// `&mut RuntimeMaker` to the call that set `in_use` (see the protocol
-// above); RuntimeMaker is Send.
-unsafe impl Sync for lrt_runtime_maker {}
+pub struct lrt_runtime_maker(OneCall<RuntimeMaker>);
 
 /// The message of a refused call.
 const ONE_CALL_AT_A_TIME: &str = "the maker is inside another call (one call at a time per \
      maker: not from two threads at once, nor from inside the maker's own device callbacks); \
      nothing was done";
 
-/// One call's hold on a maker; leaving clears the flag.
-struct Entered<'a>(&'a lrt_runtime_maker);
-
-impl Drop for Entered<'_> {
-    fn drop(&mut self) {
-        self.0.in_use.store(false, Ordering::Release);
-    }
-}
-
-impl std::ops::Deref for Entered<'_> {
-    type Target = RuntimeMaker;
-    fn deref(&self) -> &RuntimeMaker {
-        // SAFETY: this call holds `in_use`: no other reference exists.
-        unsafe { &*self.0.maker.get() }
-    }
-}
-
-impl std::ops::DerefMut for Entered<'_> {
-    fn deref_mut(&mut self) -> &mut RuntimeMaker {
-        // SAFETY: as in deref, and `&mut self` makes this the only one.
-        unsafe { &mut *self.0.maker.get() }
-    }
-}
-
-impl lrt_runtime_maker {
-    fn new(maker: RuntimeMaker) -> Self {
-        lrt_runtime_maker {
-            in_use: AtomicBool::new(false),
-            maker: UnsafeCell::new(maker),
-        }
-    }
-}
-
 /// Enters the maker behind a C handle for one call; NULL is
 /// LRT_ERR_INVALID_ARGUMENT, a maker in use LRT_ERR_STATE.
 ///
 /// # Safety
 /// `maker` is NULL or a live handle from `into_handle`.
-unsafe fn enter<'a>(maker: *const lrt_runtime_maker) -> Result<Entered<'a>> {
+unsafe fn enter<'a>(maker: *const lrt_runtime_maker) -> Result<Entered<'a, RuntimeMaker>> {
     // SAFETY: NULL or live, per the caller's contract.
     let handle = unsafe { arg_ref(maker, "maker") }?;
     handle
-        .in_use
-        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .map_err(|_| Error::state(ONE_CALL_AT_A_TIME))?;
-    Ok(Entered(handle))
+        .0
+        .try_enter()
+        .ok_or_else(|| Error::state(ONE_CALL_AT_A_TIME))
 }
 
 /// Flags lrt_maker_config.flags may hold.
@@ -277,7 +228,7 @@ unsafe fn create(
         None => RuntimeMaker::new(&config, device)?,
     };
     // SAFETY: checked non-NULL; writable per the contract.
-    unsafe { out.write(into_handle(lrt_runtime_maker::new(maker))) };
+    unsafe { out.write(into_handle(lrt_runtime_maker(OneCall::new(maker)))) };
     Ok(())
 }
 
@@ -639,8 +590,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_destroy(maker: *mut lrt_runtime_maker
         }
         // SAFETY: a live handle, per the contract.
         let held = unsafe { enter(maker) }?;
-        // The flag stays set: no call may enter a maker being destroyed.
-        std::mem::forget(held);
+        // No call may enter a maker being destroyed.
+        held.keep();
         // SAFETY: a handle from into_handle, not used again per the contract.
         unsafe { drop_handle(maker) };
         Ok(())
