@@ -1128,7 +1128,8 @@ enum lrt_status lrt_runtime_maker_create_borrowed(const struct lrt_maker_config 
  * touched again. read_status then needs an upload to the new region first.
  *
  * Only between runs: LRT_ERR_STATE after lrt_runtime_maker_begin_run until
- * that run's lrt_runtime_maker_upload has copied (or failed copying).
+ * that run's lrt_runtime_maker_upload has copied (or failed copying) or
+ * lrt_runtime_maker_abort_run ended it.
  * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL maker, a size below
  * the image size, or NULL on a maker from lrt_runtime_maker_create_borrowed
  * (it has no image of its own). Nothing changes on failure.
@@ -1223,6 +1224,19 @@ void lrt_claim_desc_init(struct lrt_claim_desc *desc);
 enum lrt_status lrt_runtime_maker_claim_slot_ex(struct lrt_runtime_maker *maker,
                                                 const struct lrt_claim_desc *desc,
                                                 struct lrt_task_slot *out);
+
+/**
+ * Ends the open run without shipping it, for a host whose orchestration
+ * failed between lrt_runtime_maker_begin_run and lrt_runtime_maker_upload:
+ * claims and uploads return LRT_ERR_STATE until the next begin_run, and
+ * lrt_runtime_maker_set_device_image / lrt_runtime_maker_set_api are
+ * allowed again. The mirror is left as it is; read_status still reports
+ * the last successful upload. Without an open run it does nothing.
+ *
+ * `maker` must be NULL or a live maker. Returns LRT_OK;
+ * LRT_ERR_INVALID_ARGUMENT for a NULL maker.
+ */
+enum lrt_status lrt_runtime_maker_abort_run(struct lrt_runtime_maker *maker);
 
 /**
  * Ships the run to the device. Reads N = current_task_index and checks it

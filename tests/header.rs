@@ -179,6 +179,7 @@ const ALLOWED: &[&str] = &[
     "lrt_runtime_maker_create_borrowed",
     "lrt_runtime_maker_set_device_image",
     "lrt_runtime_maker_set_api",
+    "lrt_runtime_maker_abort_run",
     "LRT_CLAIM_COMPLETED",
     "LRT_SUBTASK_AIC",
     "LRT_SUBTASK_AIV0",

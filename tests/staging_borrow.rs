@@ -139,6 +139,16 @@ fn a_maker_moves_between_images_between_runs() {
     assert_eq!(m.device_image(), a.ptr);
     assert_eq!(m.upload().unwrap().total_tasks, 1);
 
+    // An abandoned run (the host's orchestration failed): abort it, and the
+    // maker may move; claims and uploads wait for the next begin_run.
+    m.begin_run().unwrap();
+    m.claim_slot().unwrap();
+    m.abort_run();
+    assert_eq!(m.claim_slot().unwrap_err().kind(), ErrorKind::State);
+    assert_eq!(m.upload().unwrap_err().kind(), ErrorKind::State);
+    assert_eq!(m.read_status().unwrap(), 0, "the last upload's status");
+    m.abort_run(); // no open run: nothing to do
+
     m.set_device_image(Some(b)).unwrap();
     run(&mut m, 2, 30);
     holds_run(b.ptr, 2, 30);

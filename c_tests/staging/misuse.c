@@ -83,6 +83,7 @@ static void reenter(hooked *h) {
   CHECK(lrt_runtime_maker_device_image(m) == NULL);
   CHECK(error_contains(RULE));
   refused(lrt_runtime_maker_set_device_image(m, NULL, 0));
+  refused(lrt_runtime_maker_abort_run(m));
   lrt_host_api host;
   CHECK_STATUS(lrt_host_api_host(&host), LRT_OK); /* other leanrt calls are fine */
   refused(lrt_runtime_maker_set_api(m, &host));
@@ -295,6 +296,16 @@ static void borrowed_and_rebound(void) {
   CHECK(lrt_runtime_maker_device_image(m) == a);
   CHECK_STATUS(lrt_runtime_maker_upload(m, NULL), LRT_OK);
   CHECK(((const lrt_sm_header *)a)->current_task_index == 1);
+
+  /* An abandoned run: abort_run ends it, and the image may change again. */
+  CHECK_STATUS(lrt_runtime_maker_abort_run(NULL), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_begin_run(m, &h), LRT_OK);
+  CHECK_STATUS(lrt_runtime_maker_claim_slot(m, &slot), LRT_OK);
+  CHECK_STATUS(lrt_runtime_maker_set_device_image(m, b, size + 100), LRT_ERR_STATE);
+  CHECK_STATUS(lrt_runtime_maker_abort_run(m), LRT_OK);
+  CHECK_STATUS(lrt_runtime_maker_claim_slot(m, &slot), LRT_ERR_STATE);
+  CHECK_STATUS(lrt_runtime_maker_upload(m, NULL), LRT_ERR_STATE);
+  CHECK_STATUS(lrt_runtime_maker_abort_run(m), LRT_OK); /* nothing open: a no-op */
 
   /* Between runs. */
   CHECK_STATUS(lrt_runtime_maker_set_device_image(NULL, b, size), LRT_ERR_INVALID_ARGUMENT);

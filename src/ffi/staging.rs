@@ -274,7 +274,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_create_borrowed(
 /// touched again. read_status then needs an upload to the new region first.
 ///
 /// Only between runs: LRT_ERR_STATE after lrt_runtime_maker_begin_run until
-/// that run's lrt_runtime_maker_upload has copied (or failed copying).
+/// that run's lrt_runtime_maker_upload has copied (or failed copying) or
+/// lrt_runtime_maker_abort_run ended it.
 /// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL maker, a size below
 /// the image size, or NULL on a maker from lrt_runtime_maker_create_borrowed
 /// (it has no image of its own). Nothing changes on failure.
@@ -480,6 +481,25 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
         let slot = maker.claim_slot_with(&claim)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(slot) };
+        Ok(())
+    })
+}
+
+/// Ends the open run without shipping it, for a host whose orchestration
+/// failed between lrt_runtime_maker_begin_run and lrt_runtime_maker_upload:
+/// claims and uploads return LRT_ERR_STATE until the next begin_run, and
+/// lrt_runtime_maker_set_device_image / lrt_runtime_maker_set_api are
+/// allowed again. The mirror is left as it is; read_status still reports
+/// the last successful upload. Without an open run it does nothing.
+///
+/// `maker` must be NULL or a live maker. Returns LRT_OK;
+/// LRT_ERR_INVALID_ARGUMENT for a NULL maker.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_abort_run(maker: *mut lrt_runtime_maker) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_abort_run", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
+        maker.abort_run();
         Ok(())
     })
 }

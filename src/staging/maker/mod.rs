@@ -349,6 +349,15 @@ impl RuntimeMaker {
         Ok(self.header_ptr())
     }
 
+    /// Ends the open run without shipping it: claims and uploads need a new
+    /// `begin_run`, and the device and image may change again. The mirror is
+    /// left as it is; `read_status` still reports the last upload. A no-op
+    /// without an open run.
+    pub fn abort_run(&mut self) {
+        self.run_open = false;
+        self.in_run = false;
+    }
+
     /// Writes the window constants, the four array pointers and the size of
     /// the image they describe.
     fn stamp_header(&self, h: &mut lrt_sm_header, arrays: [usize; 4], total_size: u64) {
