@@ -37,7 +37,13 @@ pub(super) struct QueuedLoop {
 
 impl LoopJob {
     /// Runs one participant's share; a panic is kept for the caller.
-    pub(super) fn run(&self, participant: usize, profiling: &Profiling, worker: Option<usize>) {
+    /// Returns the blocks it ran.
+    pub(super) fn run(
+        &self,
+        participant: usize,
+        profiling: &Profiling,
+        worker: Option<usize>,
+    ) -> u64 {
         let t0 = profiling.clock();
         let blocks = match catch_unwind(AssertUnwindSafe(|| (self.work)(participant))) {
             Ok(blocks) => blocks,
@@ -48,6 +54,7 @@ impl LoopJob {
             }
         };
         profiling.record(worker, blocks, t0);
+        blocks
     }
 
     /// The first panic of any participant, taken out.

@@ -37,6 +37,7 @@ use super::membership::current;
 use super::pool::{ThreadPool, QUEUE_CAPACITY};
 use super::section;
 use super::shared::CASCADE;
+use super::trace::{self, Ev};
 use std::panic::resume_unwind;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -88,25 +89,32 @@ impl ThreadPool {
         if let Some(a) = &spin.adaptive {
             a.loop_started();
         }
+        let who = trace::who(me);
         if let Some(tag) = section::lead_loop(shared) {
             // A loop of the section this thread leads: the slot is ours
             // already; members wait on the team event, newcomers (if the
             // team is smaller than this loop wants) on the general one.
             let team = shared.sections.team.load(Ordering::Relaxed);
             shared.slot.publish(&job, helpers, tag);
+            trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2);
             shared.sections.team_event.notify(usize::MAX);
             if team < helpers {
                 shared.event.notify((helpers - team).min(CASCADE));
             }
-            job.run(0, &shared.profiling, me);
+            let blocks = job.run(0, &shared.profiling, me);
+            trace::record(shared.id, who, Ev::ShareDone, blocks);
             shared.slot.close_and_wait(CLOSE_SPINS);
+            trace::record(shared.id, who, Ev::GateDone, 0);
             section::loop_done();
         } else if shared.slot.try_open(&job, helpers, 0) {
             // Cascade wake: at most CASCADE sleepers from here; each one that
             // wakes while the loop still wants helpers wakes CASCADE more.
+            trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2 | 1);
             shared.event.notify(helpers.min(CASCADE));
-            job.run(0, &shared.profiling, me);
+            let blocks = job.run(0, &shared.profiling, me);
+            trace::record(shared.id, who, Ev::ShareDone, blocks);
             shared.slot.close_and_wait(CLOSE_SPINS);
+            trace::record(shared.id, who, Ev::GateDone, 0);
             shared.slot.release();
         } else {
             let queued = Arc::new(QueuedLoop {
@@ -128,9 +136,12 @@ impl ThreadPool {
                 pushed += 1;
                 queues.injectors[v].push(Job::Help(queued.clone()));
             }
+            trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2 | 2);
             shared.wake(pushed);
-            queued.job.run(0, &shared.profiling, me);
+            let blocks = queued.job.run(0, &shared.profiling, me);
+            trace::record(shared.id, who, Ev::ShareDone, blocks);
             queued.gate.close_and_wait(CLOSE_SPINS);
+            trace::record(shared.id, who, Ev::GateDone, 0);
             return self.finish_loop(&queued.job);
         }
         self.finish_loop(&job);
