@@ -4,7 +4,7 @@
 Record one with the cargo feature `trace` and LEANRT_POOL_TRACE=FILE, e.g.
   LEANRT_POOL_TRACE=/tmp/t.txt cargo run --release -p leanrt-cli \\
       --features leanrt/trace -- pool --threads 2 --scenario request ...
-then: scripts/pool-trace.py /tmp/t.txt [--requests N] [--pool ID]
+then: scripts/pool-trace.py /tmp/t.txt [--requests N] [--pool PID/ID]
 
 Per pool (one per configuration and cell), per request (enable_spinning ..
 disable_spinning, or the caller's loops between gaps when the pool gets no
@@ -139,14 +139,15 @@ def main():
         del args[i:i + 2]
     if "--pool" in args:
         i = args.index("--pool")
-        only = int(args[i + 1])
+        only = args[i + 1]
         del args[i:i + 2]
     pools = defaultdict(list)
     for line in open(args[0]):
         p = line.split()
         if len(p) != 6:
             continue
-        pool, t, who, ev, cpu, arg = map(int, p)
+        pool = p[0]
+        t, who, ev, cpu, arg = map(int, p[1:])
         pools[pool].append((t, who, ev, cpu, arg))
     for pool in sorted(pools):
         if only is None or pool == only:

@@ -28,8 +28,9 @@
 //!   takes the mutex and signals.
 //! * Owner, once its own share is done: [`Gate::close_and_wait`] sets
 //!   `CLOSED` with an RMW that returns the final `joined` (nobody enters
-//!   after it) and waits until `left == joined`: a few polls, then under
-//!   the mutex it sets `PARKED` in `left` and blocks on the condvar.
+//!   after it) and waits until `left == joined`: polls (yielding its CPU
+//!   every few polls), then under the mutex it sets `PARKED` in `left` and
+//!   blocks on the condvar.
 //!
 //! Invariants:
 //! * A helper uses the loop's state only between a successful `try_enter`
@@ -46,6 +47,9 @@
 //!   if the gate holds exactly that value now, i.e. an open state of the
 //!   current generation, so the helper joins the current loop.
 use super::sync::{self, AtomicU64, CachePadded, Condvar, Mutex, Ordering};
+
+/// Polls of `close_and_wait` between two yields of the owner's CPU.
+const YIELD_EVERY: u32 = 8;
 
 const CLOSED: u64 = 1;
 const OWNED: u64 = 1 << 1;
@@ -205,8 +209,14 @@ impl Gate {
         if done(self.left.load(Ordering::Acquire)) {
             return;
         }
-        for _ in 0..spins {
-            sync::spin_hint();
+        for i in 0..spins {
+            // Every YIELD_EVERY-th poll gives the CPU away for a moment: a
+            // helper preempted on this CPU (the owner's) can then finish.
+            if i % YIELD_EVERY == YIELD_EVERY - 1 {
+                sync::yield_now();
+            } else {
+                sync::spin_hint();
+            }
             if done(self.left.load(Ordering::Acquire)) {
                 return;
             }

@@ -29,7 +29,7 @@ use crate::pool::options::{PoolOptions, FORCE_HYBRID_ENV};
 use crate::pool::spin::SpinPolicy;
 use crate::{Error, Result};
 use crossbeam_deque::{Injector, Worker};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Most jobs one queue holds before Schedule runs a task inline.
@@ -103,6 +103,7 @@ impl ThreadPool {
                 loops_active: AtomicUsize::new(0),
                 policy,
                 adaptive: opts.adaptive_spin.then(|| Adaptive::new(&policy)).flatten(),
+                caller_cpu: AtomicU32::new(u32::MAX),
             },
             profiling: Profiling::new(workers),
             setup: WorkerSetup {
@@ -169,6 +170,7 @@ impl ThreadPool {
         shared.spin.requests.fetch_add(1, Ordering::Relaxed);
         shared.spin.enabled.store(true, Ordering::Relaxed);
         let wake = !self.forked() && shared.spin.policy.pauses > 0;
+        shared.note_caller_cpu();
         let who = trace::who(current(shared.id).map(|w| w.index));
         trace::record(shared.id, who, Ev::Enable, u64::from(wake));
         if wake {

@@ -7,7 +7,7 @@
 //! to one process-wide ring of `RING` slots (a relaxed `fetch_add` claims a
 //! slot; two relaxed stores fill it), and a pool dropped while the
 //! environment variable `LEANRT_POOL_TRACE` names a file appends its events
-//! there, one line each: `pool t_ns who event cpu arg` (`who`: 0 = a thread
+//! there, one line each: `pid/pool t_ns who event cpu arg` (`who`: 0 = a thread
 //! that is not a worker, i + 1 = worker i; `cpu`: `sched_getcpu`). A ring that
 //! wrapped keeps only the newest events. `scripts/pool-trace.py` summarises
 //! such a file.
@@ -99,9 +99,10 @@ mod ring {
             .collect();
         rows.sort_unstable();
         let mut out = String::with_capacity(rows.len() * 32);
+        let pid = std::process::id();
         for (t, w) in rows {
             out.push_str(&format!(
-                "{} {} {} {} {} {}\n",
+                "{pid}/{} {} {} {} {} {}\n",
                 pool,
                 t,
                 (w >> 32) & 0xffff,

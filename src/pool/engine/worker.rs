@@ -377,7 +377,7 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
         return false;
     }
     let mut backoff = Backoff::new(shared.spin.policy.backoff_max);
-    let (mut spent, mut iterations) = (0u64, 0u64);
+    let (mut spent, mut iterations, mut yields) = (0u64, 0u64, 0u64);
     let mut hit = false;
     // A microsecond budget is wall-clock time, not only pauses: the polls
     // between the pauses cost time too (see `SpinPolicy`).
@@ -386,6 +386,12 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
         if found() {
             hit = true;
             break;
+        }
+        // Sharing the CPU with the thread whose next loop we wait for:
+        // spinning would only keep that thread from running, so yield.
+        if iterations % DEADLINE_CHECK_EVERY == 0 && shared.on_caller_cpu() {
+            std::thread::yield_now();
+            yields += 1;
         }
         spent += u64::from(backoff.pause());
         iterations += 1;
@@ -396,6 +402,7 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
         }
     }
     bump(&counters.spin_iterations, iterations);
+    bump(&counters.spin_yields, yields);
     hit
 }
 
