@@ -199,11 +199,11 @@ fn help_slot(shared: &Shared, section: &mut u64, index: usize) -> bool {
         }
         *section = tag;
     }
+    trace::record(shared.id, index + 1, Ev::Enter, 1);
     // SAFETY: the owner stored a pointer to its live `LoopJob` before
     // publishing and keeps it alive until `close_and_wait` saw no helper
     // inside; we are inside from `try_enter` until `leave`, and `run`
     // catches panics from the work, so we cannot unwind past `leave`.
-    trace::record(shared.id, index + 1, Ev::Enter, 1);
     let blocks = unsafe { &*job }.run(participant, &shared.profiling, Some(index));
     shared.slot.leave();
     trace::record(shared.id, index + 1, Ev::Leave, blocks);
