@@ -30,7 +30,7 @@ def pct(v, q):
 
 def requests_of(rows):
     """Splits the caller's events (who == 0) into requests: enable..disable,
-    or without hints, runs of loops separated by gaps > 2 ms."""
+    or without hints, runs of loops separated by more than 300 us."""
     out, cur = [], None
     hinted = any(r[2] == 1 for r in rows if r[1] == 0)
     last_t = None
@@ -50,7 +50,7 @@ def requests_of(rows):
             elif cur is not None:
                 cur.append(r)
         else:
-            if ev == 3 and (last_t is None or t - last_t > 2_000_000):
+            if ev == 3 and (last_t is None or t - last_t > 300_000):
                 if cur:
                     out.append(cur)
                 cur = []

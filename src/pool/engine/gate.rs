@@ -29,8 +29,8 @@
 //! * Owner, once its own share is done: [`Gate::close_and_wait`] sets
 //!   `CLOSED` with an RMW that returns the final `joined` (nobody enters
 //!   after it) and waits until `left == joined`: polls (yielding its CPU
-//!   every few polls), then under the mutex it sets `PARKED` in `left` and
-//!   blocks on the condvar.
+//!   every few polls when a helper may be preempted on it), then under the
+//!   mutex it sets `PARKED` in `left` and blocks on the condvar.
 //!
 //! Invariants:
 //! * A helper uses the loop's state only between a successful `try_enter`
@@ -200,7 +200,16 @@ impl Gate {
 
     /// Owner: closes the loop and waits until every helper that entered
     /// has left (`spins` polls first, then blocks).
+    #[cfg(any(test, loom))]
     pub fn close_and_wait(&self, spins: u32) {
+        self.close_and_wait_yielding(spins, &|| false);
+    }
+
+    /// [`close_and_wait`](Self::close_and_wait), giving the CPU away every
+    /// `YIELD_EVERY` polls while `share_cpu()` says a helper inside may be
+    /// waiting for this very CPU (preempted on it): then it can finish.
+    /// Yielding otherwise would only hand the CPU to another process.
+    pub fn close_and_wait_yielding(&self, spins: u32, share_cpu: &dyn Fn() -> bool) {
         // After this RMW no helper can enter: `joined` is final.
         let joined = joined(self.state.fetch_or(CLOSED, Ordering::AcqRel));
         let done = |l: u64| l / LEFT == joined;
@@ -210,9 +219,7 @@ impl Gate {
             return;
         }
         for i in 0..spins {
-            // Every YIELD_EVERY-th poll gives the CPU away for a moment: a
-            // helper preempted on this CPU (the owner's) can then finish.
-            if i % YIELD_EVERY == YIELD_EVERY - 1 {
+            if i % YIELD_EVERY == YIELD_EVERY - 1 && share_cpu() {
                 sync::yield_now();
             } else {
                 sync::spin_hint();

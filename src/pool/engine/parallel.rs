@@ -38,15 +38,17 @@ use super::pool::{ThreadPool, QUEUE_CAPACITY};
 use super::section;
 use super::shared::CASCADE;
 use super::trace::{self, Ev};
+use crate::pool::cpu;
 use std::panic::resume_unwind;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-/// Polls of the gate before the owner of a loop blocks in its join (about
-/// 100-300 µs with the yields `Gate::close_and_wait` makes between them).
-/// A blocked owner needs a wake-up, and on a busy machine a woken thread
-/// can wait milliseconds for a CPU: far longer than the last helper's
-/// block, which is all the owner waits for.
+/// Polls of the gate before the owner of a loop blocks in its join (tens
+/// of µs; longer with the yields `Gate::close_and_wait_yielding` makes
+/// when a helper may be preempted on the owner's CPU). A blocked owner
+/// needs a wake-up, and on a busy machine a woken thread can wait
+/// milliseconds for a CPU: far longer than the last helper's block, which
+/// is all the owner waits for.
 const CLOSE_SPINS: u32 = 2048;
 
 impl ThreadPool {
@@ -82,10 +84,7 @@ impl ThreadPool {
         // through the slot.
         let work: &'static Work<'static> =
             unsafe { std::mem::transmute::<&Work<'_>, &'static Work<'static>>(work) };
-        let job = LoopJob {
-            work,
-            panic: Mutex::new(None),
-        };
+        let job = LoopJob::new(work);
         let spin = &shared.spin;
         if spin.force_stop {
             spin.loops_active.fetch_add(1, Ordering::Relaxed);
@@ -108,7 +107,10 @@ impl ThreadPool {
             }
             let blocks = job.run(0, &shared.profiling, me);
             trace::record(shared.id, who, Ev::ShareDone, blocks);
-            shared.slot.close_and_wait(CLOSE_SPINS);
+            let cpu = cpu::current_cpu();
+            shared
+                .slot
+                .close_and_wait_yielding(CLOSE_SPINS, &|| job.helper_on(cpu));
             trace::record(shared.id, who, Ev::GateDone, 0);
             section::loop_done();
         } else if shared.slot.try_open(&job, helpers, 0) {
@@ -118,7 +120,10 @@ impl ThreadPool {
             shared.event.notify(helpers.min(CASCADE));
             let blocks = job.run(0, &shared.profiling, me);
             trace::record(shared.id, who, Ev::ShareDone, blocks);
-            shared.slot.close_and_wait(CLOSE_SPINS);
+            let cpu = cpu::current_cpu();
+            shared
+                .slot
+                .close_and_wait_yielding(CLOSE_SPINS, &|| job.helper_on(cpu));
             trace::record(shared.id, who, Ev::GateDone, 0);
             shared.slot.release();
         } else {
@@ -145,7 +150,11 @@ impl ThreadPool {
             shared.wake(pushed);
             let blocks = queued.job.run(0, &shared.profiling, me);
             trace::record(shared.id, who, Ev::ShareDone, blocks);
-            queued.gate.close_and_wait(CLOSE_SPINS);
+            let cpu = cpu::current_cpu();
+            let job = &queued.job;
+            queued
+                .gate
+                .close_and_wait_yielding(CLOSE_SPINS, &|| job.helper_on(cpu));
             trace::record(shared.id, who, Ev::GateDone, 0);
             return self.finish_loop(&queued.job);
         }

@@ -204,7 +204,9 @@ fn help_slot(shared: &Shared, section: &mut u64, index: usize) -> bool {
     // publishing and keeps it alive until `close_and_wait` saw no helper
     // inside; we are inside from `try_enter` until `leave`, and `run`
     // catches panics from the work, so we cannot unwind past `leave`.
-    let blocks = unsafe { &*job }.run(participant, &shared.profiling, Some(index));
+    let job = unsafe { &*job };
+    job.note_helper_cpu();
+    let blocks = job.run(participant, &shared.profiling, Some(index));
     shared.slot.leave();
     trace::record(shared.id, index + 1, Ev::Leave, blocks);
     true
@@ -256,6 +258,7 @@ fn run_job(shared: &Shared, job: Job, worker: Option<usize>) {
             if let Some(participant) = q.gate.try_enter() {
                 let who = trace::who(worker);
                 trace::record(shared.id, who, Ev::Enter, 2);
+                q.job.note_helper_cpu();
                 let blocks = q.job.run(participant, &shared.profiling, worker);
                 q.gate.leave();
                 trace::record(shared.id, who, Ev::Leave, blocks);
