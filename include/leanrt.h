@@ -888,8 +888,8 @@ enum lrt_status lrt_pool_start_profiling(struct lrt_pool *pool);
  * Stops profiling and writes to `*json_out` a NUL-terminated JSON string
  * with the figures of each thread since `lrt_pool_start_profiling`
  * (schema in docs/POOL.md: blocks run, tasks, steals, spin iterations,
- * parks and nanoseconds in loops per worker; blocks, loops and
- * nanoseconds for the calling threads together). The caller owns the
+ * spin yields, parks and nanoseconds in loops per worker; blocks, loops
+ * and nanoseconds for the calling threads together). The caller owns the
  * string and frees it with `lrt_string_free`. Profiling not started:
  * `LRT_ERR_STATE`, `*json_out` untouched.
  */
