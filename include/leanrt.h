@@ -14,6 +14,14 @@
 #endif
 
 /**
+ * Longest string argument accepted, in bytes without the terminating NUL
+ * (config keys and values, affinity strings, thread names). Longer
+ * strings are `LRT_ERR_INVALID_ARGUMENT`, found without reading past this
+ * many bytes.
+ */
+#define LRT_MAX_STRING_BYTES 65536
+
+/**
  * Most threads a pool may have (`lrt_pool_options_set_num_threads`).
  */
 #define LRT_POOL_MAX_THREADS 1024

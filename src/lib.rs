@@ -1,12 +1,15 @@
 //! leanrt: lean host-side runtime pieces with a C ABI.
 //!
 //! * [`error`]: the error model shared by the core and the C boundary.
+//! * [`alloc`]: allocation that cannot abort the host (the process's
+//!   global allocator with its emergency reserve, and fallible helpers).
 //! * `ffi`: the C boundary (`lrt_*` functions); no logic of its own.
 //!
 //! The safe core lives in the other modules; each `lrt_*` function in
 //! `src/ffi/` is a few lines that check arguments and call into it.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod alloc;
 pub mod device;
 pub mod diag;
 pub mod error;
@@ -15,6 +18,13 @@ pub mod pool;
 pub mod staging;
 
 pub use error::{Error, ErrorKind, Result};
+
+/// The emergency reserve behind the system allocator (`alloc`): on by
+/// default; a Rust program that links leanrt as a crate and brings its own
+/// global allocator turns the `emergency-reserve` feature off.
+#[cfg(feature = "emergency-reserve")]
+#[global_allocator]
+static GLOBAL: alloc::Allocator = alloc::Allocator;
 
 /// The library version string, `"leanrt X.Y.Z"`.
 pub const VERSION: &str = concat!("leanrt ", env!("CARGO_PKG_VERSION"));

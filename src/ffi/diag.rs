@@ -1,7 +1,7 @@
 //! `lrt_set_log_callback`: where leanrt's warnings go. Core: `crate::diag`.
 use super::status::lrt_status;
 use crate::diag::{self, Level};
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 /// How serious a message passed to an lrt_log_fn is.
@@ -51,15 +51,27 @@ pub extern "C" fn lrt_set_log_callback(callback: LogFn, ctx: *mut c_void) -> lrt
             return Ok(());
         };
         let ctx = HostContext(ctx);
-        diag::set_sink(Some(Arc::new(move |level, message: &str| {
+        let sink: diag::Sink = Arc::new(move |level, message: &str| {
             let level = match level {
                 Level::Warning => lrt_log_level::LRT_LOG_WARNING,
             };
-            let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+            // NUL-terminated in a stack buffer, cut before any interior NUL:
+            // delivering a warning never allocates.
+            let mut text = [0u8; diag::WARNING_BYTES + 1];
+            let bytes = message.as_bytes();
+            let n = bytes
+                .iter()
+                .position(|&b| b == 0)
+                .unwrap_or(bytes.len())
+                .min(diag::WARNING_BYTES);
+            text[..n].copy_from_slice(&bytes[..n]);
             // SAFETY: the host's callback with the contract stated above:
             // its own ctx and a NUL-terminated string valid for the call.
-            unsafe { callback(ctx.get(), level, text.as_ptr()) };
-        })));
+            unsafe { callback(ctx.get(), level, text.as_ptr().cast::<c_char>()) };
+        });
+        // Commit point: not with a sink the reserve had to pay for.
+        crate::alloc::check()?;
+        diag::set_sink(Some(sink));
         Ok(())
     })
 }

@@ -3,6 +3,7 @@
 //! options unchanged when it returns an error.
 use super::affinity;
 use super::spin::MAX_BACKOFF;
+use crate::error::quoted;
 use crate::{Error, Result};
 use std::ffi::c_void;
 
@@ -116,12 +117,18 @@ fn parse_int(key: &str, value: &str) -> Result<i32> {
     let digits = value.strip_prefix('-').unwrap_or(value);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(Error::invalid_argument(format!(
-            "{key}: \"{value}\" is not an integer"
+            "{}: \"{}\" is not an integer",
+            quoted(key),
+            quoted(value)
         )));
     }
-    value
-        .parse()
-        .map_err(|_| Error::invalid_argument(format!("{key}: \"{value}\" is out of range")))
+    value.parse().map_err(|_| {
+        Error::invalid_argument(format!(
+            "{}: \"{}\" is out of range",
+            quoted(key),
+            quoted(value)
+        ))
+    })
 }
 
 /// The one check of an on/off switch given as an integer: 0 or 1.
@@ -141,8 +148,13 @@ fn parse_bool(key: &str, value: &str) -> Result<bool> {
         [d @ b'0'..=b'9'] => i32::from(d - b'0'),
         _ => -1,
     };
-    flag(digit, key)
-        .map_err(|_| Error::invalid_argument(format!("{key}: \"{value}\" must be \"0\" or \"1\"")))
+    flag(digit, key).map_err(|_| {
+        Error::invalid_argument(format!(
+            "{}: \"{}\" must be \"0\" or \"1\"",
+            quoted(key),
+            quoted(value)
+        ))
+    })
 }
 
 /// Smallest worker stack the platform allows (PTHREAD_STACK_MIN).
@@ -183,7 +195,8 @@ impl PoolOptions {
                 Ok(())
             }
             _ => Err(Error::invalid_argument(format!(
-                "unknown config key \"{key}\""
+                "unknown config key \"{}\"",
+                quoted(key)
             ))),
         }
     }
@@ -258,7 +271,8 @@ impl PoolOptions {
 
     /// ORT affinity string (see [`super::affinity`]); one entry per worker.
     pub fn set_affinity(&mut self, affinity: &str) -> Result<()> {
-        self.affinity = Some(affinity::parse(affinity)?);
+        // One entry per worker: a pool has at most MAX_THREADS - 1.
+        self.affinity = Some(affinity::parse(affinity, MAX_THREADS as usize - 1)?);
         Ok(())
     }
 
@@ -274,7 +288,7 @@ impl PoolOptions {
                 "pool name must be non-empty, without NUL",
             ));
         }
-        self.name = name.to_owned();
+        self.name = crate::alloc::try_string(name)?;
         Ok(())
     }
 

@@ -33,7 +33,7 @@ pub(super) unsafe fn pin(c: &Arc<Context>, ptr: *mut u8, len: usize) -> Result<P
         };
         if rc != CUDA_SUCCESS {
             let e = c.error(&format!("cuMemHostRegister_v2({ptr:p}, {len} bytes)"), rc);
-            return Err(Error::device(e.message()));
+            return Err(Error::device(e.message().to_owned()));
         }
     }
     let addr = ptr as usize;
