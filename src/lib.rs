@@ -3,6 +3,9 @@
 //! * [`error`]: the error model shared by the core and the C boundary.
 //! * [`alloc`]: allocation that cannot abort the host (the process's
 //!   global allocator with its emergency reserve, and fallible helpers).
+//! * [`thread_exit`]: thread-local destructors of leanrt's threads kept
+//!   without allocating (the C library's registration aborts when out of
+//!   memory).
 //! * `ffi`: the C boundary (`lrt_*` functions); no logic of its own.
 //!
 //! The safe core lives in the other modules; each `lrt_*` function in
@@ -16,6 +19,7 @@ pub mod error;
 pub mod ffi;
 pub mod pool;
 pub mod staging;
+pub mod thread_exit;
 
 pub use error::{Error, ErrorKind, Result};
 

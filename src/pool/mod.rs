@@ -23,6 +23,7 @@ pub mod cpu;
 mod engine;
 mod loops;
 pub mod options;
+pub mod os_thread;
 pub mod spin;
 
 pub use cost::TensorOpCost;
