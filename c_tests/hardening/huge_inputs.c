@@ -6,7 +6,9 @@
  * LRT_POOL_MAX_THREADS - 1 entries of "1-1024" is parsed (ranges are not
  * expanded), one more entry is refused; a name of exactly
  * LRT_MAX_STRING_BYTES bytes is accepted. Each case runs in a child whose
- * peak resident memory is compared before and after. */
+ * peak resident memory is compared before and after. Under valgrind and
+ * the sanitizers (LEANRT_TEST_SMALL=1) the time and memory bounds are not
+ * checked (their own overhead swamps them); status and message still are. */
 #include <stdint.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -18,6 +20,7 @@
 #define MIB (1024 * 1024)
 
 static char *huge;
+static int measure = 1;
 
 static long peak_kib(void) {
   struct rusage u;
@@ -109,11 +112,11 @@ static int run_case(void *ctx) {
     return 11;
   }
   if (c->msg && !error_contains(c->msg)) return 12;
-  if (rc != LRT_OK && ms >= 10.0) {
+  if (measure && rc != LRT_OK && ms >= 10.0) {
     fprintf(stderr, "%s: rejected in %.2f ms (limit 10)\n", c->what, ms);
     return 13;
   }
-  if (rc != LRT_OK && grew >= 1024) {
+  if (measure && rc != LRT_OK && grew >= 1024) {
     fprintf(stderr, "%s: peak resident memory grew by %ld KiB (limit 1024)\n", c->what, grew);
     return 14;
   }
@@ -129,6 +132,9 @@ static int run_case(void *ctx) {
 
 int main(void) {
   unsetenv("LEANRT_LOG");
+  const char *small = getenv("LEANRT_TEST_SMALL");
+  measure = !(small && small[0] == '1');
+  if (!measure) printf("LEANRT_TEST_SMALL=1: time and memory bounds not checked\n");
   huge = (char *)malloc(2 * MIB);
   if (!huge) return 2;
   for (int i = 0; i < NCASES; i++) {
