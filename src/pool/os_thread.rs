@@ -25,6 +25,13 @@ struct Start {
     main: Box<dyn FnOnce() + Send>,
 }
 
+/// An id of the calling thread, unique among the threads alive now
+/// (`pthread_self`; unlike `std::thread::current` it never allocates).
+pub fn current_id() -> usize {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as usize }
+}
+
 /// A started thread, to be joined once.
 pub struct OsThread(libc::pthread_t);
 
