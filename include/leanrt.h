@@ -1018,8 +1018,8 @@ enum lrt_status lrt_pool_options_set_denormal_as_zero(struct lrt_pool_options *o
 enum lrt_status lrt_pool_options_set_name(struct lrt_pool_options *opts, const char *name);
 
 /**
- * Stack size in bytes of every worker thread leanrt starts; 0 = the
- * platform's default. Below the platform minimum (PTHREAD_STACK_MIN):
+ * Stack size in bytes of every worker thread leanrt starts; 0 = 2 MiB
+ * (what Rust's threads get by default). Below the platform minimum (PTHREAD_STACK_MIN):
  * `LRT_ERR_INVALID_ARGUMENT`, options unchanged. A size the system cannot
  * provide makes `lrt_pool_create` fail with `LRT_ERR_NO_MEMORY`. With
  * custom thread functions the host's create function chooses the stacks

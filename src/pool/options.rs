@@ -52,8 +52,7 @@ pub struct PoolOptions {
     pub(crate) adaptive_spin: bool,
     pub(crate) force_hybrid: bool,
     pub(crate) custom_threads: Option<CustomThreadFns>,
-    /// Stack size of each worker thread leanrt starts; 0: the platform's
-    /// default.
+    /// Stack size of each worker thread leanrt starts; 0: 2 MiB.
     pub(crate) stack_size: usize,
 }
 
@@ -183,8 +182,8 @@ impl PoolOptions {
         Ok(())
     }
 
-    /// Stack size in bytes of every worker thread leanrt starts (0: the
-    /// platform's default). Below [`min_stack_size`] (PTHREAD_STACK_MIN) is
+    /// Stack size in bytes of every worker thread leanrt starts (0:
+    /// 2 MiB). Below [`min_stack_size`] (PTHREAD_STACK_MIN) is
     /// `ErrorKind::InvalidArgument`. Custom thread functions own their
     /// threads' stacks; this setting does not reach them.
     pub fn set_stack_size(&mut self, bytes: usize) -> Result<()> {
@@ -338,7 +337,7 @@ impl PoolOptions {
     pub fn adaptive_spin(&self) -> bool {
         self.adaptive_spin
     }
-    /// The worker stack size (0: the platform's default).
+    /// The worker stack size (0: 2 MiB).
     pub fn stack_size(&self) -> usize {
         self.stack_size
     }

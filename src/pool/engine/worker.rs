@@ -106,7 +106,7 @@ pub(super) fn main(start: WorkerStart) {
         index,
         local,
     });
-    membership::become_worker(me.clone());
+    let _member = membership::become_worker(&me);
     let counters = &shared.profiling.counters[index];
     // The parallel section this worker is a member of (0: none).
     let mut section = 0u64;
@@ -157,7 +157,6 @@ pub(super) fn main(start: WorkerStart) {
             shared.event.notify(CASCADE);
         }
     }
-    membership::leave_worker();
 }
 
 /// Whether the loop in the slot (if any) wants this worker: it admits
