@@ -763,7 +763,11 @@ enum lrt_status lrt_pool_create(const struct lrt_pool_options *opts, struct lrt_
  * of the pool's own worker threads, or from a loop body or task running on
  * this pool, it does nothing and records `LRT_ERR_STATE` for
  * `lrt_last_error`: the pool stays intact and usable, and must be
- * destroyed from elsewhere. In a forked child, destroying an inherited
+ * destroyed from elsewhere. The same while other threads are inside calls
+ * on this pool (a loop, Schedule, a query; the pool's own workers are
+ * waited for instead): destroy it again once they have returned. A call
+ * that starts after destroy began is a use after destroy, which no check
+ * can catch. In a forked child, destroying an inherited
  * pool returns at once (its threads do not exist there; see docs/POOL.md).
  */
 void lrt_pool_destroy(struct lrt_pool *pool);

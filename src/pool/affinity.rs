@@ -117,6 +117,17 @@ pub fn parse(affinity: &str, max_entries: usize) -> Result<Vec<Vec<usize>>> {
     Ok(threads)
 }
 
+/// A copy of a parsed affinity, allocated fallibly.
+pub fn try_clone(threads: &[Vec<usize>]) -> Result<Vec<Vec<usize>>> {
+    let mut out = try_vec(threads.len())?;
+    for cpus in threads {
+        let mut v = try_vec(cpus.len())?;
+        v.extend_from_slice(cpus);
+        out.push(v);
+    }
+    Ok(out)
+}
+
 fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };

@@ -5,11 +5,11 @@
 //!
 //! For C readers: a NULL `lrt_pool*` is a valid pool everywhere and runs
 //! loops and tasks serially on the calling thread (ONNX Runtime's null
-//! thread pool). Any thread may use a pool; only its destroy must not race
-//! with other calls on it.
+//! thread pool). Any thread may use a pool; a destroy while other threads
+//! are inside calls on it is refused.
 use super::boundary::{arg_ref, drop_handle, into_handle, null_arg, HostContext, OutPtr};
 use super::status::lrt_status;
-use crate::pool::{self, SectionHandle, ThreadPool};
+use crate::pool::{self, CallGuard, SectionHandle, ThreadPool};
 use crate::Error;
 use std::ffi::{c_char, c_int, c_void, CString};
 
@@ -36,9 +36,24 @@ pub struct lrt_pool_section(SectionHandle);
 ///
 /// # Safety
 /// `pool` is NULL or a live pool from `lrt_pool_create`.
-unsafe fn pool_arg<'a>(pool: *const lrt_pool) -> Option<&'a ThreadPool> {
+unsafe fn pool_ref<'a>(pool: *const lrt_pool) -> Option<&'a ThreadPool> {
     // SAFETY: NULL or valid per the caller's contract.
     unsafe { pool.as_ref() }.map(|p| &p.0)
+}
+
+/// A pool handle that may be NULL (= serial), with the call counted as in
+/// progress on the pool until the guard drops, so that a destroy racing it
+/// is refused (`ThreadPool::enter_call`).
+///
+/// # Safety
+/// As for [`pool_ref`].
+unsafe fn pool_arg<'a>(
+    pool: *const lrt_pool,
+) -> Result<(Option<&'a ThreadPool>, Option<CallGuard<'a>>), Error> {
+    // SAFETY: the caller's contract.
+    let pool = unsafe { pool_ref(pool) };
+    let call = pool.map(ThreadPool::enter_call).transpose()?;
+    Ok((pool, call))
 }
 
 /// Creates a pool from `opts` (which stay owned by the caller). On success
@@ -68,13 +83,17 @@ pub unsafe extern "C" fn lrt_pool_create(
 /// of the pool's own worker threads, or from a loop body or task running on
 /// this pool, it does nothing and records `LRT_ERR_STATE` for
 /// `lrt_last_error`: the pool stays intact and usable, and must be
-/// destroyed from elsewhere. In a forked child, destroying an inherited
+/// destroyed from elsewhere. The same while other threads are inside calls
+/// on this pool (a loop, Schedule, a query; the pool's own workers are
+/// waited for instead): destroy it again once they have returned. A call
+/// that starts after destroy began is a use after destroy, which no check
+/// can catch. In a forked child, destroying an inherited
 /// pool returns at once (its threads do not exist there; see docs/POOL.md).
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_destroy(pool: *mut lrt_pool) {
     ffi_value!("lrt_pool_destroy", (), {
         // SAFETY: NULL or a live pool, per the contract.
-        if let Some(p) = unsafe { pool_arg(pool) } {
+        if let Some(p) = unsafe { pool_ref(pool) } {
             p.check_destroy_here()?;
         }
         // SAFETY: NULL or a handle from lrt_pool_create, not used again.
@@ -100,7 +119,7 @@ pub unsafe extern "C" fn lrt_pool_try_parallel_for(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f` to run concurrently with `ctx`.
         pool::try_parallel_for(pool, total, cost_per_unit, &|a, b| unsafe {
             f(ctx.get(), a, b)
@@ -125,7 +144,7 @@ pub unsafe extern "C" fn lrt_pool_try_parallel_for_cost(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f` to run concurrently with `ctx`.
         pool::try_parallel_for_cost(pool, total, &cost, &|a, b| unsafe { f(ctx.get(), a, b) });
         Ok(())
@@ -145,7 +164,7 @@ pub unsafe extern "C" fn lrt_pool_try_simple_parallel_for(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f` to run concurrently with `ctx`.
         pool::try_simple_parallel_for(pool, total, &|i| unsafe { f(ctx.get(), i) });
         Ok(())
@@ -168,7 +187,7 @@ pub unsafe extern "C" fn lrt_pool_try_batch_parallel_for(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f` to run concurrently with `ctx`.
         let body = |i| unsafe { f(ctx.get(), i) };
         pool::try_batch_parallel_for(pool, total, &body, num_batches);
@@ -215,7 +234,7 @@ pub unsafe extern "C" fn lrt_pool_schedule(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f(ctx)` to run on any thread.
         pool::schedule(pool, Box::new(move || unsafe { f(ctx.get()) }));
         Ok(())
@@ -239,7 +258,7 @@ pub unsafe extern "C" fn lrt_kernel_parallel_for(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(usr_data);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f` to run concurrently.
         pool::kernel_parallel_for(pool, total, num_batch, &|i| unsafe { f(ctx.get(), i) })
     })
@@ -265,7 +284,8 @@ pub unsafe extern "C" fn lrt_pool_section_begin(
     ffi_status!("lrt_pool_section_begin", {
         let out = OutPtr::new(out, "out")?;
         // SAFETY: NULL or a live pool.
-        let handle = match pool::begin_section(unsafe { pool_arg(pool) })? {
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
+        let handle = match pool::begin_section(pool)? {
             Some(section) => into_handle(lrt_pool_section(section)),
             None => std::ptr::null_mut(),
         };
@@ -349,7 +369,7 @@ pub unsafe extern "C" fn lrt_string_free(s: *mut c_char) {
 pub unsafe extern "C" fn lrt_pool_degree_of_parallelism(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_degree_of_parallelism", 1, {
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(pool::degree_of_parallelism(pool))
     })
 }
@@ -359,7 +379,7 @@ pub unsafe extern "C" fn lrt_pool_degree_of_parallelism(pool: *const lrt_pool) -
 pub unsafe extern "C" fn lrt_pool_should_parallelize(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_should_parallelize", 0, {
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(c_int::from(pool::should_parallelize(pool)))
     })
 }
@@ -369,7 +389,7 @@ pub unsafe extern "C" fn lrt_pool_should_parallelize(pool: *const lrt_pool) -> c
 pub unsafe extern "C" fn lrt_pool_num_threads(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_num_threads", 0, {
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(pool.map_or(0, ThreadPool::num_threads))
     })
 }
@@ -380,7 +400,7 @@ pub unsafe extern "C" fn lrt_pool_num_threads(pool: *const lrt_pool) -> c_int {
 pub unsafe extern "C" fn lrt_pool_current_thread_id(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_current_thread_id", -1, {
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(pool.map_or(-1, ThreadPool::current_thread_id))
     })
 }
@@ -394,7 +414,7 @@ pub unsafe extern "C" fn lrt_pool_current_thread_id(pool: *const lrt_pool) -> c_
 pub unsafe extern "C" fn lrt_pool_enable_spinning(pool: *mut lrt_pool) {
     ffi_value!("lrt_pool_enable_spinning", (), {
         // SAFETY: NULL or a live pool.
-        if let Some(p) = unsafe { pool_arg(pool) } {
+        if let (Some(p), _call) = unsafe { pool_arg(pool) }? {
             p.enable_spinning();
         }
         Ok(())
@@ -409,7 +429,7 @@ pub unsafe extern "C" fn lrt_pool_enable_spinning(pool: *mut lrt_pool) {
 pub unsafe extern "C" fn lrt_pool_disable_spinning(pool: *mut lrt_pool) {
     ffi_value!("lrt_pool_disable_spinning", (), {
         // SAFETY: NULL or a live pool.
-        if let Some(p) = unsafe { pool_arg(pool) } {
+        if let (Some(p), _call) = unsafe { pool_arg(pool) }? {
             p.disable_spinning();
         }
         Ok(())
@@ -427,8 +447,8 @@ pub unsafe extern "C" fn lrt_pool_get_stats(
     ffi_status!("lrt_pool_get_stats", {
         let out = OutPtr::new(out, "out")?;
         // SAFETY: NULL or a live pool.
-        let stats =
-            unsafe { pool_arg(pool) }.map_or_else(lrt_pool_stats::default, ThreadPool::stats);
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
+        let stats = pool.map_or_else(lrt_pool_stats::default, ThreadPool::stats);
         // SAFETY: checked non-NULL; the caller passes writable storage.
         unsafe { out.write(stats) };
         Ok(())

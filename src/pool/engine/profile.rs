@@ -51,14 +51,16 @@ pub(super) fn bump(c: &AtomicU64, n: u64) {
 }
 
 impl Profiling {
-    /// Zeroed counters for `workers` workers, profiling off.
-    pub(super) fn new(workers: usize) -> Profiling {
-        Profiling {
-            counters: (0..workers).map(|_| CachePadded::default()).collect(),
+    /// Zeroed counters for `workers` workers, profiling off;
+    /// `ErrorKind::NoMemory` if they cannot be allocated.
+    pub(super) fn new(workers: usize) -> crate::Result<Profiling> {
+        let counters = crate::alloc::try_collect((0..workers).map(|_| CachePadded::default()))?;
+        Ok(Profiling {
+            counters: counters.into_boxed_slice(),
             callers: CachePadded::default(),
             on: AtomicBool::new(false),
             start: Mutex::new(None),
-        }
+        })
     }
 
     /// When profiling is on: now, the start of a share to [`record`](Self::record).

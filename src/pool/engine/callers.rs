@@ -1,0 +1,167 @@
+//! Which threads are inside a pool's C calls right now, so that a destroy
+//! racing them is refused instead of freeing the pool under them.
+//!
+//! In Rust the borrow checker rules the race out; through the C ABI any
+//! thread may call `lrt_pool_destroy` while others are still inside
+//! `lrt_pool_try_parallel_for` & co. Every C call on a pool (other than
+//! from one of the pool's own workers, which destroy joins anyway) holds an
+//! [`Entered`] guard; destroy first [`Callers::close`]s the pool, which
+//! fails while any guard is held.
+//!
+//! Protocol (Dekker's, all four operations `SeqCst`):
+//! * enter: `shards[s] += 1`, then read `state`: `OPEN` → inside;
+//!   `CLOSING` (a destroy is deciding) → wait until it is `OPEN` or
+//!   `CLOSED`; `CLOSED` → `shards[s] -= 1`, refused.
+//! * close: `state = CLOSING`, then read every shard: all 0 → `state =
+//!   CLOSED` (the pool may be freed); otherwise `state = OPEN`, refused.
+//!
+//! Invariant: a close that succeeds saw no enter's increment, and every
+//! enter whose increment it did not see reads `CLOSING` or `CLOSED` after
+//! it (in the single order of `SeqCst` operations the increment comes after
+//! close's store, since close's load did not see it), so it never proceeds
+//! into a pool being freed. An enter that meets `CLOSING` of a close that
+//! will see it waits rather than fail, so a destroy that is refused causes
+//! no spurious refusal elsewhere. (An enter that starts after the pool was
+//! freed is a use after destroy, as in any C library: not detectable.)
+//!
+//! The counts are sharded by thread on separate cache lines, so that
+//! callers on different threads do not contend on one line.
+use crossbeam_utils::CachePadded;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
+
+const SHARDS: usize = 8;
+const OPEN: u8 = 0;
+const CLOSING: u8 = 1;
+const CLOSED: u8 = 2;
+
+/// The count of callers inside a pool, and whether it is closing.
+pub(crate) struct Callers {
+    shards: [CachePadded<AtomicUsize>; SHARDS],
+    state: CachePadded<AtomicU8>,
+}
+
+/// A caller inside the pool; leaves on drop.
+pub(crate) struct Entered<'a> {
+    shard: &'a AtomicUsize,
+}
+
+/// A C call in progress on a pool (`ThreadPool::enter_call`): counted for
+/// a caller, not for one of the pool's own workers.
+pub struct CallGuard<'a> {
+    _inside: Option<Entered<'a>>,
+}
+
+impl<'a> CallGuard<'a> {
+    pub(crate) fn caller(entered: Entered<'a>) -> Self {
+        CallGuard {
+            _inside: Some(entered),
+        }
+    }
+    pub(crate) fn worker() -> Self {
+        CallGuard { _inside: None }
+    }
+}
+
+fn my_shard() -> usize {
+    // Thread descriptors are page-aligned: mix the high bits down.
+    let id = crate::pool::os_thread::current_id() as u64;
+    ((id.wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 59) as usize % SHARDS
+}
+
+impl Callers {
+    pub(crate) fn new() -> Self {
+        Callers {
+            shards: std::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0))),
+            state: CachePadded::new(AtomicU8::new(OPEN)),
+        }
+    }
+
+    /// Enters; `None` once the pool is closed for good.
+    pub(crate) fn enter(&self) -> Option<Entered<'_>> {
+        let shard = &*self.shards[my_shard()];
+        shard.fetch_add(1, SeqCst);
+        loop {
+            match self.state.load(SeqCst) {
+                OPEN => return Some(Entered { shard }),
+                CLOSED => {
+                    shard.fetch_sub(1, SeqCst);
+                    return None;
+                }
+                _ => std::hint::spin_loop(),
+            }
+        }
+    }
+
+    /// Closes for good if nobody is inside; otherwise returns how many
+    /// callers are and leaves the pool open.
+    pub(crate) fn close(&self) -> Result<(), usize> {
+        self.state.store(CLOSING, SeqCst);
+        let inside: usize = self.shards.iter().map(|s| s.load(SeqCst)).sum();
+        if inside == 0 {
+            self.state.store(CLOSED, SeqCst);
+            Ok(())
+        } else {
+            self.state.store(OPEN, SeqCst);
+            Err(inside)
+        }
+    }
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        self.shard.fetch_sub(1, SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_is_refused_while_someone_is_inside() {
+        let c = Callers::new();
+        let a = c.enter().unwrap();
+        let b = c.enter().unwrap();
+        assert_eq!(c.close(), Err(2));
+        drop(a);
+        assert_eq!(c.close(), Err(1));
+        // A refused close leaves the pool open.
+        let again = c.enter().unwrap();
+        drop(again);
+        drop(b);
+        assert_eq!(c.close(), Ok(()));
+        assert!(c.enter().is_none(), "closed for good");
+    }
+
+    #[test]
+    fn racing_enters_never_pass_a_successful_close() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        for _ in 0..200 {
+            let c = Arc::new(Callers::new());
+            let freed = Arc::new(AtomicBool::new(false));
+            let threads: Vec<_> = (0..3)
+                .map(|_| {
+                    let (c, freed) = (c.clone(), freed.clone());
+                    std::thread::spawn(move || {
+                        for _ in 0..200 {
+                            match c.enter() {
+                                Some(_inside) => {
+                                    assert!(!freed.load(SeqCst), "inside a freed pool")
+                                }
+                                None => return,
+                            }
+                        }
+                    })
+                })
+                .collect();
+            while c.close().is_err() {
+                std::hint::spin_loop();
+            }
+            freed.store(true, SeqCst);
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
+    }
+}
