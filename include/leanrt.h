@@ -832,7 +832,8 @@ enum lrt_status lrt_partition_work(ptrdiff_t batch_idx,
 
 /**
  * ONNX Runtime's Schedule: runs `func(ctx)` on a worker thread; on the
- * calling thread instead when `pool` is NULL or the chosen queue is full.
+ * calling thread instead when `pool` is NULL, the chosen queue is full or
+ * there is no memory to queue it.
  * Destroying the pool runs every task still queued.
  */
 void lrt_pool_schedule(struct lrt_pool *pool, lrt_task_fn func, void *ctx);

@@ -317,6 +317,11 @@ impl Drop for CallScope {
 /// `Box::new(value)`, failing with `ErrorKind::NoMemory` instead of
 /// aborting.
 pub fn try_box<T>(value: T) -> Result<Box<T>> {
+    try_box_or_back(value).map_err(|_| no_memory())
+}
+
+/// `Box::new(value)`, or `value` back when there is no memory for it.
+pub fn try_box_or_back<T>(value: T) -> std::result::Result<Box<T>, T> {
     let layout = Layout::new::<T>();
     if layout.size() == 0 {
         return Ok(Box::new(value));
@@ -324,7 +329,7 @@ pub fn try_box<T>(value: T) -> Result<Box<T>> {
     // SAFETY: layout has a non-zero size.
     let p = fallible(|| unsafe { std::alloc::alloc(layout) }).cast::<T>();
     if p.is_null() {
-        return Err(no_memory());
+        return Err(value);
     }
     // SAFETY: p is a fresh allocation of the global allocator with T's
     // layout, which is what Box<T> owns.

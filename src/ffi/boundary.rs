@@ -242,11 +242,6 @@ unsafe impl Send for HostContext {}
 // SAFETY: as above; shared access only copies the pointer value.
 unsafe impl Sync for HostContext {}
 
-/// Moves a core object to the heap and hands it to C as an opaque handle.
-pub fn into_handle<T>(value: T) -> *mut T {
-    Box::into_raw(Box::new(value))
-}
-
 /// The commit point of a create function: moves `value` to the heap
 /// (fallibly) and hands it to C as an opaque handle, unless the call ran
 /// short of memory on the way (`crate::alloc::check`): then `value` is
@@ -256,10 +251,10 @@ pub fn try_into_handle<T>(value: T) -> Result<*mut T> {
     Ok(Box::into_raw(alloc::try_box(value)?))
 }
 
-/// Takes back and drops a handle made by [`into_handle`]; NULL is a no-op.
+/// Takes back and drops a handle made by [`try_into_handle`]; NULL is a no-op.
 ///
 /// # Safety
-/// `handle` is NULL or came from [`into_handle::<T>`] and is not used again.
+/// `handle` is NULL or came from [`try_into_handle::<T>`] and is not used again.
 pub unsafe fn drop_handle<T>(handle: *mut T) {
     if !handle.is_null() {
         // SAFETY: per the caller's contract the box is ours to drop, once.

@@ -13,7 +13,7 @@
 use std::ffi::c_void;
 use std::ptr::addr_of;
 
-use super::boundary::{arg_mut, arg_ref, drop_handle, into_handle, OutPtr};
+use super::boundary::{arg_mut, arg_ref, drop_handle, try_into_handle, OutPtr};
 use super::device::{device_for_api, lrt_host_api};
 use super::status::lrt_status;
 use crate::staging::{self, ClaimDesc, MakerConfig, RuntimeMaker};
@@ -179,7 +179,9 @@ pub unsafe extern "C" fn lrt_runtime_maker_create(
         let device = unsafe { device_for_api(api) }?;
         let maker = RuntimeMaker::new(&config, device)?;
         // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { out.write(into_handle(lrt_runtime_maker(maker))) };
+        let handle = try_into_handle(lrt_runtime_maker(maker))?;
+        // SAFETY: checked non-NULL; the caller passes writable storage.
+        unsafe { out.write(handle) };
         Ok(())
     })
 }
@@ -445,7 +447,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_device_image(
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_destroy(maker: *mut lrt_runtime_maker) {
     ffi_value!("lrt_runtime_maker_destroy", (), {
-        // SAFETY: NULL or an unused handle from into_handle, per the contract.
+        // SAFETY: NULL or an unused handle from try_into_handle, per the contract.
         unsafe { drop_handle(maker) };
         Ok(())
     })

@@ -7,7 +7,7 @@
 //! loops and tasks serially on the calling thread (ONNX Runtime's null
 //! thread pool). Any thread may use a pool; a destroy while other threads
 //! are inside calls on it is refused.
-use super::boundary::{arg_ref, drop_handle, into_handle, null_arg, HostContext, OutPtr};
+use super::boundary::{arg_ref, drop_handle, null_arg, try_into_handle, HostContext, OutPtr};
 use super::status::lrt_status;
 use crate::pool::{self, CallGuard, SectionHandle, ThreadPool};
 use crate::Error;
@@ -69,8 +69,10 @@ pub unsafe extern "C" fn lrt_pool_create(
         let out = OutPtr::new(out, "out")?;
         // SAFETY: NULL (rejected) or live options.
         let opts = unsafe { arg_ref(opts, "opts")? };
-        let handle = ThreadPool::create(opts.options())?
-            .map_or(std::ptr::null_mut(), |p| into_handle(lrt_pool(p)));
+        let handle = match ThreadPool::create(opts.options())? {
+            Some(p) => try_into_handle(lrt_pool(p))?,
+            None => std::ptr::null_mut(),
+        };
         // SAFETY: checked non-NULL; the caller passes writable storage.
         unsafe { out.write(handle) };
         Ok(())
@@ -222,7 +224,8 @@ pub unsafe extern "C" fn lrt_partition_work(
 }
 
 /// ONNX Runtime's Schedule: runs `func(ctx)` on a worker thread; on the
-/// calling thread instead when `pool` is NULL or the chosen queue is full.
+/// calling thread instead when `pool` is NULL, the chosen queue is full or
+/// there is no memory to queue it.
 /// Destroying the pool runs every task still queued.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_schedule(
@@ -236,7 +239,13 @@ pub unsafe extern "C" fn lrt_pool_schedule(
         // SAFETY: NULL or a live pool.
         let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f(ctx)` to run on any thread.
-        pool::schedule(pool, Box::new(move || unsafe { f(ctx.get()) }));
+        let task = move || unsafe { f(ctx.get()) };
+        match crate::alloc::try_box_or_back(task) {
+            Ok(task) => pool::schedule(pool, task),
+            // No memory for the queued task: it runs here, as when the
+            // queue is full (never lost).
+            Err(task) => task(),
+        }
         Ok(())
     })
 }
@@ -286,7 +295,7 @@ pub unsafe extern "C" fn lrt_pool_section_begin(
         // SAFETY: NULL or a live pool.
         let (pool, _call) = unsafe { pool_arg(pool) }?;
         let handle = match pool::begin_section(pool)? {
-            Some(section) => into_handle(lrt_pool_section(section)),
+            Some(section) => try_into_handle(lrt_pool_section(section))?,
             None => std::ptr::null_mut(),
         };
         // SAFETY: checked non-NULL; the caller passes writable storage.
@@ -322,7 +331,9 @@ pub unsafe extern "C" fn lrt_pool_section_end(section: *mut lrt_pool_section) {
 pub unsafe extern "C" fn lrt_pool_start_profiling(pool: *mut lrt_pool) -> lrt_status {
     ffi_status!("lrt_pool_start_profiling", {
         // SAFETY: NULL (rejected) or a live pool.
-        unsafe { arg_ref(pool, "pool")? }.0.start_profiling()
+        let pool = unsafe { arg_ref(pool, "pool")? };
+        let _call = pool.0.enter_call()?;
+        pool.0.start_profiling()
     })
 }
 
@@ -342,6 +353,8 @@ pub unsafe extern "C" fn lrt_pool_stop_profiling(
         let out = OutPtr::new(json_out, "json_out")?;
         // SAFETY: NULL (rejected) or a live pool.
         let pool = unsafe { arg_ref(pool, "pool")? };
+        let _call = pool.0.enter_call()?;
+        // The report was reserved with room for the NUL: no allocation here.
         let json = pool.0.stop_profiling()?;
         let json = CString::new(json).map_err(|_| Error::internal("NUL in profiling report"))?;
         // SAFETY: checked non-NULL; the caller passes writable storage.

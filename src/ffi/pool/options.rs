@@ -1,7 +1,7 @@
 //! `lrt_pool_options_*`: the pool options' C surface. Core:
 //! `crate::pool::PoolOptions`, whose setters validate and leave the options
 //! unchanged on error.
-use super::super::boundary::{arg_mut, arg_str, drop_handle, into_handle, OutPtr};
+use super::super::boundary::{arg_mut, arg_str, drop_handle, try_into_handle, OutPtr};
 use super::super::status::lrt_status;
 use crate::pool::abi::{lrt_custom_create_thread_fn, lrt_custom_join_thread_fn};
 use crate::pool::options::{self, PoolOptions};
@@ -27,7 +27,9 @@ pub unsafe extern "C" fn lrt_pool_options_create(out: *mut *mut lrt_pool_options
     ffi_status!("lrt_pool_options_create", {
         let out = OutPtr::new(out, "out")?;
         // SAFETY: checked non-NULL; the caller passes writable storage.
-        unsafe { out.write(into_handle(lrt_pool_options(PoolOptions::default()))) };
+        let handle = try_into_handle(lrt_pool_options(PoolOptions::default()))?;
+        // SAFETY: checked non-NULL; the caller passes writable storage.
+        unsafe { out.write(handle) };
         Ok(())
     })
 }

@@ -234,8 +234,7 @@ impl ThreadPool {
     /// forked child.
     pub fn start_profiling(&self) -> Result<()> {
         self.refuse_forked()?;
-        self.shared.profiling.start();
-        Ok(())
+        self.shared.profiling.start()
     }
 
     /// Stops profiling and returns the per-thread figures since
