@@ -744,7 +744,8 @@ void lrt_host_api_release(struct lrt_host_api *api);
  * message to standard error. A NULL `callback` removes the callback (back
  * to the default). Installing replaces any earlier callback; the old one
  * may still receive a message that was being delivered while it was
- * replaced. Always returns LRT_OK.
+ * replaced. Returns LRT_OK, or LRT_ERR_NO_MEMORY (nothing changed) when
+ * the callback cannot be recorded for lack of memory.
  */
 enum lrt_status lrt_set_log_callback(lrt_log_fn callback, void *ctx);
 
