@@ -11,8 +11,8 @@
 //! pool), and an
 //! interval is added as a bit range to the entry's processor set, never
 //! expanded id by id, so the work is linear in the string's length and the
-//! memory at most one list of [`MAX_PROCESSOR`] ids per entry. (The C
-//! boundary also caps the string at `LRT_MAX_STRING_BYTES`.)
+//! memory one [`CpuSet`] (128 bytes) per entry. (The C boundary also caps
+//! the string at `LRT_MAX_STRING_BYTES`.)
 use crate::alloc::try_vec;
 use crate::error::quoted;
 use crate::{Error, Result};
@@ -20,12 +20,34 @@ use crate::{Error, Result};
 /// Largest processor id accepted (Linux `CPU_SETSIZE`).
 pub const MAX_PROCESSOR: usize = libc::CPU_SETSIZE as usize;
 
-/// A set of 0-based processor ids, one bit each.
+/// A set of 0-based processor ids below [`MAX_PROCESSOR`], one bit each:
+/// one worker's affinity.
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct Bits([u64; MAX_PROCESSOR / 64]);
+pub struct CpuSet([u64; MAX_PROCESSOR / 64]);
 
-impl Bits {
-    const EMPTY: Bits = Bits([0; MAX_PROCESSOR / 64]);
+impl std::fmt::Debug for CpuSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.ids()).finish()
+    }
+}
+
+impl CpuSet {
+    /// The empty set.
+    pub const EMPTY: CpuSet = CpuSet([0; MAX_PROCESSOR / 64]);
+
+    /// The set of `ids` (those below [`MAX_PROCESSOR`]).
+    pub fn of(ids: &[usize]) -> CpuSet {
+        let mut set = CpuSet::EMPTY;
+        for &c in ids.iter().filter(|&&c| c < MAX_PROCESSOR) {
+            set.add_range(c, c);
+        }
+        set
+    }
+
+    /// The ids in increasing order.
+    pub fn ids(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..MAX_PROCESSOR).filter(|&c| self.contains(c))
+    }
 
     /// Adds `lo..=hi` (both < MAX_PROCESSOR), a word at a time.
     fn add_range(&mut self, lo: usize, hi: usize) {
@@ -39,19 +61,9 @@ impl Bits {
         }
     }
 
-    fn contains(&self, cpu: usize) -> bool {
+    /// Whether `cpu` is in the set.
+    pub fn contains(&self, cpu: usize) -> bool {
         cpu < MAX_PROCESSOR && self.0[cpu / 64] & (1 << (cpu % 64)) != 0
-    }
-
-    fn len(&self) -> usize {
-        self.0.iter().map(|w| w.count_ones() as usize).sum()
-    }
-
-    /// The ids in increasing order, in a list allocated fallibly.
-    fn to_vec(self) -> Result<Vec<usize>> {
-        let mut v = try_vec(self.len())?;
-        v.extend((0..MAX_PROCESSOR).filter(|&c| self.contains(c)));
-        Ok(v)
     }
 }
 
@@ -74,8 +86,8 @@ fn parse_id(s: &str, whole: &str) -> Result<usize> {
 }
 
 /// Parses an affinity string of at most `max_entries` thread entries into
-/// one sorted, de-duplicated list of 0-based CPU ids per worker thread.
-pub fn parse(affinity: &str, max_entries: usize) -> Result<Vec<Vec<usize>>> {
+/// one set of 0-based CPU ids per worker thread.
+pub fn parse(affinity: &str, max_entries: usize) -> Result<Vec<CpuSet>> {
     if affinity.is_empty() {
         return Err(Error::invalid_argument("affinity string is empty"));
     }
@@ -94,7 +106,7 @@ pub fn parse(affinity: &str, max_entries: usize) -> Result<Vec<Vec<usize>>> {
                 quoted(affinity)
             )));
         }
-        let mut cpus = Bits::EMPTY;
+        let mut cpus = CpuSet::EMPTY;
         for item in entry.split(',') {
             let (a, b) = match item.split_once('-') {
                 Some((a, b)) => (parse_id(a, affinity)?, parse_id(b, affinity)?),
@@ -112,27 +124,23 @@ pub fn parse(affinity: &str, max_entries: usize) -> Result<Vec<Vec<usize>>> {
             }
             cpus.add_range(a - 1, b - 1);
         }
-        threads.push(cpus.to_vec()?);
+        threads.push(cpus);
     }
     Ok(threads)
 }
 
 /// A copy of a parsed affinity, allocated fallibly.
-pub fn try_clone(threads: &[Vec<usize>]) -> Result<Vec<Vec<usize>>> {
+pub fn try_clone(threads: &[CpuSet]) -> Result<Vec<CpuSet>> {
     let mut out = try_vec(threads.len())?;
-    for cpus in threads {
-        let mut v = try_vec(cpus.len())?;
-        v.extend_from_slice(cpus);
-        out.push(v);
-    }
+    out.extend_from_slice(threads);
     Ok(out)
 }
 
-fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
+fn cpu_set(cpus: &CpuSet) -> libc::cpu_set_t {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &cpu in cpus.iter().filter(|&&c| c < MAX_PROCESSOR) {
-        // SAFETY: cpu < CPU_SETSIZE, checked by the filter.
+    for cpu in cpus.ids() {
+        // SAFETY: cpu < MAX_PROCESSOR = CPU_SETSIZE.
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
     set
@@ -140,7 +148,7 @@ fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
 
 /// The CPUs this process may run on (0-based), from sched_getaffinity.
 pub fn allowed_cpus() -> Vec<usize> {
-    let mut set = cpu_set(&[]);
+    let mut set = cpu_set(&CpuSet::EMPTY);
     // SAFETY: `set` is a valid cpu_set_t of the size passed.
     let rc =
         unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
@@ -155,13 +163,10 @@ pub fn allowed_cpus() -> Vec<usize> {
 
 /// Checks that every CPU named is one this process may use (linear in the
 /// number of ids named).
-pub fn validate(threads: &[Vec<usize>]) -> Result<()> {
-    let mut allowed = Bits::EMPTY;
-    for c in allowed_cpus() {
-        allowed.add_range(c, c);
-    }
+pub fn validate(threads: &[CpuSet]) -> Result<()> {
+    let allowed = CpuSet::of(&allowed_cpus());
     for (i, cpus) in threads.iter().enumerate() {
-        if let Some(c) = cpus.iter().find(|&&c| !allowed.contains(c)) {
+        if let Some(c) = cpus.ids().find(|&c| !allowed.contains(c)) {
             return Err(Error::invalid_argument(format!(
                 "affinity of worker {i}: processor {} (1-based) is not available to this process",
                 c + 1
@@ -173,6 +178,12 @@ pub fn validate(threads: &[Vec<usize>]) -> Result<()> {
 
 /// Pins the calling thread to `cpus`; returns false if the kernel refused.
 pub fn pin_current_thread(cpus: &[usize]) -> bool {
+    pin_current_thread_to(&CpuSet::of(cpus))
+}
+
+/// Pins the calling thread to the set `cpus`; returns false if the kernel
+/// refused.
+pub fn pin_current_thread_to(cpus: &CpuSet) -> bool {
     let set = cpu_set(cpus);
     // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the
     // calling thread.
@@ -186,7 +197,7 @@ mod tests {
     const MAX_ENTRIES: usize = 1023;
 
     fn parse(s: &str) -> Result<Vec<Vec<usize>>> {
-        super::parse(s, MAX_ENTRIES)
+        super::parse(s, MAX_ENTRIES).map(|t| t.iter().map(|c| c.ids().collect()).collect())
     }
 
     #[test]
@@ -226,7 +237,10 @@ mod tests {
     fn allowed_includes_current() {
         let a = allowed_cpus();
         assert!(!a.is_empty());
-        assert!(validate(&[vec![a[0]]]).is_ok());
-        assert!(validate(&[vec![MAX_PROCESSOR - 1]]).is_err() || a.contains(&(MAX_PROCESSOR - 1)));
+        assert!(validate(&[CpuSet::of(&[a[0]])]).is_ok());
+        assert!(
+            validate(&[CpuSet::of(&[MAX_PROCESSOR - 1])]).is_err()
+                || a.contains(&(MAX_PROCESSOR - 1))
+        );
     }
 }

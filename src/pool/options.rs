@@ -45,7 +45,7 @@ pub struct PoolOptions {
     pub(crate) spin_duration_us: i32,
     pub(crate) spin_backoff_max: i32,
     pub(crate) dynamic_block_base: i32,
-    pub(crate) affinity: Option<Vec<Vec<usize>>>,
+    pub(crate) affinity: Option<Vec<affinity::CpuSet>>,
     pub(crate) denormal_as_zero: bool,
     pub(crate) name: String,
     pub(crate) force_spinning_stop: bool,
@@ -317,7 +317,7 @@ impl PoolOptions {
         self.dynamic_block_base
     }
     /// The parsed affinity (0-based CPUs per worker), if set.
-    pub fn affinity(&self) -> Option<&[Vec<usize>]> {
+    pub fn affinity(&self) -> Option<&[affinity::CpuSet]> {
         self.affinity.as_deref()
     }
     /// Whether workers flush denormals to zero.

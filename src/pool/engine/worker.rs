@@ -96,7 +96,7 @@ pub(super) fn main(start: WorkerStart) {
     if let Some(cpus) = shared.setup.affinity.as_ref().and_then(|a| a.get(index)) {
         // Validated at create; a refusal here (CPU hot-unplugged since)
         // leaves the thread unpinned.
-        let _ = affinity::pin_current_thread(cpus);
+        let _ = affinity::pin_current_thread_to(cpus);
     }
     if shared.setup.denormal_as_zero {
         set_denormals_are_zero();
