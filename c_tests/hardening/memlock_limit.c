@@ -2,9 +2,12 @@
  * (every policy, reused and fresh mirrors) are created and run normally on
  * the host backend, the fallback is reported exactly once per maker
  * through the log callback (never printed), and each maker ships complete
- * runs. In a child that drops root first (the limit does not bind root). */
+ * runs. In a child that drops root first (the limit does not bind root).
+ * Where mlock does not bind at all (AddressSanitizer makes it a no-op) the
+ * warning count is not checked; the rest is. */
 #include <grp.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -25,6 +28,14 @@ static int limited(void *ctx) {
     return 10;
   struct rlimit lim = {64 * 1024, 64 * 1024};
   if (setrlimit(RLIMIT_MEMLOCK, &lim) != 0) return 11;
+  /* Whether the limit binds here: AddressSanitizer makes mlock a no-op that
+   * succeeds, and then nothing falls back (the count is not checked). */
+  size_t probe_len = 1 << 20;
+  char *probe = (char *)malloc(probe_len);
+  if (!probe) return 19;
+  int binds = mlock(probe, probe_len) != 0;
+  if (!binds) munlock(probe, probe_len);
+  free(probe);
   if (lrt_set_log_callback(on_log, NULL) != LRT_OK) return 12;
   lrt_host_api api;
   if (lrt_host_api_host(&api) != LRT_OK) return 13;
@@ -55,7 +66,7 @@ static int limited(void *ctx) {
         if (lrt_runtime_maker_upload(m, &rep) != LRT_OK || rep.total_tasks != run + 1) return 17;
       }
       lrt_runtime_maker_destroy(m);
-      if (atomic_load(&pin_warnings) != 1 || atomic_load(&warnings) != 1) {
+      if (binds && (atomic_load(&pin_warnings) != 1 || atomic_load(&warnings) != 1)) {
         fprintf(stderr, "policy %d fresh %d: %d warnings (%d about pinning), expected 1\n", p,
                 fresh, atomic_load(&warnings), atomic_load(&pin_warnings));
         return 18;
@@ -64,6 +75,10 @@ static int limited(void *ctx) {
   }
   lrt_host_api_release(&api);
   lrt_set_log_callback(NULL, NULL);
+  printf("memlock 64 KiB: 8 makers (4 policies x reused/fresh mirror) ran 3 runs each, %s\n",
+         binds ? "one pin-fallback warning each, nothing printed"
+               : "nothing printed (mlock does not bind here: warnings not counted)");
+  fflush(stdout);
   return 0;
 }
 
@@ -73,9 +88,6 @@ int main(void) {
   if (!r.exited || r.status != 0 || r.err[0]) {
     fprintf(stderr, "memlock child: %s %d\n%s\n", r.exited ? "exit" : "signal", r.status, r.err);
     check_failures_++;
-  } else {
-    printf("memlock 64 KiB: 8 makers (4 policies x reused/fresh mirror) ran 3 runs each, "
-           "one pin-fallback warning each, nothing printed\n");
   }
   return check_result();
 }
