@@ -26,8 +26,11 @@
 //!
 //! The counts are sharded by thread on separate cache lines, so that
 //! callers on different threads do not contend on one line.
-use crossbeam_utils::CachePadded;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
+//!
+//! Model-checked with loom (`tests/pool_loom.rs`: a close that succeeds
+//! never overlaps a caller inside), with a broken variant (every ordering
+//! `Relaxed`) that must fail.
+use super::sync::{spin_hint, AtomicU8, AtomicUsize, CachePadded, Ordering::SeqCst};
 
 const SHARDS: usize = 8;
 const OPEN: u8 = 0;
@@ -35,13 +38,13 @@ const CLOSING: u8 = 1;
 const CLOSED: u8 = 2;
 
 /// The count of callers inside a pool, and whether it is closing.
-pub(crate) struct Callers {
+pub struct Callers {
     shards: [CachePadded<AtomicUsize>; SHARDS],
     state: CachePadded<AtomicU8>,
 }
 
 /// A caller inside the pool; leaves on drop.
-pub(crate) struct Entered<'a> {
+pub struct Entered<'a> {
     shard: &'a AtomicUsize,
 }
 
@@ -52,33 +55,29 @@ pub struct CallGuard<'a> {
 }
 
 impl<'a> CallGuard<'a> {
-    pub(crate) fn caller(entered: Entered<'a>) -> Self {
+    pub(super) fn caller(entered: Entered<'a>) -> Self {
         CallGuard {
             _inside: Some(entered),
         }
     }
-    pub(crate) fn worker() -> Self {
+    pub(super) fn worker() -> Self {
         CallGuard { _inside: None }
     }
 }
 
-fn my_shard() -> usize {
-    // Thread descriptors are page-aligned: mix the high bits down.
-    let id = crate::pool::os_thread::current_id() as u64;
-    ((id.wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 59) as usize % SHARDS
-}
-
 impl Callers {
-    pub(crate) fn new() -> Self {
+    /// Open, nobody inside.
+    pub fn new() -> Self {
         Callers {
             shards: std::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0))),
             state: CachePadded::new(AtomicU8::new(OPEN)),
         }
     }
 
-    /// Enters; `None` once the pool is closed for good.
-    pub(crate) fn enter(&self) -> Option<Entered<'_>> {
-        let shard = &*self.shards[my_shard()];
+    /// Enters on shard `shard` (any number: the caller's thread picks
+    /// it); `None` once the pool is closed for good.
+    pub fn enter(&self, shard: usize) -> Option<Entered<'_>> {
+        let shard = &*self.shards[shard % SHARDS];
         shard.fetch_add(1, SeqCst);
         loop {
             match self.state.load(SeqCst) {
@@ -87,14 +86,14 @@ impl Callers {
                     shard.fetch_sub(1, SeqCst);
                     return None;
                 }
-                _ => std::hint::spin_loop(),
+                _ => spin_hint(),
             }
         }
     }
 
     /// Closes for good if nobody is inside; otherwise returns how many
     /// callers are and leaves the pool open.
-    pub(crate) fn close(&self) -> Result<(), usize> {
+    pub fn close(&self) -> Result<(), usize> {
         self.state.store(CLOSING, SeqCst);
         let inside: usize = self.shards.iter().map(|s| s.load(SeqCst)).sum();
         if inside == 0 {
@@ -113,24 +112,24 @@ impl Drop for Entered<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
     #[test]
     fn close_is_refused_while_someone_is_inside() {
         let c = Callers::new();
-        let a = c.enter().unwrap();
-        let b = c.enter().unwrap();
+        let a = c.enter(0).unwrap();
+        let b = c.enter(0).unwrap();
         assert_eq!(c.close(), Err(2));
         drop(a);
         assert_eq!(c.close(), Err(1));
         // A refused close leaves the pool open.
-        let again = c.enter().unwrap();
+        let again = c.enter(0).unwrap();
         drop(again);
         drop(b);
         assert_eq!(c.close(), Ok(()));
-        assert!(c.enter().is_none(), "closed for good");
+        assert!(c.enter(1).is_none(), "closed for good");
     }
 
     #[test]
@@ -145,7 +144,7 @@ mod tests {
                     let (c, freed) = (c.clone(), freed.clone());
                     std::thread::spawn(move || {
                         for _ in 0..200 {
-                            match c.enter() {
+                            match c.enter(crate::pool::os_thread::current_id()) {
                                 Some(_inside) => {
                                     assert!(!freed.load(SeqCst), "inside a freed pool")
                                 }
