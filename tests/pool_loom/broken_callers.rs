@@ -14,10 +14,6 @@ pub mod sync {
         #[allow(non_upper_case_globals)]
         pub const SeqCst: loom::sync::atomic::Ordering = loom::sync::atomic::Ordering::Relaxed;
     }
-
-    pub fn spin_hint() {
-        loom::hint::spin_loop();
-    }
 }
 
 #[allow(dead_code)]

@@ -8,21 +8,24 @@
 //! [`Entered`] guard; destroy first [`Callers::close`]s the pool, which
 //! fails while any guard is held.
 //!
-//! Protocol (Dekker's, all four operations `SeqCst`):
+//! Protocol (Dekker's, with a veto; every operation a `SeqCst`
+//! read-modify-write, so each read returns the latest value):
 //! * enter: `shards[s] += 1`, then read `state`: `OPEN` → inside;
-//!   `CLOSING` (a destroy is deciding) → wait until it is `OPEN` or
-//!   `CLOSED`; `CLOSED` → `shards[s] -= 1`, refused.
-//! * close: `state = CLOSING`, then read every shard: all 0 → `state =
-//!   CLOSED` (the pool may be freed); otherwise `state = OPEN`, refused.
+//!   `CLOSED` → `shards[s] -= 1`, refused; `CLOSING` (a destroy is
+//!   deciding) → veto it with `CLOSING -> OPEN`, then inside (if the CAS
+//!   finds `CLOSED`, refused as above).
+//! * close: `state = CLOSING`, then read every shard: any caller →
+//!   `CLOSING -> OPEN`, refused; none → `CLOSING -> CLOSED` (the pool may
+//!   be freed), refused if a veto made it `OPEN` meanwhile.
 //!
-//! Invariant: a close that succeeds saw no enter's increment, and every
-//! enter whose increment it did not see reads `CLOSING` or `CLOSED` after
-//! it (in the single order of `SeqCst` operations the increment comes after
-//! close's store, since close's load did not see it), so it never proceeds
-//! into a pool being freed. An enter that meets `CLOSING` of a close that
-//! will see it waits rather than fail, so a destroy that is refused causes
-//! no spurious refusal elsewhere. (An enter that starts after the pool was
-//! freed is a use after destroy, as in any C library: not detectable.)
+//! Invariant: a close that succeeds saw no enter's increment, and an enter
+//! whose increment it did not see comes after close's `CLOSING` in the
+//! single order of `SeqCst` operations, so it reads `CLOSING` (and its veto
+//! makes the close fail) or `CLOSED` (and it is refused): it never proceeds
+//! into a pool being freed. Nobody waits: an enter that meets a destroy
+//! deciding gets in, and a refused destroy refuses no one else. (An enter
+//! that starts after the pool was freed is a use after destroy, as in any
+//! C library: not detectable.)
 //!
 //! The counts are sharded by thread on separate cache lines, so that
 //! callers on different threads do not contend on one line.
@@ -30,7 +33,7 @@
 //! Model-checked with loom (`tests/pool_loom.rs`: a close that succeeds
 //! never overlaps a caller inside), with a broken variant (every ordering
 //! `Relaxed`) that must fail.
-use super::sync::{spin_hint, AtomicU8, AtomicUsize, CachePadded, Ordering::SeqCst};
+use super::sync::{AtomicU8, AtomicUsize, CachePadded, Ordering::SeqCst};
 
 const SHARDS: usize = 8;
 const OPEN: u8 = 0;
@@ -79,30 +82,43 @@ impl Callers {
     pub fn enter(&self, shard: usize) -> Option<Entered<'_>> {
         let shard = &*self.shards[shard % SHARDS];
         shard.fetch_add(1, SeqCst);
+        // Read as a read-modify-write (adds 0): the latest value in the
+        // variable's modification order (loom checks it so; it models
+        // SeqCst loads as acquire loads).
+        let mut state = self.state.fetch_add(0, SeqCst);
         loop {
-            match self.state.load(SeqCst) {
+            match state {
                 OPEN => return Some(Entered { shard }),
                 CLOSED => {
                     shard.fetch_sub(1, SeqCst);
                     return None;
                 }
-                _ => spin_hint(),
+                // A destroy is deciding and may not have seen this caller:
+                // veto it (its own CLOSING -> CLOSED then fails).
+                _ => match self.state.compare_exchange(CLOSING, OPEN, SeqCst, SeqCst) {
+                    Ok(_) => return Some(Entered { shard }),
+                    Err(now) => state = now,
+                },
             }
         }
     }
 
     /// Closes for good if nobody is inside; otherwise returns how many
-    /// callers are and leaves the pool open.
+    /// callers are (at least 1) and leaves the pool open.
     pub fn close(&self) -> Result<(), usize> {
-        self.state.store(CLOSING, SeqCst);
-        let inside: usize = self.shards.iter().map(|s| s.load(SeqCst)).sum();
-        if inside == 0 {
-            self.state.store(CLOSED, SeqCst);
-            Ok(())
-        } else {
-            self.state.store(OPEN, SeqCst);
-            Err(inside)
+        self.state.swap(CLOSING, SeqCst);
+        // Read-modify-writes again (see `enter`).
+        let inside: usize = self.shards.iter().map(|s| s.fetch_add(0, SeqCst)).sum();
+        if inside > 0 {
+            // Back to OPEN (unless a caller's veto already did it).
+            let _ = self.state.compare_exchange(CLOSING, OPEN, SeqCst, SeqCst);
+            return Err(inside);
         }
+        // A caller that vetoed meanwhile is inside now.
+        self.state
+            .compare_exchange(CLOSING, CLOSED, SeqCst, SeqCst)
+            .map(|_| ())
+            .map_err(|_| 1)
     }
 }
 
