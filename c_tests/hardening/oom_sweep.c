@@ -7,7 +7,10 @@
  * given (or made) are still usable and destroyable, nothing of the device
  * is leaked. The parent checks that the child exited normally (no abort)
  * and printed nothing. The sweep of an entry point ends at the first
- * headroom with which the call met no failure.
+ * headroom with which the call met no failure. Every exported lrt_*
+ * function is the name of at least one case (some cases make a few calls:
+ * the queries together, enable with disable, a host api with its
+ * release).
  *
  * Must run with the failing allocator in place: under a sanitizer runtime
  * or valgrind (which replace malloc themselves) it says so and fails
@@ -32,6 +35,7 @@ enum {
   NEED_UPLOAD = 16,
   NEED_PROFILING = 32,
   NEED_SECTION = 64,
+  NEED_REGION = 128, /* a device region to lend, allocated before arming */
 };
 #define ANY_STATUS (-2)
 #define MAX_HEADROOM 600
@@ -46,6 +50,8 @@ typedef struct st {
   test_device dev;
   lrt_host_api api;
   char *json;
+  void *borrowed; /* a device region to lend to the maker (NEED_REGION) */
+  size_t borrowed_len;
 } st;
 
 typedef struct scenario {
@@ -293,6 +299,22 @@ static int c_maker_create_fresh(st *s) {
   if (rc == LRT_OK) s->maker = m;
   return rc;
 }
+/* A borrowed device region: plain host memory of the test's own (the test
+ * device's copies accept any region it allocated; this one is checked by
+ * size only, as the maker never frees it). */
+static int c_maker_create_borrowed(st *s) {
+  lrt_maker_config cfg = maker_config();
+  lrt_runtime_maker *m = NULL;
+  int rc = lrt_runtime_maker_create_borrowed(&cfg, &s->api, s->borrowed, s->borrowed_len, &m);
+  if (rc != LRT_OK && m != NULL) return 101;
+  if (rc == LRT_OK) s->maker = m;
+  return rc;
+}
+static int c_set_device_image(st *s) {
+  return lrt_runtime_maker_set_device_image(s->maker, s->borrowed, s->borrowed_len);
+}
+static int c_set_api(st *s) { return lrt_runtime_maker_set_api(s->maker, &s->api); }
+static int c_abort_run(st *s) { return lrt_runtime_maker_abort_run(s->maker); }
 static int c_begin_run(st *s) {
   lrt_sm_header *h = NULL;
   return lrt_runtime_maker_begin_run(s->maker, &h);
@@ -329,7 +351,7 @@ static int c_device_image(st *s) { return lrt_runtime_maker_device_image(s->make
 static int c_maker_destroy(st *s) {
   lrt_runtime_maker_destroy(s->maker);
   s->maker = NULL;
-  return test_device_live(&s->dev) == 0 ? LRT_OK : 100;
+  return test_device_live(&s->dev) == (s->borrowed ? 1 : 0) ? LRT_OK : 100;
 }
 
 static const scenario scenarios[] = {
@@ -337,6 +359,7 @@ static const scenario scenarios[] = {
     {"lrt_version", 0, LRT_OK, c_version},
     {"lrt_last_error", 0, LRT_OK, c_last_error},
     {"lrt_host_api_host", 0, LRT_OK, c_host_api_host},
+    {"lrt_host_api_release", 0, LRT_OK, c_host_api_host},
     {"lrt_host_api_cuda", 0, ANY_STATUS, c_host_api_cuda},
     {"lrt_set_log_callback", 0, LRT_OK, c_set_log_callback},
     {"lrt_pool_options_create", 0, LRT_OK, c_options_create},
@@ -370,13 +393,21 @@ static const scenario scenarios[] = {
     {"lrt_pool_stop_profiling", NEED_PROFILING, LRT_OK, c_stop_profiling},
     {"lrt_string_free", NEED_PROFILING, LRT_OK, c_string_free},
     {"lrt_pool_degree_of_parallelism", NEED_POOL, LRT_OK, c_pool_queries},
+    {"lrt_pool_should_parallelize", NEED_POOL, LRT_OK, c_pool_queries},
+    {"lrt_pool_num_threads", NEED_POOL, LRT_OK, c_pool_queries},
+    {"lrt_pool_current_thread_id", NEED_POOL, LRT_OK, c_pool_queries},
     {"lrt_pool_enable_spinning", NEED_POOL, LRT_OK, c_spinning},
+    {"lrt_pool_disable_spinning", NEED_POOL, LRT_OK, c_spinning},
     {"lrt_pool_get_stats", NEED_POOL, LRT_OK, c_get_stats},
     {"lrt_sm_ring_segment_offsets", 0, LRT_OK, c_segment_offsets},
     {"lrt_sm_ring_segment_offsets", 0, LRT_ERR_INVALID_ARGUMENT, c_segment_offsets_bad},
     {"lrt_maker_config_init", 0, LRT_OK, c_config_init},
     {"lrt_runtime_maker_create", 0, LRT_OK, c_maker_create},
     {"lrt_runtime_maker_create", 0, LRT_OK, c_maker_create_fresh},
+    {"lrt_runtime_maker_create_borrowed", NEED_REGION, LRT_OK, c_maker_create_borrowed},
+    {"lrt_runtime_maker_set_device_image", NEED_MAKER | NEED_REGION, LRT_OK, c_set_device_image},
+    {"lrt_runtime_maker_set_api", NEED_MAKER, LRT_OK, c_set_api},
+    {"lrt_runtime_maker_abort_run", NEED_RUN, LRT_OK, c_abort_run},
     {"lrt_runtime_maker_begin_run", NEED_MAKER, LRT_OK, c_begin_run},
     {"lrt_runtime_maker_claim_slot", NEED_RUN, LRT_OK, c_claim_slot},
     {"lrt_claim_desc_init", 0, LRT_OK, c_claim_desc_init},
@@ -421,6 +452,13 @@ static int setup(st *s, int needs) {
   if (needs & NEED_SECTION) {
     if (lrt_pool_section_begin(s->pool, &s->section) != LRT_OK) return 0;
   }
+  if (needs & NEED_REGION) {
+    lrt_sm_segments seg;
+    if (lrt_sm_ring_segment_offsets(WINDOW, &seg) != LRT_OK) return 0;
+    s->borrowed_len = (size_t)seg.end;
+    s->borrowed = dev_malloc(&s->dev, s->borrowed_len);
+    if (!s->borrowed) return 0;
+  }
   if (needs & (NEED_MAKER | NEED_RUN | NEED_UPLOAD)) {
     lrt_maker_config cfg = maker_config();
     if (lrt_runtime_maker_create(&cfg, &s->api, &s->maker) != LRT_OK) return 0;
@@ -461,6 +499,7 @@ static int use_and_destroy(st *s) {
     ok &= lrt_runtime_maker_upload(s->maker, &rep) == LRT_OK && rep.total_tasks == 1;
     lrt_runtime_maker_destroy(s->maker);
   }
+  if (s->borrowed) dev_free(&s->dev, s->borrowed);
   ok &= test_device_live(&s->dev) == 0 && s->dev.violations == 0;
   return ok;
 }

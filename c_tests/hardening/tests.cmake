@@ -1,6 +1,6 @@
 # Hardening tests: a hang is a failure, found fast (the default is 300 s).
 foreach(_t staging_bad_input staging_faults pool_bad_input pool_threads pool_custom_create_fails
-           huge_inputs huge_totals thread_limits memlock_limit destroy_race)
+           huge_inputs huge_totals thread_limits memlock_limit destroy_race maker_misuse)
   if(TEST hardening.${_t})
     set_tests_properties(hardening.${_t} PROPERTIES TIMEOUT 120 LABELS hardening)
   endif()
