@@ -974,8 +974,9 @@ void lrt_pool_options_destroy(struct lrt_pool_options *opts);
 
 /**
  * Sets an option by its ONNX Runtime session config key: `key` and
- * `value` are NUL-terminated strings (keys and value syntax in
- * docs/POOL.md). An unknown key, a malformed value or a NULL argument is
+ * `value` are NUL-terminated strings of at most LRT_MAX_STRING_BYTES
+ * bytes (keys and value syntax in docs/POOL.md). An unknown key, a
+ * malformed value, a longer string or a NULL argument is
  * `LRT_ERR_INVALID_ARGUMENT`, and the options are unchanged.
  */
 enum lrt_status lrt_pool_options_set_config(struct lrt_pool_options *opts,
@@ -984,7 +985,8 @@ enum lrt_status lrt_pool_options_set_config(struct lrt_pool_options *opts,
 
 /**
  * Thread count, as ONNX Runtime's SetIntraOpNumThreads: 0 = one per
- * physical core, 1 = no pool (`lrt_pool_create` gives NULL), n = n-1
+ * physical core (at most LRT_POOL_MAX_THREADS; with an affinity set, one
+ * per affinity entry plus the caller), 1 = no pool (`lrt_pool_create` gives NULL), n = n-1
  * worker threads plus the calling thread. Outside [0,
  * LRT_POOL_MAX_THREADS]: `LRT_ERR_INVALID_ARGUMENT`.
  */
@@ -1018,8 +1020,12 @@ enum lrt_status lrt_pool_options_set_dynamic_block_base(struct lrt_pool_options 
 
 /**
  * Worker affinities in ONNX Runtime's format, a NUL-terminated string
- * such as "1,2;3-4" (1-based processor ids, one `;`-separated entry per
- * worker). Checked against the process's CPUs when the pool is created.
+ * such as "1,2;3-4" (1-based processor ids up to 1024, one `;`-separated
+ * entry per worker). At most LRT_MAX_STRING_BYTES bytes and
+ * LRT_POOL_MAX_THREADS - 1 entries (with num_threads 0 the pool gets one
+ * thread per entry plus the caller); longer or more is
+ * `LRT_ERR_INVALID_ARGUMENT`, found before anything is allocated.
+ * Checked against the process's CPUs when the pool is created.
  */
 enum lrt_status lrt_pool_options_set_affinity(struct lrt_pool_options *opts, const char *affinity);
 
@@ -1029,7 +1035,9 @@ enum lrt_status lrt_pool_options_set_affinity(struct lrt_pool_options *opts, con
 enum lrt_status lrt_pool_options_set_denormal_as_zero(struct lrt_pool_options *opts, int on);
 
 /**
- * Worker thread name prefix: a non-empty NUL-terminated string.
+ * Worker thread name prefix: a non-empty NUL-terminated string of at most
+ * LRT_MAX_STRING_BYTES bytes (the system shows the first 15 bytes of
+ * "<prefix>-<index>").
  */
 enum lrt_status lrt_pool_options_set_name(struct lrt_pool_options *opts, const char *name);
 

@@ -47,8 +47,9 @@ pub unsafe extern "C" fn lrt_pool_options_destroy(opts: *mut lrt_pool_options) {
 }
 
 /// Sets an option by its ONNX Runtime session config key: `key` and
-/// `value` are NUL-terminated strings (keys and value syntax in
-/// docs/POOL.md). An unknown key, a malformed value or a NULL argument is
+/// `value` are NUL-terminated strings of at most LRT_MAX_STRING_BYTES
+/// bytes (keys and value syntax in docs/POOL.md). An unknown key, a
+/// malformed value, a longer string or a NULL argument is
 /// `LRT_ERR_INVALID_ARGUMENT`, and the options are unchanged.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_config(
@@ -70,7 +71,8 @@ pub unsafe extern "C" fn lrt_pool_options_set_config(
 }
 
 /// Thread count, as ONNX Runtime's SetIntraOpNumThreads: 0 = one per
-/// physical core, 1 = no pool (`lrt_pool_create` gives NULL), n = n-1
+/// physical core (at most LRT_POOL_MAX_THREADS; with an affinity set, one
+/// per affinity entry plus the caller), 1 = no pool (`lrt_pool_create` gives NULL), n = n-1
 /// worker threads plus the calling thread. Outside [0,
 /// LRT_POOL_MAX_THREADS]: `LRT_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
@@ -143,8 +145,12 @@ pub unsafe extern "C" fn lrt_pool_options_set_dynamic_block_base(
 }
 
 /// Worker affinities in ONNX Runtime's format, a NUL-terminated string
-/// such as "1,2;3-4" (1-based processor ids, one `;`-separated entry per
-/// worker). Checked against the process's CPUs when the pool is created.
+/// such as "1,2;3-4" (1-based processor ids up to 1024, one `;`-separated
+/// entry per worker). At most LRT_MAX_STRING_BYTES bytes and
+/// LRT_POOL_MAX_THREADS - 1 entries (with num_threads 0 the pool gets one
+/// thread per entry plus the caller); longer or more is
+/// `LRT_ERR_INVALID_ARGUMENT`, found before anything is allocated.
+/// Checked against the process's CPUs when the pool is created.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_affinity(
     opts: *mut lrt_pool_options,
@@ -176,7 +182,9 @@ pub unsafe extern "C" fn lrt_pool_options_set_denormal_as_zero(
     })
 }
 
-/// Worker thread name prefix: a non-empty NUL-terminated string.
+/// Worker thread name prefix: a non-empty NUL-terminated string of at most
+/// LRT_MAX_STRING_BYTES bytes (the system shows the first 15 bytes of
+/// "<prefix>-<index>").
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_name(
     opts: *mut lrt_pool_options,
