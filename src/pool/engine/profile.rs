@@ -237,7 +237,9 @@ mod tests {
         };
         let now = Snapshot {
             at,
-            workers: (0..1023).map(|_| Figures([u64::MAX; WORKER_KEYS.len()])).collect(),
+            workers: (0..1023)
+                .map(|_| Figures([u64::MAX; WORKER_KEYS.len()]))
+                .collect(),
             callers: [u64::MAX; 3],
         };
         let mut s = String::with_capacity(report_bytes(1023));
