@@ -183,5 +183,11 @@ int32_t leanrt_simpler_upload(void) {
     }
     t_current = nullptr;
     if (status != LRT_OK) return fail("lrt_runtime_maker_upload", status);
+    LOG_INFO(
+        "leanrt: upload tasks=%d copies=%u bytes=%llu zero_ns=%llu relocate_ns=%llu copy_ns=%llu",
+        report.total_tasks, report.copies, static_cast<unsigned long long>(report.bytes),
+        static_cast<unsigned long long>(report.zero_ns), static_cast<unsigned long long>(report.relocate_ns),
+        static_cast<unsigned long long>(report.copy_ns)
+    );
     return report.total_tasks;
 }

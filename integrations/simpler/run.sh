@@ -10,6 +10,7 @@
 #   --procs N      processes per variant and workload (default 2)
 #   --only LIST    comma-separated subset of bgemm,benchmark_bgemm,pa17,pa1032
 #   --stock-only   build and run the stock runtime only (any commit)
+#   --no-build     reuse the runtimes the last invocation built (reruns)
 #   --skip-without-checkout
 #                  with no checkout arguments, read SIMPLER_CHECKOUT and
 #                  PTO_ISA_CHECKOUT; when they are unset, say "skipped" and
@@ -26,7 +27,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 LEANRT_ROOT=$(cd "$HERE/../.." && pwd)
-ROUNDS=6 PROCS=2 ONLY=bgemm,benchmark_bgemm,pa17,pa1032 STOCK_ONLY=0 SKIP_MISSING=0
+ROUNDS=6 PROCS=2 ONLY=bgemm,benchmark_bgemm,pa17,pa1032 STOCK_ONLY=0 SKIP_MISSING=0 NO_BUILD=0
 args=()
 while (($#)); do
   case "$1" in
@@ -34,8 +35,9 @@ while (($#)); do
     --procs) PROCS=$2; shift 2;;
     --only) ONLY=$2; shift 2;;
     --stock-only) STOCK_ONLY=1; shift;;
+    --no-build) NO_BUILD=1; shift;;
     --skip-without-checkout) SKIP_MISSING=1; shift;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0;;
     *) args+=("$1"); shift;;
   esac
 done
@@ -164,54 +166,64 @@ restore() {
 }
 trap restore EXIT
 
-say "build: the reference's task interface, then its stock a2a3sim host_build_graph runtime"
-cmake -S "$REF" -B "$REF/build/cmake_only" -DCMAKE_BUILD_TYPE=Release \
-  -Dnanobind_DIR="$(python -c 'import nanobind; print(nanobind.cmake_dir())')" > "$WORK/logs/cmake.log"
-cmake --build "$REF/build/cmake_only" --target _task_interface -j "$(nproc)" >> "$WORK/logs/cmake.log"
-(unset LEANRT_ROOT LEANRT_LIBRARY; build_runtime) > "$WORK/logs/build-stock.log" 2>&1 ||
-  { tail -30 "$WORK/logs/build-stock.log"; exit 1; }
-mkdir -p "$WORK/stock" "$WORK/leanrt"
-cp "$LIBDIR/libhost_runtime.so" "$WORK/stock/"
 VARIANTS=(stock)
-if ((!STOCK_ONLY)); then
-  say "build: leanrt, then the runtime with $(basename "$PATCH")"
-  (cd "$LEANRT_ROOT" && cargo build --release -p leanrt) > "$WORK/logs/build-leanrt.log" 2>&1 ||
-    { tail -30 "$WORK/logs/build-leanrt.log"; exit 1; }
-  git -C "$REF" apply "$PATCH"
-  PATCHED=1
-  (export LEANRT_ROOT LEANRT_LIBRARY=$LEANRT_ROOT/target/release/libleanrt.so; build_runtime) \
-    > "$WORK/logs/build-with-leanrt.log" 2>&1 || { tail -30 "$WORK/logs/build-with-leanrt.log"; exit 1; }
-  cp "$LIBDIR/libhost_runtime.so" "$WORK/leanrt/"
-  git -C "$REF" apply -R "$PATCH"
-  PATCHED=
-  [[ $(nm -D "$WORK/leanrt/libhost_runtime.so") == *" U lrt_runtime_maker_upload"* ]] ||
-    { echo "the leanrt build does not call leanrt" >&2; exit 1; }
-  VARIANTS+=(leanrt)
+((STOCK_ONLY)) || VARIANTS+=(leanrt)
+if ((NO_BUILD)); then
+  for v in "${VARIANTS[@]}"; do
+    [ -f "$WORK/$v/libhost_runtime.so" ] || { echo "--no-build: no $v runtime from an earlier run" >&2; exit 1; }
+  done
+  echo "reusing the runtimes in $WORK/{${VARIANTS[*]// /,}}"
+else
+  say "build: the reference's task interface, then its stock a2a3sim host_build_graph runtime"
+  cmake -S "$REF" -B "$REF/build/cmake_only" -DCMAKE_BUILD_TYPE=Release \
+    -Dnanobind_DIR="$(python -c 'import nanobind; print(nanobind.cmake_dir())')" > "$WORK/logs/cmake.log"
+  cmake --build "$REF/build/cmake_only" --target _task_interface -j "$(nproc)" >> "$WORK/logs/cmake.log"
+  (unset LEANRT_ROOT LEANRT_LIBRARY; build_runtime) > "$WORK/logs/build-stock.log" 2>&1 ||
+    { tail -30 "$WORK/logs/build-stock.log"; exit 1; }
+  mkdir -p "$WORK/stock" "$WORK/leanrt"
+  cp "$LIBDIR/libhost_runtime.so" "$WORK/stock/"
+  if ((!STOCK_ONLY)); then
+    say "build: leanrt, then the runtime with $(basename "$PATCH")"
+    (cd "$LEANRT_ROOT" && cargo build --release -p leanrt) > "$WORK/logs/build-leanrt.log" 2>&1 ||
+      { tail -30 "$WORK/logs/build-leanrt.log"; exit 1; }
+    git -C "$REF" apply "$PATCH"
+    PATCHED=1
+    (export LEANRT_ROOT LEANRT_LIBRARY=$LEANRT_ROOT/target/release/libleanrt.so; build_runtime) \
+      > "$WORK/logs/build-with-leanrt.log" 2>&1 || { tail -30 "$WORK/logs/build-with-leanrt.log"; exit 1; }
+    cp "$LIBDIR/libhost_runtime.so" "$WORK/leanrt/"
+    git -C "$REF" apply -R "$PATCH"
+    PATCHED=
+    [[ $(nm -D "$WORK/leanrt/libhost_runtime.so") == *" U lrt_runtime_maker_upload"* ]] ||
+      { echo "the leanrt build does not call leanrt" >&2; exit 1; }
+  fi
 fi
 
 # ---- workloads ----------------------------------------------------------------------
 # The hbg tests live under tests/st at #1659 and before, under examples/ or
-# tests/st at main. benchmark_bgemm exists only in later commits: it is taken
-# from the checkout's own git history (the newest commit that has it), with
-# TensorArg read as Tensor where the checkout's simpler_setup predates it.
+# tests/st at main. benchmark_bgemm's hbg test exists only in later commits
+# and uses the kernels of the tensormap_and_ringbuffer example beside it: at a
+# commit without it, the test is taken from the checkout's own git history
+# (BENCH_FROM, default the newest commit that has it; TensorArg read as Tensor
+# where the checkout's simpler_setup predates it) and run against this
+# checkout's tensormap_and_ringbuffer kernels.
 find_test() {  # <relative dir under a2a3/host_build_graph> <file>
   for d in tests/st examples; do
     [ -f "$REF/$d/a2a3/host_build_graph/$1/$2" ] && { echo "$REF/$d/a2a3/host_build_graph/$1/$2"; return; }
   done
   return 1
 }
-has_tensorarg() { grep -q 'TensorArg' "$REF/simpler_setup/__init__.py"; }
 BGEMM=$(find_test bgemm test_bgemm.py)
 BENCH=$(find_test benchmark_bgemm test_benchmark_bgemm.py || true)
-if [ -z "$BENCH" ]; then
-  src=$(git -C "$REF" log --all -1 --format=%H -- examples/a2a3/host_build_graph/benchmark_bgemm || true)
+TMR_KERNELS=$REF/examples/a2a3/tensormap_and_ringbuffer/benchmark_bgemm/kernels
+if [ -z "$BENCH" ] && [ -d "$TMR_KERNELS" ]; then
+  src=${BENCH_FROM:-$(git -C "$REF" log --all -1 --format=%H -- examples/a2a3/host_build_graph/benchmark_bgemm || true)}
   if [ -n "$src" ]; then
-    rm -rf "$WORK/benchmark_bgemm" && mkdir -p "$WORK/benchmark_bgemm"
-    git -C "$REF" archive "$src" examples/a2a3/host_build_graph/benchmark_bgemm |
-      tar -x -C "$WORK/benchmark_bgemm" --strip-components=4
-    BENCH=$WORK/benchmark_bgemm/test_benchmark_bgemm.py
-    has_tensorarg || sed -i 's/\bTensorArg\b/Tensor/g' "$BENCH"
-    echo "benchmark_bgemm: taken from ${src:0:9} in the checkout's history"
+    rm -rf "$WORK/examples" && mkdir -p "$WORK/examples/host_build_graph/benchmark_bgemm"
+    ln -s "$REF/examples/a2a3/tensormap_and_ringbuffer" "$WORK/examples/tensormap_and_ringbuffer"
+    BENCH=$WORK/examples/host_build_graph/benchmark_bgemm/test_benchmark_bgemm.py
+    git -C "$REF" show "$src:examples/a2a3/host_build_graph/benchmark_bgemm/test_benchmark_bgemm.py" > "$BENCH"
+    grep -q 'TensorArg' "$REF/simpler_setup/__init__.py" || sed -i 's/\bTensorArg\b/Tensor/g' "$BENCH"
+    echo "benchmark_bgemm: the test from ${src:0:9} in the checkout's history, with this checkout's kernels"
   fi
 fi
 # paged_attention with float16 cases. GCC before 14 has no real bf16: pto-isa
@@ -262,6 +274,7 @@ for w in "${WANT[@]}"; do
   if [ -z "${TEST[$w]}" ] || [ ! -f "${TEST[$w]}" ]; then
     echo "$w: not in this checkout or its history: not run"; continue
   fi
+  rm -f "$WORK/logs/$w".*.log
   for ((p = 1; p <= PROCS; p++)); do
     for v in "${VARIANTS[@]}"; do
       cp "$WORK/$v/libhost_runtime.so" "$LIBDIR/"
