@@ -13,8 +13,10 @@
  *   leanrt_simpler_begin_run()   in place of allocating and zeroing a mirror;
  *   leanrt_simpler_upload()      in place of relocating and copying it.
  * Each returns -1 (NULL for begin_run) after logging leanrt's message through
- * the reference's log. One maker serves one pooled region (one arena bank);
- * different banks may be prepared on different threads at once.
+ * the reference's log. Makers (one host mirror each) are lent to one run at a
+ * time and pointed at that run's pooled region, so one maker serves every
+ * arena bank in turn and runs prepared on different threads at once get
+ * different makers. leanrt never allocates or frees the device memory.
  */
 #pragma once
 
@@ -22,9 +24,11 @@
 
 struct HostApi;
 
-/* Makes the maker of the region `pooled_sm` (`sm_size` bytes, the reference's
- * image size for `task_window`) the current one on this thread, creating it
- * on first use, and routes its device calls through `api` for this run. */
+/* Lends this thread a maker for `task_window` and `heap_size` (creating one
+ * when none is idle), pointed at the region `pooled_sm` (`sm_size` bytes, at
+ * least the image size for `task_window`) and copying through `api`, this
+ * run's device calls. A run of this thread left between bind and upload is
+ * ended first. */
 int leanrt_simpler_bind(const HostApi *api, void *pooled_sm, uint64_t sm_size, uint64_t task_window,
                         uint64_t heap_size);
 
