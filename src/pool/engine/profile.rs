@@ -28,6 +28,8 @@ pub(super) struct Counters {
     pub(super) tasks_run: AtomicU64,
     pub(super) steals: AtomicU64,
     pub(super) spin_iterations: AtomicU64,
+    /// Times a spinning worker yielded the CPU of a loop's caller.
+    pub(super) spin_yields: AtomicU64,
     pub(super) parks: AtomicU64,
     pub(super) wakeups: AtomicU64,
     pub(super) asleep: AtomicU64,
@@ -138,16 +140,18 @@ fn stats(counters: &[CachePadded<Counters>]) -> lrt_pool_stats {
     s
 }
 
-/// One thread's figures: blocks, tasks, steals, spin iterations, parks,
-/// loop nanoseconds (workers); callers use blocks, loops, loop nanoseconds.
+/// One thread's figures: blocks, tasks, steals, spin iterations, spin
+/// yields, parks, loop nanoseconds (workers); callers use blocks, loops,
+/// loop nanoseconds.
 #[derive(Clone, Copy, Default)]
-struct Figures([u64; 6]);
+struct Figures([u64; 7]);
 
-const WORKER_KEYS: [&str; 6] = [
+const WORKER_KEYS: [&str; 7] = [
     "blocks",
     "tasks",
     "steals",
     "spin_iterations",
+    "spin_yields",
     "parks",
     "loop_ns",
 ];
@@ -170,6 +174,7 @@ impl Snapshot {
                     ld(&c.tasks_run),
                     ld(&c.steals),
                     ld(&c.spin_iterations),
+                    ld(&c.spin_yields),
                     ld(&c.parks),
                     ld(&c.loop_ns),
                 ])
@@ -186,7 +191,7 @@ impl Snapshot {
 /// The profiling report between two snapshots, as JSON:
 /// `{"duration_ns":N,"main_thread":{"blocks":..,"loops":..,"loop_ns":..},
 /// "workers":[{"id":0,"blocks":..,"tasks":..,"steals":..,
-/// "spin_iterations":..,"parks":..,"loop_ns":..},...]}`.
+/// "spin_iterations":..,"spin_yields":..,"parks":..,"loop_ns":..},...]}`.
 /// Bytes the report of `workers` workers can take at most (every figure
 /// with 20 digits), plus the NUL the C string adds: writing it into a
 /// string reserved that large never allocates.
@@ -227,12 +232,14 @@ mod tests {
         let at = Instant::now();
         let start = Snapshot {
             at,
-            workers: (0..1023).map(|_| Figures([0; 6])).collect(),
+            workers: (0..1023).map(|_| Figures([0; WORKER_KEYS.len()])).collect(),
             callers: [0; 3],
         };
         let now = Snapshot {
             at,
-            workers: (0..1023).map(|_| Figures([u64::MAX; 6])).collect(),
+            workers: (0..1023)
+                .map(|_| Figures([u64::MAX; WORKER_KEYS.len()]))
+                .collect(),
             callers: [u64::MAX; 3],
         };
         let mut s = String::with_capacity(report_bytes(1023));
