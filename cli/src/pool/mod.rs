@@ -50,6 +50,32 @@ pub struct PoolPlan {
     pub oversubscribe: bool,
 }
 
+/// The peers' cells at one thread count: each peer once, ONNX Runtime's
+/// once per configuration that uses ORT's keys only (`ort_notes` names the
+/// others).
+fn peer_cells(plan: &PoolPlan) -> Vec<PeerKind> {
+    let mut v = Vec::new();
+    for p in &plan.peers {
+        match p {
+            PeerKind::Ort {
+                library, version, ..
+            } => {
+                for c in &plan.configs {
+                    if peers::ort::skip_reason(c).is_none() {
+                        v.push(PeerKind::Ort {
+                            config: c.clone(),
+                            library: library.clone(),
+                            version: version.clone(),
+                        });
+                    }
+                }
+            }
+            other => v.push(other.clone()),
+        }
+    }
+    v
+}
+
 /// The cells of a plan, in run order: per thread count, leanrt's
 /// configurations, then the peers.
 pub fn cells(plan: &PoolPlan) -> Vec<CellSpec> {
@@ -64,9 +90,9 @@ pub fn cells(plan: &PoolPlan) -> Vec<CellSpec> {
                 oversubscribe: plan.oversubscribe,
             });
         }
-        for p in &plan.peers {
+        for p in peer_cells(plan) {
             v.push(CellSpec {
-                peer: p.clone(),
+                peer: p,
                 threads: t,
                 scenarios: plan.scenarios.clone(),
                 sizes: plan.sizes.clone(),
@@ -77,8 +103,22 @@ pub fn cells(plan: &PoolPlan) -> Vec<CellSpec> {
     v
 }
 
+/// Why configurations of the plan do not run on the ORT peer.
+fn ort_notes(plan: &PoolPlan) -> Vec<String> {
+    if !plan.peers.iter().any(|p| matches!(p, PeerKind::Ort { .. })) {
+        return vec![];
+    }
+    plan.configs
+        .iter()
+        .filter_map(|c| peers::ort::skip_reason(c))
+        .collect()
+}
+
 /// Runs every cell of the plan, each in a child process.
 pub fn run(plan: &PoolPlan, tick: &dyn Fn(&str)) -> Result<Vec<CellResult>, String> {
+    for n in ort_notes(plan) {
+        eprintln!("note: {n}");
+    }
     let mut out = Vec::new();
     for spec in cells(plan) {
         tick(&format!("{} ×{}", spec.peer.label(), spec.threads));

@@ -1,5 +1,5 @@
 //! The `--peers`, `--scenario` and `--config` flags.
-use super::peers::{leanrt, openmp::OPENMP_BUILT};
+use super::peers::{leanrt, openmp::OPENMP_BUILT, ort};
 use super::spec::{Gap, PeerKind, SCENARIOS};
 
 /// The peers flag: which runtimes besides leanrt.
@@ -15,9 +15,21 @@ pub fn parse_peers(list: &[String]) -> Result<Vec<PeerKind>, String> {
             ],
             "openmp-passive" => vec![PeerKind::OpenMp { wait_policy: "passive".into() }],
             "openmp-active" => vec![PeerKind::OpenMp { wait_policy: "active".into() }],
+            // ONNX Runtime's own pool, one cell per configuration (`cells`).
+            "ort" => match ort::find_library() {
+                Ok(lib) => vec![PeerKind::Ort {
+                    config: String::new(),
+                    library: lib.path.to_string_lossy().into_owned(),
+                    version: lib.version,
+                }],
+                Err(why) => {
+                    eprintln!("warning: skipping the ort peer: {why}");
+                    vec![]
+                }
+            },
             _ => {
                 return Err(format!(
-                    "unknown peer '{p}' (expected rayon, openmp, openmp-passive, openmp-active or none)"
+                    "unknown peer '{p}' (expected rayon, openmp, openmp-passive, openmp-active, ort or none)"
                 ))
             }
         };

@@ -1,11 +1,14 @@
 //! The parallel runtimes `leanrt pool` compares: leanrt's pool (one per
-//! configuration), rayon, and OpenMP (libgomp) through `csrc/omp_shim.c`.
-//! Every peer runs the same Rust loop bodies.
+//! configuration), rayon, OpenMP (libgomp) through `csrc/omp_shim.c`, and
+//! ONNX Runtime's own intra-op pool through a custom op (`ort`). Every peer
+//! runs the same Rust loop bodies.
 pub mod leanrt;
 pub mod openmp;
+pub mod ort;
 pub mod rayon;
 
 use super::results::Counters;
+use super::spec::Sizes;
 use std::time::Duration;
 
 /// A parallel runtime under test.
@@ -46,18 +49,52 @@ pub trait Peer {
     ) -> Option<bool> {
         None
     }
+    /// Why `section_loops` runs nothing, for the section table.
+    fn no_sections_reason(&self) -> String {
+        "this runtime has no parallel sections".into()
+    }
     /// An inference run starts.
     fn begin_run(&self) {}
     /// An inference run ended.
     fn end_run(&self) {}
+    /// Runs one whole inference run of the request scenario itself and
+    /// returns true, where the runtime brackets runs on its own (ONNX
+    /// Runtime: one `Session::Run` of a graph with one node per round);
+    /// false (the default) has run nothing, and the run is made of
+    /// `begin_run`, the loops and `end_run`.
+    fn inference_run(&self, _s: &Sizes) -> bool {
+        false
+    }
+}
+
+/// ONNX Runtime's session config keys the presets set, as ORT 1.31 names
+/// them (onnxruntime_session_options_config_keys.h:
+/// kOrtSessionOptionsConfigAllowIntraOpSpinning,
+/// kOrtSessionOptionsConfigIntraOpSpinDurationUs,
+/// kOrtSessionOptionsConfigIntraOpSpinBackoffMax,
+/// kOrtSessionOptionsConfigForceSpinningStop). leanrt's pool reads the
+/// same names; the ORT peer hands them to ORT unchanged.
+pub mod ort_keys {
+    pub const ALLOW_SPINNING: &str = "session.intra_op.allow_spinning";
+    pub const SPIN_DURATION_US: &str = "session.intra_op.spin_duration_us";
+    pub const SPIN_BACKOFF_MAX: &str = "session.intra_op.spin_backoff_max";
+    pub const FORCE_SPINNING_STOP: &str = "session.force_spinning_stop";
+    /// Every key above (the tests check each against ORT's library).
+    #[cfg(test)]
+    pub const ALL: [&str; 4] = [
+        ALLOW_SPINNING,
+        SPIN_DURATION_US,
+        SPIN_BACKOFF_MAX,
+        FORCE_SPINNING_STOP,
+    ];
 }
 
 /// An ORT configuration preset: the config keys it sets.
 pub fn preset(name: &str) -> Option<Vec<(&'static str, &'static str)>> {
-    const SPIN: &str = "session.intra_op.allow_spinning";
-    const DUR: &str = "session.intra_op.spin_duration_us";
-    const BACK: &str = "session.intra_op.spin_backoff_max";
-    const ADAPTIVE: &str = "leanrt.intra_op.adaptive_spin";
+    const SPIN: &str = ort_keys::ALLOW_SPINNING;
+    const DUR: &str = ort_keys::SPIN_DURATION_US;
+    const BACK: &str = ort_keys::SPIN_BACKOFF_MAX;
+    const ADAPTIVE: &str = leanrt::ADAPTIVE_KEY;
     Some(match name {
         "default" => vec![],
         "no_spin" => vec![(SPIN, "0")],
@@ -124,6 +161,29 @@ pub fn config_pairs(config: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
+/// Checks a peer's loops: each index of a loop runs exactly once, a tiny
+/// region once per thread (the peers' tests share it).
+#[cfg(test)]
+pub fn covers_every_index(p: &dyn Peer) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for total in [0usize, 1, 7, 1000] {
+        let hits: Vec<AtomicUsize> = (0..total).map(|_| AtomicUsize::new(0)).collect();
+        p.parallel_for(total, 100.0, &|i| {
+            hits[i].fetch_add(1, Ordering::Relaxed);
+        });
+        assert!(
+            hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+            "total {total}"
+        );
+    }
+    let n = AtomicUsize::new(0);
+    p.tiny_region(&|_| {
+        n.fetch_add(1, Ordering::Relaxed);
+    });
+    assert_eq!(n.load(Ordering::Relaxed), p.dop());
+    let _ = p.wake_latency();
+}
+
 #[cfg(test)]
 mod tests {
     use super::leanrt::Leanrt;
@@ -131,7 +191,6 @@ mod tests {
     use super::openmp::{omp_max_threads, OpenMp};
     use super::rayon::Rayon;
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn every_preset_maps_to_known_keys() {
@@ -177,25 +236,6 @@ mod tests {
             composite
         );
         assert!(config_pairs("spin_3000;a=1").is_err());
-    }
-
-    fn covers_every_index(p: &dyn Peer) {
-        for total in [0usize, 1, 7, 1000] {
-            let hits: Vec<AtomicUsize> = (0..total).map(|_| AtomicUsize::new(0)).collect();
-            p.parallel_for(total, 100.0, &|i| {
-                hits[i].fetch_add(1, Ordering::Relaxed);
-            });
-            assert!(
-                hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
-                "total {total}"
-            );
-        }
-        let n = AtomicUsize::new(0);
-        p.tiny_region(&|_| {
-            n.fetch_add(1, Ordering::Relaxed);
-        });
-        assert_eq!(n.load(Ordering::Relaxed), p.dop());
-        let _ = p.wake_latency();
     }
 
     #[test]
