@@ -18,12 +18,8 @@ OUT=${1:-target/ort-compare}
 THREADS=${THREADS:-2}
 RUNS=${RUNS:-3}
 mkdir -p "$OUT"
-if [ -n "${LEANRT_BIN:-}" ]; then
-  B=$LEANRT_BIN
-else
-  cargo build --release -p leanrt-cli --quiet
-  B=target/release/leanrt
-fi
+B=${LEANRT_BIN:-target/release/leanrt}
+[ -n "${LEANRT_BIN:-}" ] || cargo build --release -p leanrt-cli --quiet
 if [ -z "${ORT_DYLIB_PATH:-}" ]; then
   ORT_DYLIB_PATH=$(scripts/install-ort.sh target/ort-venv)
 fi
