@@ -94,7 +94,7 @@ pub fn preset(name: &str) -> Option<Vec<(&'static str, &'static str)>> {
     const SPIN: &str = ort_keys::ALLOW_SPINNING;
     const DUR: &str = ort_keys::SPIN_DURATION_US;
     const BACK: &str = ort_keys::SPIN_BACKOFF_MAX;
-    const ADAPTIVE: &str = leanrt::ADAPTIVE_KEY;
+    const ADAPTIVE: &str = "leanrt.intra_op.adaptive_spin";
     Some(match name {
         "default" => vec![],
         "no_spin" => vec![(SPIN, "0")],
