@@ -216,7 +216,7 @@ def main():
     R = Runs(a.runs)
     out = []
     for t in R.threads:
-        out.append(f"#### {t} threads, ONNX Runtime {R.version} (medians of {len(R.runs)} runs)\n")
+        out.append(f"### {t} threads, ONNX Runtime {R.version} (medians of {len(R.runs)} runs)\n")
         out.append("Every ORT preset against leanrt's same preset:\n")
         out += presets_table(R, t)
         out.append("\nHinted requests (session.force_spinning_stop) and the adaptive key against ORT's default:\n")
@@ -227,7 +227,7 @@ def main():
     if a.oversubscribed:
         O = Runs(a.oversubscribed)
         for t in O.threads:
-            out.append(f"#### {t} threads, oversubscribed (one busy thread per core; medians of {len(O.runs)} runs)\n")
+            out.append(f"### {t} threads, oversubscribed (one busy thread per core; medians of {len(O.runs)} runs)\n")
             out += oversubscribed_table(O, t)
             out.append("")
     print("\n".join(out))
