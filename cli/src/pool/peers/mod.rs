@@ -68,12 +68,9 @@ pub trait Peer {
 }
 
 /// ONNX Runtime's session config keys the presets set, as ORT 1.31 names
-/// them (onnxruntime_session_options_config_keys.h:
-/// kOrtSessionOptionsConfigAllowIntraOpSpinning,
-/// kOrtSessionOptionsConfigIntraOpSpinDurationUs,
-/// kOrtSessionOptionsConfigIntraOpSpinBackoffMax,
-/// kOrtSessionOptionsConfigForceSpinningStop). leanrt's pool reads the
-/// same names; the ORT peer hands them to ORT unchanged.
+/// them (onnxruntime_session_options_config_keys.h; the ORT peer's tests
+/// find each in the 1.31 library). leanrt's pool reads the same names; the
+/// ORT peer hands them to ORT unchanged.
 pub mod ort_keys {
     pub const ALLOW_SPINNING: &str = "session.intra_op.allow_spinning";
     pub const SPIN_DURATION_US: &str = "session.intra_op.spin_duration_us";
