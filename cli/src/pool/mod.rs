@@ -50,47 +50,43 @@ pub struct PoolPlan {
     pub oversubscribe: bool,
 }
 
-/// The peers' cells at one thread count: each peer once, ONNX Runtime's
-/// once per configuration that uses ORT's keys only (`ort_notes` names the
-/// others).
-fn peer_cells(plan: &PoolPlan) -> Vec<PeerKind> {
+/// The runtimes of one thread count's cells, in run order: each leanrt
+/// configuration followed by ONNX Runtime's same configuration (where the
+/// ORT peer is asked for and the configuration uses ORT's keys only:
+/// `ort_notes` names the others), so that the two sit side by side in the
+/// tables; then the other peers.
+fn runtimes(plan: &PoolPlan) -> Vec<PeerKind> {
+    let ort = plan.peers.iter().find_map(|p| match p {
+        PeerKind::Ort {
+            library, version, ..
+        } => Some((library, version)),
+        _ => None,
+    });
     let mut v = Vec::new();
-    for p in &plan.peers {
-        match p {
-            PeerKind::Ort {
-                library, version, ..
-            } => {
-                for c in &plan.configs {
-                    if peers::ort::skip_reason(c).is_none() {
-                        v.push(PeerKind::Ort {
-                            config: c.clone(),
-                            library: library.clone(),
-                            version: version.clone(),
-                        });
-                    }
-                }
-            }
-            other => v.push(other.clone()),
+    for c in &plan.configs {
+        v.push(PeerKind::Leanrt { config: c.clone() });
+        if let Some((library, version)) = ort.filter(|_| peers::ort::skip_reason(c).is_none()) {
+            v.push(PeerKind::Ort {
+                config: c.clone(),
+                library: library.clone(),
+                version: version.clone(),
+            });
         }
     }
+    v.extend(
+        plan.peers
+            .iter()
+            .filter(|p| !matches!(p, PeerKind::Ort { .. }))
+            .cloned(),
+    );
     v
 }
 
-/// The cells of a plan, in run order: per thread count, leanrt's
-/// configurations, then the peers.
+/// The cells of a plan, in run order: per thread count, `runtimes`.
 pub fn cells(plan: &PoolPlan) -> Vec<CellSpec> {
     let mut v = Vec::new();
     for &t in &plan.threads {
-        for c in &plan.configs {
-            v.push(CellSpec {
-                peer: PeerKind::Leanrt { config: c.clone() },
-                threads: t,
-                scenarios: plan.scenarios.clone(),
-                sizes: plan.sizes.clone(),
-                oversubscribe: plan.oversubscribe,
-            });
-        }
-        for p in peer_cells(plan) {
+        for p in runtimes(plan) {
             v.push(CellSpec {
                 peer: p,
                 threads: t,
