@@ -8,16 +8,24 @@
 //! * [`layout`]: the byte-compatible SM image structs and `segment_offsets`.
 //! * `mirror`: the untouched, reusable anonymous host mirror.
 //! * `pin`: page-locking that follows the runs, and the maker's policy.
+//! * [`one_call`]: one call at a time on a shared value (the C handle's
+//!   guard).
 //! * `maker`: [`RuntimeMaker`].
 pub mod abi;
 pub mod layout;
 mod maker;
 mod mirror;
+pub mod one_call;
 mod pin;
+
+/// The atomics `one_call` is written against (loom's in `tests/staging_loom.rs`).
+mod sync {
+    pub use std::sync::atomic::{AtomicBool, Ordering};
+}
 
 pub use abi::*;
 pub use layout::*;
 pub use maker::{
-    ClaimDesc, CostModel, MakerConfig, RuntimeMaker, COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV,
-    TASK_WINDOW_ENV,
+    BorrowedImage, ClaimDesc, CostModel, MakerConfig, RuntimeMaker, COMPACT_GATHER_MAX_BYTES,
+    HEAP_SIZE_ENV, TASK_WINDOW_ENV,
 };

@@ -1,161 +1,95 @@
 //! The parallel runtimes `leanrt pool` compares: leanrt's pool (one per
 //! configuration), rayon, OpenMP (libgomp) through `csrc/omp_shim.c`, and
-//! ONNX Runtime's own intra-op pool through a custom op (`ort`). Every peer
-//! runs the same Rust loop bodies.
-pub mod leanrt;
+//! ONNX Runtime's own intra-op pool through a custom op (`ort`, one per
+//! configuration that uses ORT's keys only). Every peer runs the same Rust
+//! loop bodies.
+//!
+//! A peer is a file here implementing [`Peer`] (`peer.rs`), a [`PeerKind`] variant
+//! (its name in tables and in the child's spec), a line in [`open`], and
+//! its `--peers` names in [`NAMES`] / [`parse_peer`].
+pub mod leanrt_pool;
 pub mod openmp;
 pub mod ort;
+mod peer;
 pub mod rayon;
 
-use super::results::Counters;
-use super::spec::Sizes;
-use std::time::Duration;
+pub use peer::Peer;
 
-/// A parallel runtime under test.
-pub trait Peer {
-    /// Degree of parallelism (threads including the caller).
-    fn dop(&self) -> usize;
-    /// `body(i)` once for every i in [0, total), in parallel, returning when
-    /// all are done. `cost_cycles` is the estimated cost of one index (used by
-    /// leanrt's cost model, as an ORT kernel passes it).
-    fn parallel_for(&self, total: usize, cost_cycles: f64, body: &(dyn Fn(usize) + Sync));
-    /// A tiny region: one index per thread, `body(i)` for i in [0, dop).
-    fn tiny_region(&self, body: &(dyn Fn(usize) + Sync));
-    /// Submits a probe to the runtime's workers and returns how long after
-    /// the submission a worker (not the caller, where the runtime has
-    /// workers) started running it.
-    fn wake_latency(&self) -> Duration;
-    /// The pool's counters, for leanrt.
-    fn stats(&self) -> Option<Counters> {
-        None
-    }
-    /// Whether `begin_run` / `end_run` tell the runtime anything (leanrt
-    /// with `session.force_spinning_stop`, where ONNX Runtime's session
-    /// enables spinning when a run starts and disables it when it ends).
-    fn hints(&self) -> bool {
-        false
-    }
-    /// `loops` loops of `total` indices each (`body(i)` once per index and
-    /// loop) inside one parallel section: the team that joins the first
-    /// loop stays for the next ones. Returns whether the loops ran attached
-    /// to a team (a section can fall back to plain loops), or None, having
-    /// run nothing, where the runtime has no sections.
-    fn section_loops(
-        &self,
-        _loops: u32,
-        _total: usize,
-        _cost_cycles: f64,
-        _body: &(dyn Fn(usize) + Sync),
-    ) -> Option<bool> {
-        None
-    }
-    /// Why `section_loops` runs nothing, for the section table.
-    fn no_sections_reason(&self) -> String {
-        "this runtime has no parallel sections".into()
-    }
-    /// An inference run starts.
-    fn begin_run(&self) {}
-    /// An inference run ended.
-    fn end_run(&self) {}
-    /// Runs one whole inference run of the request scenario itself and
-    /// returns true, where the runtime brackets runs on its own (ONNX
-    /// Runtime: one `Session::Run` of a graph with one node per round);
-    /// false (the default) has run nothing, and the run is made of
-    /// `begin_run`, the loops and `end_run`.
-    fn inference_run(&self, _s: &Sizes) -> bool {
-        false
-    }
-}
+use super::spec::PeerKind;
 
-/// ONNX Runtime's session config keys the presets set, as ORT 1.31 names
-/// them (onnxruntime_session_options_config_keys.h; the ORT peer's tests
-/// find each in the 1.31 library). leanrt's pool reads the same names; the
-/// ORT peer hands them to ORT unchanged.
-pub mod ort_keys {
-    pub const ALLOW_SPINNING: &str = "session.intra_op.allow_spinning";
-    pub const SPIN_DURATION_US: &str = "session.intra_op.spin_duration_us";
-    pub const SPIN_BACKOFF_MAX: &str = "session.intra_op.spin_backoff_max";
-    pub const FORCE_SPINNING_STOP: &str = "session.force_spinning_stop";
-    /// Every key above (the tests check each against ORT's library).
-    #[cfg(test)]
-    pub const ALL: [&str; 4] = [
-        ALLOW_SPINNING,
-        SPIN_DURATION_US,
-        SPIN_BACKOFF_MAX,
-        FORCE_SPINNING_STOP,
-    ];
-}
+/// The `--peers` names, as the help lists them.
+pub const NAMES: [&str; 6] = [
+    "rayon",
+    "openmp",
+    "openmp-passive",
+    "openmp-active",
+    "ort",
+    "none",
+];
 
-/// An ORT configuration preset: the config keys it sets.
-pub fn preset(name: &str) -> Option<Vec<(&'static str, &'static str)>> {
-    const SPIN: &str = ort_keys::ALLOW_SPINNING;
-    const DUR: &str = ort_keys::SPIN_DURATION_US;
-    const BACK: &str = ort_keys::SPIN_BACKOFF_MAX;
-    const ADAPTIVE: &str = "leanrt.intra_op.adaptive_spin";
-    Some(match name {
-        "default" => vec![],
-        "no_spin" => vec![(SPIN, "0")],
-        "spin_0" => vec![(DUR, "0")],
-        "spin_500" => vec![(DUR, "500")],
-        "spin_1000" => vec![(DUR, "1000")],
-        "spin_2000" => vec![(DUR, "2000")],
-        "backoff_4" => vec![(BACK, "4")],
-        "backoff_8" => vec![(BACK, "8")],
-        "spin_1000_backoff_4" => vec![(DUR, "1000"), (BACK, "4")],
-        "spin_1000_backoff_8" => vec![(DUR, "1000"), (BACK, "8")],
-        "spin_2000_backoff_8" => vec![(DUR, "2000"), (BACK, "8")],
-        // leanrt's own key: the spin budget (ORT's default here) follows the
-        // measured gaps between loops.
-        "adaptive" => vec![(ADAPTIVE, "1")],
-        _ => return None,
+/// One `--peers` item: the runtimes it names (`openmp` is both of
+/// libgomp's wait policies, `ort` ONNX Runtime's pool with every
+/// configuration, its library found by `available`; `none` is no peer).
+pub fn parse_peer(name: &str) -> Result<Vec<PeerKind>, String> {
+    let omp = |p: &str| PeerKind::OpenMp {
+        wait_policy: p.into(),
+    };
+    Ok(match name.trim() {
+        "none" => vec![],
+        "rayon" => vec![PeerKind::Rayon],
+        "openmp" => vec![omp("passive"), omp("active")],
+        "openmp-passive" => vec![omp("passive")],
+        "openmp-active" => vec![omp("active")],
+        "ort" => vec![PeerKind::Ort {
+            config: String::new(),
+            library: String::new(),
+            version: String::new(),
+        }],
+        _ => {
+            return Err(format!(
+                "unknown peer '{name}' (expected {})",
+                NAMES.join(", ")
+            ))
+        }
     })
 }
 
-/// The preset names, in the order they are documented.
-pub const PRESETS: [&str; 12] = [
-    "default",
-    "no_spin",
-    "spin_0",
-    "spin_500",
-    "spin_1000",
-    "spin_2000",
-    "backoff_4",
-    "backoff_8",
-    "spin_1000_backoff_4",
-    "spin_1000_backoff_8",
-    "spin_2000_backoff_8",
-    "adaptive",
-];
+/// `kind` as this command can run it, or why it cannot, for the warning
+/// that skips it: OpenMP needs a C compiler with OpenMP at build time, ONNX
+/// Runtime its library at run time (`ort::find_library`, which fills in
+/// the library and its version).
+pub fn available(kind: &PeerKind) -> Result<PeerKind, String> {
+    match kind {
+        PeerKind::OpenMp { .. } if !openmp::OPENMP_BUILT => Err(format!(
+            "this leanrt command was built without an OpenMP compiler; skipping {}",
+            kind.label()
+        )),
+        PeerKind::Ort { config, .. } => match ort::find_library() {
+            Ok(lib) => Ok(PeerKind::Ort {
+                config: config.clone(),
+                library: lib.path.to_string_lossy().into_owned(),
+                version: lib.version,
+            }),
+            Err(why) => Err(format!("skipping the ort peer: {why}")),
+        },
+        other => Ok(other.clone()),
+    }
+}
 
-/// The key/value pairs of a configuration: a preset name, or a custom
-/// `key=value[;key=value...]` list of ORT config keys whose items may also
-/// be preset names (`spin_1000_backoff_8;session.force_spinning_stop=1`).
-pub fn config_pairs(config: &str) -> Result<Vec<(String, String)>, String> {
-    if let Some(p) = preset(config) {
-        return Ok(p
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect());
-    }
-    if !config.contains('=') {
-        return Err(format!(
-            "unknown configuration '{config}' (presets: {}; or key=value[;key=value] with ORT config keys, which may start with a preset: spin_1000_backoff_8;session.force_spinning_stop=1)",
-            PRESETS.join(", ")
-        ));
-    }
-    let mut out = Vec::new();
-    for item in config.split(';').filter(|kv| !kv.trim().is_empty()) {
-        match item.split_once('=') {
-            Some((k, v)) => out.push((k.trim().to_string(), v.trim().to_string())),
-            None => {
-                let p = preset(item.trim()).ok_or_else(|| {
-                    format!("unknown configuration '{item}' in '{config}' (not a preset, not key=value)")
-                })?;
-                out.extend(p.into_iter().map(|(k, v)| (k.to_string(), v.to_string())));
-            }
-        }
-    }
-    Ok(out)
+/// The runtime of one cell, `threads` wide.
+pub fn open(kind: &PeerKind, threads: usize) -> Result<Box<dyn Peer>, String> {
+    Ok(match kind {
+        PeerKind::Leanrt { config } => Box::new(leanrt_pool::LeanrtPool::new(threads, config)?),
+        PeerKind::Rayon => Box::new(rayon::Rayon::new(threads)?),
+        PeerKind::OpenMp { .. } => Box::new(openmp::OpenMp::new(threads)?),
+        PeerKind::Ort {
+            config, library, ..
+        } => Box::new(ort::Ort::new(
+            threads,
+            config,
+            std::path::Path::new(library),
+        )?),
+    })
 }
 
 /// Checks a peer's loops: each index of a loop runs exactly once, a tiny
@@ -183,56 +117,23 @@ pub fn covers_every_index(p: &dyn Peer) {
 
 #[cfg(test)]
 mod tests {
-    use super::leanrt::Leanrt;
+    use super::leanrt_pool::LeanrtPool;
     #[cfg(leanrt_openmp)]
     use super::openmp::{omp_max_threads, OpenMp};
     use super::rayon::Rayon;
     use super::*;
 
     #[test]
-    fn every_preset_maps_to_known_keys() {
-        for p in PRESETS {
-            let pairs = config_pairs(p).unwrap();
-            for (k, v) in &pairs {
-                // ORT's intra-op keys, or leanrt's own (which the library
-                // accepts beside them).
-                assert!(
-                    k.starts_with("session.intra_op.") || k.starts_with("leanrt.intra_op."),
-                    "{p}: {k}"
-                );
-                assert!(
-                    super::leanrt::pool_options(2, p).is_ok(),
-                    "{p}: the library accepts it"
-                );
-                assert!(v.parse::<i32>().is_ok(), "{p}: {v}");
-            }
+    fn peer_names_parse() {
+        assert_eq!(parse_peer("rayon").unwrap(), vec![PeerKind::Rayon]);
+        assert_eq!(parse_peer("openmp").unwrap().len(), 2);
+        assert!(parse_peer("none").unwrap().is_empty());
+        assert!(parse_peer("tbb")
+            .unwrap_err()
+            .contains("unknown peer 'tbb'"));
+        for n in NAMES {
+            assert!(parse_peer(n).is_ok(), "{n}");
         }
-        assert_eq!(config_pairs("default").unwrap(), vec![]);
-        assert_eq!(
-            config_pairs("spin_1000_backoff_8").unwrap(),
-            vec![
-                (
-                    "session.intra_op.spin_duration_us".to_string(),
-                    "1000".to_string()
-                ),
-                (
-                    "session.intra_op.spin_backoff_max".to_string(),
-                    "8".to_string()
-                )
-            ]
-        );
-        assert!(config_pairs("spin_3000").is_err());
-        assert_eq!(
-            config_pairs("a=1;b = 2").unwrap(),
-            vec![("a".into(), "1".into()), ("b".into(), "2".into())]
-        );
-        let mut composite = config_pairs("spin_1000_backoff_8").unwrap();
-        composite.push(("session.force_spinning_stop".into(), "1".into()));
-        assert_eq!(
-            config_pairs("spin_1000_backoff_8;session.force_spinning_stop=1").unwrap(),
-            composite
-        );
-        assert!(config_pairs("spin_3000;a=1").is_err());
     }
 
     #[test]
@@ -242,8 +143,8 @@ mod tests {
 
     #[test]
     fn leanrt_peer_runs_every_index_once() {
-        covers_every_index(&Leanrt::new(2, "spin_1000_backoff_8").unwrap());
-        covers_every_index(&Leanrt::new(1, "default").unwrap());
+        covers_every_index(&LeanrtPool::new(2, "spin_1000_backoff_8").unwrap());
+        covers_every_index(&LeanrtPool::new(1, "default").unwrap());
     }
 
     #[cfg(leanrt_openmp)]

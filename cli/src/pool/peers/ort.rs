@@ -29,7 +29,8 @@
 //!
 //! The library is found at run time (`find_library`); nothing of ORT is
 //! linked or downloaded at build time.
-use super::{config_pairs, ort_keys, Peer};
+use super::Peer;
+use crate::pool::presets::{config_pairs, ort_keys};
 use crate::pool::spec::{RunShape, Sizes};
 use crate::pool::workload::{self, IS_CALLER};
 use ort::environment::Environment;
