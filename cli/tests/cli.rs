@@ -918,6 +918,16 @@ fn pool_ort_peer_runs_beside_leanrt() {
     let ort: Vec<&String> = labels.iter().filter(|l| l.starts_with("ort ")).collect();
     // default and the hinted configuration; adaptive is leanrt's own key.
     assert_eq!(ort.len(), 2, "{labels:?}");
+    // Each ORT cell right after leanrt's same configuration.
+    for o in &ort {
+        let i = labels.iter().position(|l| l == *o).unwrap();
+        let config = o.splitn(3, ' ').nth(2).unwrap();
+        assert_eq!(labels[i - 1], format!("leanrt {config}"), "{labels:?}");
+    }
+    assert!(
+        out.contains("request vs ONNX Runtime (2 threads): leanrt default vs ort "),
+        "{out}"
+    );
     assert!(
         err.contains(
             "'adaptive' not run on ONNX Runtime: leanrt.intra_op.adaptive_spin is not an ORT key"
