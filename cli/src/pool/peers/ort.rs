@@ -712,7 +712,8 @@ impl Peer for Ort {
             unreachable!("the request session was just made")
         };
         if fresh {
-            // Warm up the new session's pool, as the cell warmed the first.
+            // Warm up the new session's pool, as the cell warmed the first
+            // (untimed: the request scenario's first run is).
             for _ in 0..3 {
                 self.run(session);
             }
