@@ -65,6 +65,27 @@ stage "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 done_stage
 
+# ---- ONNX Runtime for the ort peer of `leanrt pool` and its tests ----------
+# The onnxruntime wheel in a virtual environment under target/ (reused when
+# there). Without python3 the ORT tests are skipped, visibly; a failing
+# install fails the run.
+if [ -z "${ORT_DYLIB_PATH:-}" ]; then
+  stage "ONNX Runtime for the ort peer (scripts/install-ort.sh target/ort-venv)"
+  if ! python3 -c 'import ensurepip, venv' 2>/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null; }
+  fi
+  if command -v python3 >/dev/null && python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    ORT_DYLIB_PATH=$(scripts/install-ort.sh target/ort-venv)
+    export ORT_DYLIB_PATH
+    echo "    ORT_DYLIB_PATH=$ORT_DYLIB_PATH"
+  else
+    echo "    SKIPPED: no python3 with venv here; the tests that run ONNX Runtime are skipped (LEANRT_SKIP_ORT=1)"
+    export LEANRT_SKIP_ORT=1
+  fi
+  done_stage
+fi
+
 stage "cargo test"
 cargo test --workspace --no-fail-fast
 done_stage

@@ -260,7 +260,7 @@ fn bench_command() -> Command {
             .arg(
                 list_arg(
                     "peers",
-                    "Peers of the pool half: rayon, openmp, openmp-passive, openmp-active, none",
+                    "Peers of the pool half: rayon, openmp, openmp-passive, openmp-active, ort, none",
                 )
                 .default_value("rayon,openmp")
                 .value_parser(pool::parse_peer),
@@ -375,7 +375,7 @@ fn pool_command() -> Command {
             .arg(
                 list_arg(
                     "peers",
-                    "Other runtimes: rayon, openmp (= openmp-passive + openmp-active), none",
+                    "Other runtimes: rayon, openmp (= openmp-passive + openmp-active), ort (ONNX Runtime's own pool with each configuration; its library from ORT_DYLIB_PATH or an installed onnxruntime wheel), none",
                 )
                 .default_value("rayon,openmp")
                 .value_parser(pool::parse_peer),

@@ -45,13 +45,9 @@ pub fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
     let (configs, notes) = pool::skipped_configs(&a.config);
     let mut peers = Vec::new();
     for p in &a.peers {
-        if pool::peers::built(p) {
-            peers.push(p.clone());
-        } else {
-            eprintln!(
-                "warning: this leanrt command was built without an OpenMP compiler; skipping {}",
-                p.label()
-            );
+        match pool::peers::available(p) {
+            Ok(p) => peers.push(p),
+            Err(why) => eprintln!("warning: {why}"),
         }
     }
     if configs.is_empty() && peers.is_empty() {

@@ -821,6 +821,144 @@ fn pool_section_scenario_compares_loops_in_and_out_of_a_section() {
     }
 }
 
+/// `leanrt pool` with extra environment variables.
+fn leanrt_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_leanrt"));
+    c.args(args).env_remove("OMP_WAIT_POLICY");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run leanrt")
+}
+
+const TINY_ORT: &[&str] = &[
+    "pool",
+    "--threads",
+    "2",
+    "--peers",
+    "ort",
+    "--scenario",
+    "request,section",
+    "--requests",
+    "3",
+    "--request-gaps",
+    "0.5",
+    "--rounds",
+    "2",
+    "--round-us",
+    "20",
+    "--regions",
+    "8",
+    "--section-loops",
+    "2",
+];
+
+#[test]
+fn pool_ort_peer_is_skipped_with_the_reason_when_no_library_is_found() {
+    let mut args = TINY_ORT.to_vec();
+    args.extend(["--config", "default"]);
+    // A library path that is not there.
+    let o = leanrt_env(
+        &args,
+        &[("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so.1.31.1")],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("skipping the ort peer: ORT_DYLIB_PATH=/nonexistent/libonnxruntime.so.1.31.1: no such file"),
+        "{err}"
+    );
+    assert!(!text(&o.stdout).contains("\nort "));
+    assert!(text(&o.stdout).contains("leanrt default"));
+    // No path and no Python that has onnxruntime.
+    let o = leanrt_env(
+        &args,
+        &[
+            ("ORT_DYLIB_PATH", ""),
+            ("LEANRT_ORT_PYTHON", "/nonexistent/python3"),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("skipping the ort peer: no ONNX Runtime library: ORT_DYLIB_PATH is not set and /nonexistent/python3 does not run"),
+        "{err}"
+    );
+    assert!(err.contains("scripts/install-ort.sh"), "{err}");
+}
+
+/// leanrt and ORT rows side by side, one ORT row per configuration with
+/// ORT keys only (needs the library: fails without it unless
+/// LEANRT_SKIP_ORT=1).
+#[test]
+fn pool_ort_peer_runs_beside_leanrt() {
+    let d = scratch("ort");
+    let j = d.join("o.json");
+    let mut args = TINY_ORT.to_vec();
+    let configs = "default,spin_1000_backoff_8;session.force_spinning_stop=1,adaptive";
+    args.extend(["--config", configs, "--json", j.to_str().unwrap()]);
+    let o = leanrt(&args);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    if let Some(why) = err.lines().find(|l| l.contains("skipping the ort peer")) {
+        if std::env::var("LEANRT_SKIP_ORT").as_deref() == Ok("1") {
+            eprintln!("skipped (LEANRT_SKIP_ORT=1): {why}");
+            return;
+        }
+        panic!("{why}\n(set LEANRT_SKIP_ORT=1 to skip the tests that run ONNX Runtime)");
+    }
+    let out = text(&o.stdout);
+    let v = read_json(&j);
+    let labels: Vec<String> = v["pool"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap().to_string())
+        .collect();
+    let ort: Vec<&String> = labels.iter().filter(|l| l.starts_with("ort ")).collect();
+    // default and the hinted configuration; adaptive is leanrt's own key.
+    assert_eq!(ort.len(), 2, "{labels:?}");
+    // Each ORT cell right after leanrt's same configuration.
+    for o in &ort {
+        let i = labels.iter().position(|l| l == *o).unwrap();
+        let config = o.splitn(3, ' ').nth(2).unwrap();
+        assert_eq!(labels[i - 1], format!("leanrt {config}"), "{labels:?}");
+    }
+    assert!(
+        out.contains("request vs ONNX Runtime (2 threads): leanrt default vs ort "),
+        "{out}"
+    );
+    assert!(
+        err.contains(
+            "'adaptive' not run on ONNX Runtime: leanrt.intra_op.adaptive_spin is not an ORT key"
+        ),
+        "{err}"
+    );
+    for c in v["pool"].as_array().unwrap() {
+        let label = c["label"].as_str().unwrap();
+        if !label.starts_with("ort ") {
+            continue;
+        }
+        // The version is in the label: "ort 1.31.1 default".
+        let version = label.split(' ').nth(1).unwrap();
+        assert!(
+            version.split('.').all(|x| x.parse::<u32>().is_ok()),
+            "{label}"
+        );
+        assert!(out.contains(label), "{out}");
+        let runs = c["request"].as_array().unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0]["latency_us"]["n"], 3);
+        assert_eq!(
+            runs[0]["hints"],
+            label.contains("force_spinning_stop"),
+            "{label}"
+        );
+        assert!(c["section"].as_array().unwrap().is_empty());
+        assert!(c["section_note"].as_str().unwrap().contains("ONNX Runtime"));
+    }
+}
+
 /// `cargo tree` of the library alone, or of the library inside the CLI's
 /// graph (`--no-dedupe`: every subtree in full), one `name version
 /// features` line per dependency edge, with depth.

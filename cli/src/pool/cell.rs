@@ -53,46 +53,8 @@ pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::spec::{Gap, PeerKind, RunShape, Sizes, SCENARIOS, WAKE_IDLE_MS};
+    use crate::pool::spec::{PeerKind, Sizes, SCENARIOS, WAKE_IDLE_MS};
     use crate::pool::{charts, table};
-
-    fn tiny() -> Sizes {
-        Sizes {
-            regions: 5,
-            fj_iters: 8,
-            requests: 2,
-            gaps_ms: vec![0.1],
-            items: 64,
-            iters: 4,
-            cost_cycles: 50.0,
-            burst_ms: 1,
-            idle_ms: 1,
-            wake_reps: 1,
-            duration_ms: 1,
-            run: RunShape {
-                preamble_us: 1.0,
-                rounds: 4,
-                round_us: 2.0,
-                between_us: 1.0,
-                preamble_items: 2,
-                round_items: 8,
-                between_items: 1,
-            },
-            section_loops: vec![1, 3],
-            section_item_us: 0.5,
-            section_iters: 4,
-            request_gaps: vec![
-                Gap {
-                    mean_ms: 0.1,
-                    exponential: false,
-                },
-                Gap {
-                    mean_ms: 0.2,
-                    exponential: true,
-                },
-            ],
-        }
-    }
 
     #[test]
     fn a_cell_runs_every_scenario_in_process() {
@@ -102,7 +64,7 @@ mod tests {
             },
             threads: 2,
             scenarios: SCENARIOS.iter().map(|s| s.to_string()).collect(),
-            sizes: tiny(),
+            sizes: Sizes::tiny(),
             oversubscribe: false,
         };
         let r = run_cell(&spec).unwrap();
@@ -138,5 +100,47 @@ mod tests {
         assert_eq!(back.label, r.label);
         assert!(!table(std::slice::from_ref(&r)).is_empty());
         assert!(!charts(&[r]).is_empty());
+    }
+
+    /// A tiny cell of every scenario on ORT's pool, with and without the
+    /// spinning hints.
+    #[test]
+    fn a_tiny_cell_runs_on_ort() {
+        let Some(lib) = crate::pool::peers::ort::tests::library_for_test() else {
+            return;
+        };
+        for (config, hints) in [
+            ("default", false),
+            ("spin_1000_backoff_8;session.force_spinning_stop=1", true),
+        ] {
+            let spec = CellSpec {
+                peer: PeerKind::Ort {
+                    config: config.into(),
+                    library: lib.path.to_string_lossy().into_owned(),
+                    version: lib.version.clone(),
+                },
+                threads: 2,
+                scenarios: SCENARIOS.iter().map(|s| s.to_string()).collect(),
+                sizes: Sizes::tiny(),
+                oversubscribe: false,
+            };
+            let r = run_cell(&spec).unwrap();
+            assert_eq!(r.label, format!("ort {} {config}", lib.version));
+            assert_eq!(r.dop, 2);
+            assert_eq!(r.fork_join_us.as_ref().unwrap().n, 5);
+            assert_eq!(r.bursty[0].latency_us.n, 2);
+            assert_eq!(r.wake.len(), 3);
+            assert_eq!(r.request.len(), 2);
+            assert_eq!(r.request[0].latency_us.n, 2);
+            assert_eq!(r.request[0].hints, hints);
+            // No sections through ORT's C API, and the table says why.
+            assert!(r.section.is_empty());
+            assert!(r
+                .section_note
+                .as_deref()
+                .unwrap()
+                .contains("KernelContext_ParallelFor"));
+            assert!(r.counters.is_none());
+        }
     }
 }

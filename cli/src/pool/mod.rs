@@ -55,23 +55,45 @@ pub struct PoolPlan {
     pub oversubscribe: bool,
 }
 
-/// The cells of a plan, in run order: per thread count, leanrt's
-/// configurations, then the peers.
+/// The runtimes of one thread count's cells, in run order: each leanrt
+/// configuration followed by ONNX Runtime's same configuration (where the
+/// ORT peer is asked for and the configuration uses ORT's keys only:
+/// `ort_notes` names the others), so that the two sit side by side in the
+/// tables; then the other peers.
+fn runtimes(plan: &PoolPlan) -> Vec<PeerKind> {
+    let ort = plan.peers.iter().find_map(|p| match p {
+        PeerKind::Ort {
+            library, version, ..
+        } => Some((library, version)),
+        _ => None,
+    });
+    let mut v = Vec::new();
+    for c in &plan.configs {
+        v.push(PeerKind::Leanrt { config: c.clone() });
+        if let Some((library, version)) = ort.filter(|_| peers::ort::skip_reason(c).is_none()) {
+            v.push(PeerKind::Ort {
+                config: c.clone(),
+                library: library.clone(),
+                version: version.clone(),
+            });
+        }
+    }
+    v.extend(
+        plan.peers
+            .iter()
+            .filter(|p| !matches!(p, PeerKind::Ort { .. }))
+            .cloned(),
+    );
+    v
+}
+
+/// The cells of a plan, in run order: per thread count, `runtimes`.
 pub fn cells(plan: &PoolPlan) -> Vec<CellSpec> {
     let mut v = Vec::new();
     for &t in &plan.threads {
-        for c in &plan.configs {
+        for p in runtimes(plan) {
             v.push(CellSpec {
-                peer: PeerKind::Leanrt { config: c.clone() },
-                threads: t,
-                scenarios: plan.scenarios.clone(),
-                sizes: plan.sizes.clone(),
-                oversubscribe: plan.oversubscribe,
-            });
-        }
-        for p in &plan.peers {
-            v.push(CellSpec {
-                peer: p.clone(),
+                peer: p,
                 threads: t,
                 scenarios: plan.scenarios.clone(),
                 sizes: plan.sizes.clone(),
@@ -82,9 +104,23 @@ pub fn cells(plan: &PoolPlan) -> Vec<CellSpec> {
     v
 }
 
+/// Why configurations of the plan do not run on the ORT peer.
+fn ort_notes(plan: &PoolPlan) -> Vec<String> {
+    if !plan.peers.iter().any(|p| matches!(p, PeerKind::Ort { .. })) {
+        return vec![];
+    }
+    plan.configs
+        .iter()
+        .filter_map(|c| peers::ort::skip_reason(c))
+        .collect()
+}
+
 /// Runs every cell of the plan, each in a child process; `step` is told
 /// when each starts.
 pub fn run(plan: &PoolPlan, step: &dyn Fn(&str)) -> Result<Vec<CellResult>, String> {
+    for n in ort_notes(plan) {
+        eprintln!("note: {n}");
+    }
     let mut out = Vec::new();
     for spec in cells(plan) {
         step(&format!("{} ×{}", spec.peer.label(), spec.threads));

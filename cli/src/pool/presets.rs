@@ -2,11 +2,30 @@
 //! spin presets, leanrt's `adaptive`, and custom `key=value;...` lists of
 //! ORT config entries.
 
+/// ONNX Runtime's session config keys the presets set, as ORT 1.31 names
+/// them (onnxruntime_session_options_config_keys.h; the ORT peer's tests
+/// find each in the 1.31 library). leanrt's pool reads the same names; the
+/// ORT peer hands them to ORT unchanged.
+pub mod ort_keys {
+    pub const ALLOW_SPINNING: &str = "session.intra_op.allow_spinning";
+    pub const SPIN_DURATION_US: &str = "session.intra_op.spin_duration_us";
+    pub const SPIN_BACKOFF_MAX: &str = "session.intra_op.spin_backoff_max";
+    pub const FORCE_SPINNING_STOP: &str = "session.force_spinning_stop";
+    /// Every key above (the tests check each against ORT's library).
+    #[cfg(test)]
+    pub const ALL: [&str; 4] = [
+        ALLOW_SPINNING,
+        SPIN_DURATION_US,
+        SPIN_BACKOFF_MAX,
+        FORCE_SPINNING_STOP,
+    ];
+}
+
 /// An ORT configuration preset: the config keys it sets.
 pub fn preset(name: &str) -> Option<Vec<(&'static str, &'static str)>> {
-    const SPIN: &str = "session.intra_op.allow_spinning";
-    const DUR: &str = "session.intra_op.spin_duration_us";
-    const BACK: &str = "session.intra_op.spin_backoff_max";
+    const SPIN: &str = ort_keys::ALLOW_SPINNING;
+    const DUR: &str = ort_keys::SPIN_DURATION_US;
+    const BACK: &str = ort_keys::SPIN_BACKOFF_MAX;
     const ADAPTIVE: &str = "leanrt.intra_op.adaptive_spin";
     Some(match name {
         "default" => vec![],

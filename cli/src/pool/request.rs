@@ -9,8 +9,11 @@ use super::workload::{inference_run, inference_run_serial, Gaps};
 use crate::stats::{us, usage, Summary};
 use std::time::Instant;
 
-/// Every gap of the sizes, then the serial baseline.
+/// Every gap of the sizes, then the serial baseline. One untimed run
+/// first: a runtime may set up per-shape state on its first run (the ORT
+/// peer builds the run's session and graph then).
 pub fn request(p: &dyn Peer, s: &Sizes) -> (Vec<RequestRun>, Summary) {
+    inference_run(p, s);
     let runs = s.request_gaps.iter().map(|&g| at_gap(p, s, g)).collect();
     (runs, serial_baseline(s))
 }

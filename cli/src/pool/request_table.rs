@@ -85,7 +85,7 @@ pub fn request_headline(results: &[CellResult]) -> Vec<String> {
                 .request
                 .iter()
                 .filter_map(|q| Some((q, d.request.iter().find(|x| x.gap == q.gap)?)))
-                .map(|(q, base)| against(q, base))
+                .map(|(q, base)| against(q, base, false))
                 .collect();
             lines.push(wrap(
                 &format!("request headline ({t} threads): "),
@@ -93,10 +93,42 @@ pub fn request_headline(results: &[CellResult]) -> Vec<String> {
             ));
         }
     }
+    lines.extend(ort_headline(results));
     lines
 }
 
-fn against(q: &RequestRun, base: &RequestRun) -> String {
+/// Per leanrt configuration that ONNX Runtime's pool ran too (same thread
+/// count, same configuration, same run): leanrt's p50, p99 and CPU between
+/// runs against ORT's.
+fn ort_headline(results: &[CellResult]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for r in results.iter().filter(|r| !r.request.is_empty()) {
+        let PeerKind::Leanrt { config } = &r.spec.peer else {
+            continue;
+        };
+        let ort = results.iter().find(|o| {
+            o.spec.threads == r.spec.threads
+                && matches!(&o.spec.peer, PeerKind::Ort { config: c, .. } if c == config)
+        });
+        let Some(o) = ort else {
+            continue;
+        };
+        let parts: Vec<String> = r
+            .request
+            .iter()
+            .filter_map(|q| Some((q, o.request.iter().find(|x| x.gap == q.gap)?)))
+            .map(|(q, base)| against(q, base, true))
+            .collect();
+        lines.push(wrap(
+            &format!("request vs ONNX Runtime ({} threads): ", r.spec.threads),
+            &format!("{} vs {}: {}", r.label, o.label, parts.join("; ")),
+        ));
+    }
+    lines
+}
+
+/// `q`'s p50 (and p99) and CPU between runs as ratios to `base`'s.
+fn against(q: &RequestRun, base: &RequestRun, p99: bool) -> String {
     let ratio = |a: f64, b: f64| {
         if b > 0.0 {
             format!("{:.2}×", a / b)
@@ -104,8 +136,13 @@ fn against(q: &RequestRun, base: &RequestRun) -> String {
             "-".into()
         }
     };
+    let tail = if p99 {
+        format!(", p99 {}", ratio(q.latency_us.p99, base.latency_us.p99))
+    } else {
+        String::new()
+    };
     format!(
-        "gap {}: p50 {}, CPU between runs {}",
+        "gap {}: p50 {}{tail}, CPU between runs {}",
         q.gap.label(),
         ratio(q.latency_us.p50, base.latency_us.p50),
         ratio(q.gap_cpu_s, base.gap_cpu_s)

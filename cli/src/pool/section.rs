@@ -19,7 +19,7 @@ pub fn section(p: &dyn Peer, s: &Sizes) -> Result<Vec<SectionRun>, String> {
     };
     // One probe section decides whether the runtime has them at all.
     if p.section_loops(1, dop, cost_cycles(s), &body).is_none() {
-        return Err("this runtime has no parallel sections".into());
+        return Err(p.no_sections_reason());
     }
     Ok(s.section_loops
         .iter()

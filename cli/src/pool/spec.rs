@@ -63,12 +63,67 @@ pub struct Sizes {
     pub duration_ms: u64,
 }
 
+#[cfg(test)]
+impl Sizes {
+    /// Sizes small enough for a cell to run in a unit test.
+    pub fn tiny() -> Sizes {
+        Sizes {
+            regions: 5,
+            fj_iters: 8,
+            requests: 2,
+            gaps_ms: vec![0.1],
+            items: 64,
+            iters: 4,
+            cost_cycles: 50.0,
+            burst_ms: 1,
+            idle_ms: 1,
+            wake_reps: 1,
+            duration_ms: 1,
+            run: RunShape {
+                preamble_us: 1.0,
+                rounds: 4,
+                round_us: 2.0,
+                between_us: 1.0,
+                preamble_items: 2,
+                round_items: 8,
+                between_items: 1,
+            },
+            section_loops: vec![1, 3],
+            section_item_us: 0.5,
+            section_iters: 4,
+            request_gaps: vec![
+                Gap {
+                    mean_ms: 0.1,
+                    exponential: false,
+                },
+                Gap {
+                    mean_ms: 0.2,
+                    exponential: true,
+                },
+            ],
+        }
+    }
+}
+
 /// Which runtime a cell runs.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub enum PeerKind {
-    Leanrt { config: String },
+    Leanrt {
+        config: String,
+    },
     Rayon,
-    OpenMp { wait_policy: String },
+    OpenMp {
+        wait_policy: String,
+    },
+    /// ONNX Runtime's own intra-op pool (`peers::ort`) with one
+    /// configuration, its library and that library's version. `--peers ort`
+    /// yields one with an empty `config`; `cells` makes one cell of it per
+    /// configuration that uses ORT's keys only.
+    Ort {
+        config: String,
+        library: String,
+        version: String,
+    },
 }
 
 impl PeerKind {
@@ -77,6 +132,9 @@ impl PeerKind {
             PeerKind::Leanrt { config } => format!("leanrt {config}"),
             PeerKind::Rayon => "rayon".into(),
             PeerKind::OpenMp { wait_policy } => format!("openmp {wait_policy}"),
+            PeerKind::Ort {
+                config, version, ..
+            } => format!("ort {version} {config}"),
         }
     }
 }

@@ -110,15 +110,19 @@ pub fn request_joined(p: &dyn Peer, s: &Sizes) -> bool {
 }
 
 /// `items` kernel calls on the calling thread.
-fn serial(items: u64, iters: u32) {
+pub fn serial(items: u64, iters: u32) {
     for i in 0..items {
         black_box(work(black_box(i), iters));
     }
 }
 
 /// One inference run of the request scenario: begin (hints) → serial
-/// preamble → `rounds` parallel loops with serial work between them → end.
+/// preamble → `rounds` parallel loops with serial work between them → end
+/// (or the runtime's own whole run: `Peer::inference_run`).
 pub fn inference_run(p: &dyn Peer, s: &Sizes) {
+    if p.inference_run(s) {
+        return;
+    }
     let (r, iters) = (&s.run, s.iters);
     p.begin_run();
     serial(r.preamble_items, iters);

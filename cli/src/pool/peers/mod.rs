@@ -1,12 +1,15 @@
 //! The parallel runtimes `leanrt pool` compares: leanrt's pool (one per
-//! configuration), rayon, and OpenMP (libgomp) through `csrc/omp_shim.c`.
-//! Every peer runs the same Rust loop bodies.
+//! configuration), rayon, OpenMP (libgomp) through `csrc/omp_shim.c`, and
+//! ONNX Runtime's own intra-op pool through a custom op (`ort`, one per
+//! configuration that uses ORT's keys only). Every peer runs the same Rust
+//! loop bodies.
 //!
 //! A peer is a file here implementing [`Peer`] (`peer.rs`), a [`PeerKind`] variant
 //! (its name in tables and in the child's spec), a line in [`open`], and
 //! its `--peers` names in [`NAMES`] / [`parse_peer`].
 pub mod leanrt_pool;
 pub mod openmp;
+pub mod ort;
 mod peer;
 pub mod rayon;
 
@@ -15,10 +18,18 @@ pub use peer::Peer;
 use super::spec::PeerKind;
 
 /// The `--peers` names, as the help lists them.
-pub const NAMES: [&str; 5] = ["rayon", "openmp", "openmp-passive", "openmp-active", "none"];
+pub const NAMES: [&str; 6] = [
+    "rayon",
+    "openmp",
+    "openmp-passive",
+    "openmp-active",
+    "ort",
+    "none",
+];
 
 /// One `--peers` item: the runtimes it names (`openmp` is both of
-/// libgomp's wait policies, `none` is no peer).
+/// libgomp's wait policies, `ort` ONNX Runtime's pool with every
+/// configuration, its library found by `available`; `none` is no peer).
 pub fn parse_peer(name: &str) -> Result<Vec<PeerKind>, String> {
     let omp = |p: &str| PeerKind::OpenMp {
         wait_policy: p.into(),
@@ -29,6 +40,11 @@ pub fn parse_peer(name: &str) -> Result<Vec<PeerKind>, String> {
         "openmp" => vec![omp("passive"), omp("active")],
         "openmp-passive" => vec![omp("passive")],
         "openmp-active" => vec![omp("active")],
+        "ort" => vec![PeerKind::Ort {
+            config: String::new(),
+            library: String::new(),
+            version: String::new(),
+        }],
         _ => {
             return Err(format!(
                 "unknown peer '{name}' (expected {})",
@@ -38,10 +54,26 @@ pub fn parse_peer(name: &str) -> Result<Vec<PeerKind>, String> {
     })
 }
 
-/// Whether this build of the command can run `kind` (OpenMP needs a C
-/// compiler with OpenMP at build time).
-pub fn built(kind: &PeerKind) -> bool {
-    !matches!(kind, PeerKind::OpenMp { .. }) || openmp::OPENMP_BUILT
+/// `kind` as this command can run it, or why it cannot, for the warning
+/// that skips it: OpenMP needs a C compiler with OpenMP at build time, ONNX
+/// Runtime its library at run time (`ort::find_library`, which fills in
+/// the library and its version).
+pub fn available(kind: &PeerKind) -> Result<PeerKind, String> {
+    match kind {
+        PeerKind::OpenMp { .. } if !openmp::OPENMP_BUILT => Err(format!(
+            "this leanrt command was built without an OpenMP compiler; skipping {}",
+            kind.label()
+        )),
+        PeerKind::Ort { config, .. } => match ort::find_library() {
+            Ok(lib) => Ok(PeerKind::Ort {
+                config: config.clone(),
+                library: lib.path.to_string_lossy().into_owned(),
+                version: lib.version,
+            }),
+            Err(why) => Err(format!("skipping the ort peer: {why}")),
+        },
+        other => Ok(other.clone()),
+    }
 }
 
 /// The runtime of one cell, `threads` wide.
@@ -50,7 +82,37 @@ pub fn open(kind: &PeerKind, threads: usize) -> Result<Box<dyn Peer>, String> {
         PeerKind::Leanrt { config } => Box::new(leanrt_pool::LeanrtPool::new(threads, config)?),
         PeerKind::Rayon => Box::new(rayon::Rayon::new(threads)?),
         PeerKind::OpenMp { .. } => Box::new(openmp::OpenMp::new(threads)?),
+        PeerKind::Ort {
+            config, library, ..
+        } => Box::new(ort::Ort::new(
+            threads,
+            config,
+            std::path::Path::new(library),
+        )?),
     })
+}
+
+/// Checks a peer's loops: each index of a loop runs exactly once, a tiny
+/// region once per thread (the peers' tests share it).
+#[cfg(test)]
+pub fn covers_every_index(p: &dyn Peer) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for total in [0usize, 1, 7, 1000] {
+        let hits: Vec<AtomicUsize> = (0..total).map(|_| AtomicUsize::new(0)).collect();
+        p.parallel_for(total, 100.0, &|i| {
+            hits[i].fetch_add(1, Ordering::Relaxed);
+        });
+        assert!(
+            hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+            "total {total}"
+        );
+    }
+    let n = AtomicUsize::new(0);
+    p.tiny_region(&|_| {
+        n.fetch_add(1, Ordering::Relaxed);
+    });
+    assert_eq!(n.load(Ordering::Relaxed), p.dop());
+    let _ = p.wake_latency();
 }
 
 #[cfg(test)]
@@ -60,26 +122,6 @@ mod tests {
     use super::openmp::{omp_max_threads, OpenMp};
     use super::rayon::Rayon;
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    fn covers_every_index(p: &dyn Peer) {
-        for total in [0usize, 1, 7, 1000] {
-            let hits: Vec<AtomicUsize> = (0..total).map(|_| AtomicUsize::new(0)).collect();
-            p.parallel_for(total, 100.0, &|i| {
-                hits[i].fetch_add(1, Ordering::Relaxed);
-            });
-            assert!(
-                hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
-                "total {total}"
-            );
-        }
-        let n = AtomicUsize::new(0);
-        p.tiny_region(&|_| {
-            n.fetch_add(1, Ordering::Relaxed);
-        });
-        assert_eq!(n.load(Ordering::Relaxed), p.dop());
-        let _ = p.wake_latency();
-    }
 
     #[test]
     fn peer_names_parse() {

@@ -1,4 +1,5 @@
 //! What every runtime under test provides.
+use crate::pool::spec::Sizes;
 use leanrt::pool::abi::lrt_pool_stats;
 use std::time::Duration;
 
@@ -40,8 +41,20 @@ pub trait Peer {
     ) -> Option<bool> {
         None
     }
+    /// Why `section_loops` runs nothing, for the section table.
+    fn no_sections_reason(&self) -> String {
+        "this runtime has no parallel sections".into()
+    }
     /// An inference run starts.
     fn begin_run(&self) {}
     /// An inference run ended.
     fn end_run(&self) {}
+    /// Runs one whole inference run of the request scenario itself and
+    /// returns true, where the runtime brackets runs on its own (ONNX
+    /// Runtime: one `Session::Run` of a graph with one node per round);
+    /// false (the default) has run nothing, and the run is made of
+    /// `begin_run`, the loops and `end_run`.
+    fn inference_run(&self, _s: &Sizes) -> bool {
+        false
+    }
 }
