@@ -5,11 +5,13 @@
 //! * `mirror`: the untouched, reusable anonymous host mirror.
 //! * `maker`: [`RuntimeMaker`] and its config, slot and report types.
 pub mod layout;
+pub mod layout_v2;
 mod maker;
 mod mirror;
 mod pin;
 
 pub use layout::*;
+pub use layout_v2::*;
 pub(crate) use maker::DEFAULT_HEAP_SIZE;
 pub use maker::{
     ClaimDesc, CostModel, MakerConfig, RuntimeMaker, TaskSlot, UploadPolicy, UploadReport,
