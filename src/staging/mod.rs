@@ -4,12 +4,14 @@
 //! * [`layout`]: the byte-compatible SM image structs and `segment_offsets`.
 //! * `mirror`: the untouched, reusable anonymous host mirror.
 //! * `maker`: [`RuntimeMaker`] and its config, slot and report types.
+mod image_v2;
 pub mod layout;
 pub mod layout_v2;
 mod maker;
 mod mirror;
 mod pin;
 
+pub use image_v2::{TensorRecord, V2ClaimDesc, V2PoolUse, V2TaskSlot};
 pub use layout::*;
 pub use layout_v2::*;
 pub(crate) use maker::DEFAULT_HEAP_SIZE;

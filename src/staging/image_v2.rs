@@ -1,0 +1,1152 @@
+//! A v2 run in the host mirror: the header a run starts with, claims that
+//! write what the reference's submit path writes and bump the argument
+//! pools, and the compact image gathered for the one copy to the device.
+//!
+//! Claim semantics (the reference's `prepare_task`, `payload.init`, the
+//! fanin builder, the graph-submission path and `alloc_tensors`):
+//! * slot i = `current_task_index`: descriptor `task_id = i`, kernel ids,
+//!   packed buffer; the whole 192-byte payload (counts, the three region
+//!   offsets, early-dispatch, predicate and dump state 0); the whole slot
+//!   state (`last_consumer_local_id = i`, pending or completed, `payload` and
+//!   `task` as self-relative offsets to element i, active mask, attributes,
+//!   kind KERNEL (mask != 0), DUMMY (mask 0) or GRAPH (a graph shell),
+//!   `total_required_subtasks = blocks x popcount(mask & 7)`, blocks,
+//!   `graph_node_index = -1`, the rest 0/NULL); completion flag 0 (1 when
+//!   pre-completed). Each distinct producer's `last_consumer_local_id`
+//!   becomes at least i.
+//! * Regions are bound at the pools' cursors: tensors get exactly
+//!   `tensor_count` records, scalars `up8(scalar_count)` (the tail of the
+//!   cache line zeroed), fanin `up16(distinct producers)` ids (tail zeroed).
+//!   A region with a zero count is still bound (at the cursor, which does not
+//!   move); a graph shell's tensor and scalar regions are unbound (offset 0)
+//!   and its fanin region is bound like any task's.
+//! * A claim checks everything before it writes: nothing is written when it
+//!   fails (a full pool is `OutOfRange`; a latched `orch_error_code` is
+//!   `State`).
+//!
+//! Compaction (the reference's `compact_live_image`): the header copied with
+//! its four pointers NULL and `orchestrator_done = 1`; the live prefix of each
+//! segment and the used prefix of each pool copied to the image pitched to
+//! `P = max(N, 1)`; padding up to each next segment zeroed (the shipped bytes
+//! are fully determined); every slot's `payload`/`task` re-taken for element
+//! i of the image; every bound region offset re-taken by its pool's shift
+//! (a region keeps its position in its pool), unbound ones stay 0. Every
+//! live payload's regions are checked against the used pools (a host that
+//! wrote through the returned pointers may have broken them) before the
+//! image is considered valid; the mirror itself is never changed.
+use std::mem::size_of;
+
+use super::layout::{TaskDescriptor, MAX_FANIN, MAX_SCALARS, MAX_TENSORS};
+use super::layout_v2::{
+    rel_decode, rel_encode, round_up, v2_offsets, V2Segments, V2SmHeader, V2TaskPayload,
+    V2TaskSlotState, V2_FANIN_ROUND, V2_SCALAR_ROUND, V2_TENSOR_BYTES,
+};
+use super::maker::ClaimDesc;
+use super::mirror::Mapping;
+use crate::{Error, Result};
+
+/// `task_state` of a slot that waits to run.
+const TASK_PENDING: i32 = 0;
+/// `task_state` of a finished slot.
+const TASK_COMPLETED: i32 = 1;
+const TASK_KIND_KERNEL: u8 = 0;
+const TASK_KIND_DUMMY: u8 = 1;
+const TASK_KIND_GRAPH: u8 = 2;
+/// The subtask bits of `active_mask` (AIC, AIV0, AIV1).
+const SUBTASK_BITS: u8 = 0x07;
+
+/// One tensor record, opaque to leanrt.
+pub type TensorRecord = [u8; V2_TENSOR_BYTES];
+
+/// What a v2 claim writes for a task: v1's per-task fields plus its
+/// arguments.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct V2ClaimDesc<'a> {
+    /// Mask, attributes, blocks, kernel ids, producers, pre-completed,
+    /// packed buffer (a graph shell ignores mask, attributes, blocks and
+    /// kernel ids: it dispatches nothing).
+    pub task: ClaimDesc<'a>,
+    /// Tensor records of the task, at most 32.
+    pub tensor_count: usize,
+    /// The records, copied into the task's region; `None` reserves the
+    /// region for the host to write through `V2TaskSlot::tensors`.
+    pub tensors: Option<&'a [TensorRecord]>,
+    /// Scalars of the task, at most 16.
+    pub scalar_count: usize,
+    /// The scalars, copied; `None` reserves the region (its tail beyond the
+    /// count is zeroed either way).
+    pub scalars: Option<&'a [u64]>,
+    /// An outer graph task: kind GRAPH, no tensor or scalar region (both
+    /// counts must be 0), fanin bound as for any task.
+    pub graph_shell: bool,
+}
+
+/// A claimed v2 slot: its index and host-mirror addresses.
+#[derive(Clone, Copy, Debug)]
+pub struct V2TaskSlot {
+    pub index: i32,
+    pub descriptor: *mut TaskDescriptor,
+    pub payload: *mut V2TaskPayload,
+    pub slot_state: *mut V2TaskSlotState,
+    /// The task's tensor region (NULL for a graph shell).
+    pub tensors: *mut TensorRecord,
+    /// The task's scalar region (NULL for a graph shell).
+    pub scalars: *mut u64,
+    /// The task's fanin region (the distinct producers).
+    pub fanin: *mut i32,
+}
+
+/// Element counts of the three pools (capacities or cursors).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct V2PoolUse {
+    pub fanin_ids: u64,
+    pub tensors: u64,
+    pub scalars: u64,
+}
+
+/// The v2 side of a maker: the mirror's layout, the pools' capacities and
+/// this run's cursors. The memory is the maker's; every method takes the
+/// mirror mapping it describes (at least `segments().end` bytes).
+#[derive(Debug)]
+pub(crate) struct V2Run {
+    window: u64,
+    seg: V2Segments,
+    caps: V2PoolUse,
+    used: V2PoolUse,
+    /// The header's `total_size`: the reference's mirror size for W.
+    reference_size: u64,
+}
+
+/// The chunk of payloads/slot states copied and then patched while hot.
+const PATCH_CHUNK: usize = 128;
+
+impl V2Run {
+    /// The layout of a window whose pools hold `caps` elements (the
+    /// reference's: W x 128 ids, W x 32 records, W x 16 scalars).
+    pub(crate) fn new(window: u64, caps: V2PoolUse, reference_size: u64) -> Self {
+        V2Run {
+            window,
+            seg: v2_offsets(window, caps.fanin_ids, caps.tensors, caps.scalars),
+            caps,
+            used: V2PoolUse::default(),
+            reference_size,
+        }
+    }
+
+    /// The mirror's segments.
+    pub(crate) fn segments(&self) -> V2Segments {
+        self.seg
+    }
+
+    /// The pools' capacities.
+    pub(crate) fn capacities(&self) -> V2PoolUse {
+        self.caps
+    }
+
+    /// This run's pool cursors.
+    pub(crate) fn used(&self) -> V2PoolUse {
+        self.used
+    }
+
+    fn at<T>(m: &Mapping, offset: u64) -> *mut T {
+        m.as_ptr().wrapping_add(offset as usize).cast::<T>()
+    }
+
+    fn header(m: &Mapping) -> *mut V2SmHeader {
+        m.as_ptr().cast::<V2SmHeader>()
+    }
+
+    fn descriptor(&self, m: &Mapping, i: u64) -> *mut TaskDescriptor {
+        Self::at(
+            m,
+            self.seg.descriptors + i * size_of::<TaskDescriptor>() as u64,
+        )
+    }
+
+    fn payload(&self, m: &Mapping, i: u64) -> *mut V2TaskPayload {
+        Self::at(m, self.seg.payloads + i * size_of::<V2TaskPayload>() as u64)
+    }
+
+    fn slot_state(&self, m: &Mapping, i: u64) -> *mut V2TaskSlotState {
+        Self::at(
+            m,
+            self.seg.slot_states + i * size_of::<V2TaskSlotState>() as u64,
+        )
+    }
+
+    /// Starts a run: zeroes the header only and writes every field as the
+    /// reference's `init_per_ring` does (flow control 0, watermark -1, not
+    /// done, window, mask, heap size, descriptors at 256, the mirror's four
+    /// array addresses, `total_size`, error words 0, error thread -1);
+    /// resets the pool cursors. Returns the header.
+    pub(crate) fn begin(&mut self, m: &Mapping, heap_size: u64) -> *mut V2SmHeader {
+        debug_assert!(m.len() as u64 >= self.seg.end);
+        let h = Self::header(m);
+        // SAFETY: the header lies at the start of the page-aligned mapping
+        // (at least seg.end > 256 bytes), every bit pattern is a valid
+        // V2SmHeader, and no other reference to it is live during this call.
+        let h_ref = unsafe {
+            std::ptr::write_bytes(h.cast::<u8>(), 0, size_of::<V2SmHeader>());
+            &mut *h
+        };
+        h_ref.completed_watermark = -1;
+        h_ref.task_window_size = self.window;
+        // The window is at most 262144, so the mask fits an i32.
+        h_ref.task_window_mask = (self.window - 1) as i32;
+        h_ref.heap_size = heap_size;
+        h_ref.task_descriptors_offset = self.seg.descriptors;
+        h_ref.task_descriptors = Self::at(m, self.seg.descriptors);
+        h_ref.task_payloads = Self::at(m, self.seg.payloads);
+        h_ref.slot_states = Self::at(m, self.seg.slot_states);
+        h_ref.completion_flags = Self::at(m, self.seg.completion_flags);
+        h_ref.total_size = self.reference_size;
+        h_ref.sched_error_thread = -1;
+        self.used = V2PoolUse::default();
+        h
+    }
+
+    /// `current_task_index` of the mirror.
+    pub(crate) fn current_index(m: &Mapping) -> i32 {
+        // SAFETY: an aligned read of plain data at the mapping's start.
+        unsafe { (*Self::header(m)).current_task_index }
+    }
+
+    /// `orch_error_code` of the mirror.
+    pub(crate) fn orch_error(m: &Mapping) -> i32 {
+        // SAFETY: as in current_index.
+        unsafe { (*Self::header(m)).orch_error_code }
+    }
+
+    /// Claims slot `current_task_index` for the task `d` describes (the
+    /// module's claim semantics). `InvalidArgument` for fewer than one
+    /// block, too many subtasks for an `i16`, more than 128 producers or one
+    /// that is not an earlier slot, more than 32 tensors or 16 scalars, a
+    /// record or scalar slice whose length is not its count, or a graph
+    /// shell with tensors or scalars; `OutOfRange` when the window or a pool
+    /// is full; `State` when the header has an orchestrator error latched.
+    /// Nothing is written on failure.
+    pub(crate) fn claim(&mut self, m: &Mapping, d: &V2ClaimDesc<'_>) -> Result<V2TaskSlot> {
+        let latched = Self::orch_error(m);
+        if latched != 0 {
+            return Err(Error::state(format!(
+                "the orchestrator latched error {latched} in the header: no more tasks"
+            )));
+        }
+        let idx = Self::current_index(m);
+        if idx < 0 || idx as u64 >= self.window {
+            return Err(Error::out_of_range(format!(
+                "cannot claim slot {idx}: the window holds slots [0, {})",
+                self.window
+            )));
+        }
+        let t = &d.task;
+        let (mask, attrs, blocks) = if d.graph_shell {
+            (0, 0, 1)
+        } else {
+            (t.active_mask, t.task_attrs, t.logical_block_num)
+        };
+        if blocks < 1 {
+            return Err(Error::invalid_argument(format!(
+                "logical_block_num {blocks} is below 1"
+            )));
+        }
+        let subtasks = i32::from(blocks) * (mask & SUBTASK_BITS).count_ones() as i32;
+        let total_required = i16::try_from(subtasks).map_err(|_| {
+            Error::invalid_argument(format!(
+                "{blocks} blocks x {} active subtasks = {subtasks} subtasks, more than {}",
+                (mask & SUBTASK_BITS).count_ones(),
+                i16::MAX
+            ))
+        })?;
+        if t.fanins.len() > MAX_FANIN {
+            return Err(Error::invalid_argument(format!(
+                "{} fanins, more than {MAX_FANIN}",
+                t.fanins.len()
+            )));
+        }
+        if let Some(bad) = t.fanins.iter().find(|&&p| p < 0 || p >= idx) {
+            return Err(Error::invalid_argument(format!(
+                "fanin {bad} is not an earlier slot of this run [0, {idx})"
+            )));
+        }
+        if d.tensor_count > MAX_TENSORS || d.scalar_count > MAX_SCALARS {
+            return Err(Error::invalid_argument(format!(
+                "{} tensors and {} scalars: at most {MAX_TENSORS} and {MAX_SCALARS}",
+                d.tensor_count, d.scalar_count
+            )));
+        }
+        if d.tensors.is_some_and(|r| r.len() != d.tensor_count)
+            || d.scalars.is_some_and(|s| s.len() != d.scalar_count)
+        {
+            return Err(Error::invalid_argument(
+                "the tensor records or scalars given do not match their counts",
+            ));
+        }
+        if d.graph_shell && (d.tensor_count != 0 || d.scalar_count != 0) {
+            return Err(Error::invalid_argument(
+                "a graph shell has no tensor or scalar region (its arguments travel in its submission)",
+            ));
+        }
+        let mut ids = [0i32; MAX_FANIN];
+        let mut distinct = 0usize;
+        for &p in t.fanins {
+            if !ids[..distinct].contains(&p) {
+                ids[distinct] = p;
+                distinct += 1;
+            }
+        }
+        let fanin_span = round_up(distinct as u64, V2_FANIN_ROUND);
+        let scalar_span = round_up(d.scalar_count as u64, V2_SCALAR_ROUND);
+        let tensors = d.tensor_count as u64;
+        let u = self.used;
+        for (what, cursor, need, cap) in [
+            ("fanin", u.fanin_ids, fanin_span, self.caps.fanin_ids),
+            ("tensor", u.tensors, tensors, self.caps.tensors),
+            ("scalar", u.scalars, scalar_span, self.caps.scalars),
+        ] {
+            if cursor + need > cap {
+                return Err(Error::out_of_range(format!(
+                    "the {what} pool is full: {cursor} of {cap} elements used, the task needs {need}"
+                )));
+            }
+        }
+
+        // Everything is checked: write.
+        let i = idx as u64;
+        let (desc_p, pay_p, state_p) = (
+            self.descriptor(m, i),
+            self.payload(m, i),
+            self.slot_state(m, i),
+        );
+        let flag_p: *mut u8 = Self::at(m, self.seg.completion_flags + i);
+        let fanin_p: *mut i32 = Self::at(m, self.seg.fanin_pool + 4 * u.fanin_ids);
+        let (tensor_p, scalar_p): (*mut TensorRecord, *mut u64) = if d.graph_shell {
+            (std::ptr::null_mut(), std::ptr::null_mut())
+        } else {
+            (
+                Self::at(m, self.seg.tensor_pool + V2_TENSOR_BYTES as u64 * u.tensors),
+                Self::at(m, self.seg.scalar_pool + 8 * u.scalars),
+            )
+        };
+        // SAFETY: i < W and the cursors plus the spans are within the pools'
+        // capacities (checked above), so every element and region lies
+        // inside the owned mapping at its natural alignment (segments are
+        // 64-aligned, the mapping page-aligned); all are plain data valid for
+        // any bit pattern, pairwise disjoint, and no other reference to them
+        // is live during this call.
+        unsafe {
+            *desc_p = TaskDescriptor {
+                task_id: i,
+                kernel_id: if d.graph_shell { [-1; 3] } else { t.kernel_id },
+                _pad0: [0; 4],
+                packed_buffer_base: t.packed_buffer_base,
+                packed_buffer_end: t.packed_buffer_end,
+            };
+            std::ptr::write_bytes(pay_p, 0, 1);
+            let pay = &mut *pay_p;
+            pay.tensor_count = d.tensor_count as i32;
+            pay.scalar_count = d.scalar_count as i32;
+            pay.fanin_count = distinct as i32;
+            pay.tensors = rel_encode(std::ptr::addr_of!(pay.tensors) as usize, tensor_p as usize);
+            pay.scalars = rel_encode(std::ptr::addr_of!(pay.scalars) as usize, scalar_p as usize);
+            pay.fanin = rel_encode(std::ptr::addr_of!(pay.fanin) as usize, fanin_p as usize);
+            if let Some(records) = d.tensors {
+                std::ptr::copy_nonoverlapping(records.as_ptr(), tensor_p, records.len());
+            }
+            if !scalar_p.is_null() {
+                if let Some(s) = d.scalars {
+                    std::ptr::copy_nonoverlapping(s.as_ptr(), scalar_p, s.len());
+                }
+                let tail = scalar_span as usize - d.scalar_count;
+                std::ptr::write_bytes(scalar_p.add(d.scalar_count), 0, tail);
+            }
+            std::ptr::copy_nonoverlapping(ids.as_ptr(), fanin_p, distinct);
+            std::ptr::write_bytes(fanin_p.add(distinct), 0, fanin_span as usize - distinct);
+            let state_addr = state_p as usize;
+            *state_p = V2TaskSlotState {
+                last_consumer_local_id: idx,
+                task_state: if t.completed {
+                    TASK_COMPLETED
+                } else {
+                    TASK_PENDING
+                },
+                payload: rel_encode(state_addr + 8, pay_p as usize),
+                task: rel_encode(state_addr + 12, desc_p as usize),
+                wake_list_head: std::ptr::null_mut(),
+                next_in_wake_list: std::ptr::null_mut(),
+                active_mask: mask,
+                task_attrs: attrs,
+                any_subtask_deferred: 0,
+                task_kind: if d.graph_shell {
+                    TASK_KIND_GRAPH
+                } else if mask != 0 {
+                    TASK_KIND_KERNEL
+                } else {
+                    TASK_KIND_DUMMY
+                },
+                completed_subtasks: 0,
+                total_required_subtasks: if d.graph_shell { 0 } else { total_required },
+                logical_block_num: blocks,
+                next_block_idx: 0,
+                graph_node_index: -1,
+                graph_context: std::ptr::null_mut(),
+                _pad0: [0; 8],
+            };
+            *flag_p = u8::from(t.completed);
+            for &p in &ids[..distinct] {
+                // 0 <= p < idx: another slot's state, plain data.
+                let producer = &mut *self.slot_state(m, p as u64);
+                producer.last_consumer_local_id = producer.last_consumer_local_id.max(idx);
+            }
+            (*Self::header(m)).current_task_index = idx + 1;
+        }
+        self.used = V2PoolUse {
+            fanin_ids: u.fanin_ids + fanin_span,
+            tensors: u.tensors + if d.graph_shell { 0 } else { tensors },
+            scalars: u.scalars + if d.graph_shell { 0 } else { scalar_span },
+        };
+        Ok(V2TaskSlot {
+            index: idx,
+            descriptor: desc_p,
+            payload: pay_p,
+            slot_state: state_p,
+            tensors: tensor_p,
+            scalars: scalar_p,
+            fanin: fanin_p,
+        })
+    }
+
+    /// The compact image of this run's `n` tasks as the pools stand.
+    pub(crate) fn image_segments(&self, n: u64) -> V2Segments {
+        v2_offsets(
+            n.max(1),
+            self.used.fanin_ids,
+            self.used.tensors,
+            self.used.scalars,
+        )
+    }
+
+    /// Checks that a live payload's region offset (stored at mirror address
+    /// `field`) is unbound with a zero count, or names an element of its
+    /// pool `[pool, pool + used * elem)` with `count` elements inside the
+    /// used part.
+    #[allow(clippy::too_many_arguments)]
+    fn check_region(
+        i: u64,
+        what: &str,
+        field: usize,
+        delta: i32,
+        count: i32,
+        pool: usize,
+        elem: usize,
+        used: u64,
+        cap: usize,
+    ) -> Result<()> {
+        let bad = |why: String| {
+            Err(Error::invalid_argument(format!(
+                "slot {i}: the {what} region {why}"
+            )))
+        };
+        if count < 0 || count as usize > cap {
+            return bad(format!("has count {count}, outside [0, {cap}]"));
+        }
+        let Some(target) = rel_decode(field, delta) else {
+            return if count == 0 {
+                Ok(())
+            } else {
+                bad(format!("is unbound with count {count}"))
+            };
+        };
+        let off = target.wrapping_sub(pool);
+        if target < pool || off % elem != 0 || (off / elem) as u64 + count as u64 > used {
+            return bad(format!(
+                "(offset {delta}, count {count}) is not inside the {used} used elements of its pool"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Writes the compact image of the run's `n = current_task_index` tasks
+    /// to `out` (64-aligned, at least `image_segments(n).end` bytes, not
+    /// overlapping the mirror) and returns its segments. `OutOfRange` for
+    /// `n` outside `[0, W]`, `InvalidArgument` for a live payload whose
+    /// regions are not inside the used pools (the module's rules); the
+    /// mirror is never changed, `out` may be partly written on failure.
+    ///
+    /// # Safety
+    /// `out` must be valid for writes of `image_segments(n).end` bytes and
+    /// not overlap `m`.
+    pub(crate) unsafe fn compact_into(
+        &self,
+        m: &Mapping,
+        n: u64,
+        out: *mut u8,
+    ) -> Result<V2Segments> {
+        if n > self.window {
+            return Err(Error::out_of_range(format!(
+                "total_tasks (current_task_index) {n} is outside [0, {}]",
+                self.window
+            )));
+        }
+        let c = self.image_segments(n);
+        let ms = self.seg;
+        let base = m.as_ptr();
+        let u = self.used;
+        let nn = n as usize;
+        // (mirror offset, image offset, live bytes, image segment end)
+        let parts = [
+            (0, 0, size_of::<V2SmHeader>() as u64, c.descriptors),
+            (
+                ms.descriptors,
+                c.descriptors,
+                n * size_of::<TaskDescriptor>() as u64,
+                c.payloads,
+            ),
+            (
+                ms.payloads,
+                c.payloads,
+                n * size_of::<V2TaskPayload>() as u64,
+                c.slot_states,
+            ),
+            (
+                ms.slot_states,
+                c.slot_states,
+                n * size_of::<V2TaskSlotState>() as u64,
+                c.completion_flags,
+            ),
+            (ms.completion_flags, c.completion_flags, n, c.fanin_pool),
+            (ms.fanin_pool, c.fanin_pool, 4 * u.fanin_ids, c.tensor_pool),
+            (
+                ms.tensor_pool,
+                c.tensor_pool,
+                V2_TENSOR_BYTES as u64 * u.tensors,
+                c.scalar_pool,
+            ),
+            (ms.scalar_pool, c.scalar_pool, 8 * u.scalars, c.end),
+        ];
+        let pay_size = size_of::<V2TaskPayload>();
+        let state_size = size_of::<V2TaskSlotState>();
+        // Shifts of each pool relative to the payloads: a region's offset in
+        // the image is its offset in the mirror plus this.
+        let shift = |pool_m: u64, pool_c: u64| -> i64 {
+            (pool_c as i64 - pool_m as i64) - (c.payloads as i64 - ms.payloads as i64)
+        };
+        let k_tensors = shift(ms.tensor_pool, c.tensor_pool);
+        let k_scalars = shift(ms.scalar_pool, c.scalar_pool);
+        let k_fanin = shift(ms.fanin_pool, c.fanin_pool);
+        let retake = |delta: i32, k: i64| -> i32 {
+            if delta == 0 {
+                0
+            } else {
+                i32::try_from(i64::from(delta) + k).unwrap_or(0)
+            }
+        };
+        let pools = [
+            (
+                base as usize + ms.tensor_pool as usize,
+                V2_TENSOR_BYTES,
+                u.tensors,
+                MAX_TENSORS,
+            ),
+            (
+                base as usize + ms.scalar_pool as usize,
+                8,
+                u.scalars,
+                MAX_SCALARS,
+            ),
+            (
+                base as usize + ms.fanin_pool as usize,
+                4,
+                u.fanin_ids,
+                MAX_FANIN,
+            ),
+        ];
+        for (k, &(from, to, len, seg_end)) in parts.iter().enumerate() {
+            // SAFETY: `from + len` is inside the mirror (n <= W, the cursors
+            // within the capacities) and `to + len <= seg_end <= c.end`
+            // inside `out`, per the caller's contract; the two do not overlap.
+            unsafe {
+                match k {
+                    // Payloads: copied and re-taken a chunk at a time.
+                    2 => {
+                        for lo in (0..nn).step_by(PATCH_CHUNK) {
+                            let hi = (lo + PATCH_CHUNK).min(nn);
+                            let src = base.add(from as usize + lo * pay_size);
+                            let dst = out.add(to as usize + lo * pay_size);
+                            std::ptr::copy_nonoverlapping(src, dst, (hi - lo) * pay_size);
+                            let dst = dst.cast::<V2TaskPayload>();
+                            for j in 0..hi - lo {
+                                let i = (lo + j) as u64;
+                                let p = &mut *dst.add(j);
+                                let field = src as usize + j * pay_size;
+                                for (r, (delta, count, (pool, elem, used, cap), name)) in [
+                                    (p.tensors, p.tensor_count, pools[0], "tensor"),
+                                    (p.scalars, p.scalar_count, pools[1], "scalar"),
+                                    (p.fanin, p.fanin_count, pools[2], "fanin"),
+                                ]
+                                .into_iter()
+                                .enumerate()
+                                {
+                                    Self::check_region(
+                                        i,
+                                        name,
+                                        field + 12 + 4 * r,
+                                        delta,
+                                        count,
+                                        pool,
+                                        elem,
+                                        used,
+                                        cap,
+                                    )?;
+                                }
+                                p.tensors = retake(p.tensors, k_tensors);
+                                p.scalars = retake(p.scalars, k_scalars);
+                                p.fanin = retake(p.fanin, k_fanin);
+                            }
+                        }
+                    }
+                    // Slot states: copied, then bound to element i of the
+                    // image.
+                    3 => {
+                        std::ptr::copy_nonoverlapping(
+                            base.add(from as usize),
+                            out.add(to as usize),
+                            len as usize,
+                        );
+                        let states = out.add(to as usize).cast::<V2TaskSlotState>();
+                        let pay0 = c.payloads as i64 - c.slot_states as i64 - 8;
+                        let task0 = c.descriptors as i64 - c.slot_states as i64 - 12;
+                        for i in 0..nn {
+                            let s = &mut *states.add(i);
+                            let i = i as i64;
+                            // |delta| < image size <= i32::MAX.
+                            s.payload = (pay0 + i * (pay_size as i64 - state_size as i64)) as i32;
+                            s.task = (task0
+                                + i * (size_of::<TaskDescriptor>() as i64 - state_size as i64))
+                                as i32;
+                        }
+                    }
+                    _ => std::ptr::copy_nonoverlapping(
+                        base.add(from as usize),
+                        out.add(to as usize),
+                        len as usize,
+                    ),
+                }
+                std::ptr::write_bytes(
+                    out.add((to + len) as usize),
+                    0,
+                    (seg_end - to - len) as usize,
+                );
+            }
+        }
+        // SAFETY: out holds at least the 256-byte header, 64-aligned.
+        let h = unsafe { &mut *out.cast::<V2SmHeader>() };
+        h.task_descriptors = std::ptr::null_mut();
+        h.task_payloads = std::ptr::null_mut();
+        h.slot_states = std::ptr::null_mut();
+        h.completion_flags = std::ptr::null_mut();
+        h.orchestrator_done = 1;
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::layout::MAX_TASK_WINDOW;
+    use super::super::layout_v2::{v2_image_segments, v2_ring_segment_offsets};
+    use super::*;
+    use crate::ErrorKind;
+
+    const W: u64 = 64;
+
+    fn reference_caps(w: u64) -> V2PoolUse {
+        V2PoolUse {
+            fanin_ids: w * MAX_FANIN as u64,
+            tensors: w * MAX_TENSORS as u64,
+            scalars: w * MAX_SCALARS as u64,
+        }
+    }
+
+    fn run_with(caps: V2PoolUse) -> (V2Run, Mapping) {
+        let run = V2Run::new(W, caps, v2_ring_segment_offsets(W).unwrap().end);
+        let m = Mapping::new(run.segments().end as usize).unwrap();
+        (run, m)
+    }
+
+    fn record(tag: u64) -> TensorRecord {
+        let mut r = [0u8; V2_TENSOR_BYTES];
+        for (k, b) in r.iter_mut().enumerate() {
+            *b = (tag as u8).wrapping_mul(31).wrapping_add(k as u8);
+        }
+        r
+    }
+
+    struct Task {
+        mask: u8,
+        fanins: Vec<i32>,
+        tensors: Vec<TensorRecord>,
+        scalars: Vec<u64>,
+        completed: bool,
+        graph: bool,
+    }
+
+    /// Kernel (root), dependent kernel, dummy with a duplicate producer,
+    /// pre-completed allocation, graph shell with no tensors, a task at
+    /// every cap but the fanin one.
+    fn mixed() -> Vec<Task> {
+        let t = |mask, fanins: &[i32], nt: u64, ns: u64, completed, graph| Task {
+            mask,
+            fanins: fanins.to_vec(),
+            tensors: (0..nt).map(|k| record(100 + k)).collect(),
+            scalars: (0..ns).map(|k| 0x3000 + k).collect(),
+            completed,
+            graph,
+        };
+        vec![
+            t(2, &[], 2, 3, false, false),
+            t(3, &[0], 1, 1, false, false),
+            t(0, &[0, 1, 1], 0, 2, false, false),
+            t(0, &[], 1, 0, true, false),
+            t(0, &[3, 1], 0, 0, false, true),
+            t(7, &[0, 1, 2, 3, 4], 32, 16, false, false),
+        ]
+    }
+
+    fn claim_all(run: &mut V2Run, m: &Mapping, tasks: &[Task]) -> Vec<V2TaskSlot> {
+        tasks
+            .iter()
+            .map(|t| {
+                let d = V2ClaimDesc {
+                    task: ClaimDesc {
+                        active_mask: t.mask,
+                        fanins: &t.fanins,
+                        completed: t.completed,
+                        kernel_id: [7, 8, 9],
+                        ..ClaimDesc::default()
+                    },
+                    tensor_count: t.tensors.len(),
+                    tensors: Some(&t.tensors),
+                    scalar_count: t.scalars.len(),
+                    scalars: Some(&t.scalars),
+                    graph_shell: t.graph,
+                };
+                run.claim(m, &d).unwrap()
+            })
+            .collect()
+    }
+
+    /// The compact image copied to `device` at byte `at` (as the one copy
+    /// does), through a staging buffer.
+    fn ship(run: &V2Run, m: &Mapping, at: usize) -> (Mapping, V2Segments) {
+        let n = V2Run::current_index(m) as u64;
+        let len = run.image_segments(n).end as usize;
+        let staging = Mapping::new(len).unwrap();
+        // SAFETY: staging holds len bytes and is not the mirror.
+        let seg = unsafe { run.compact_into(m, n, staging.as_ptr()) }.unwrap();
+        assert_eq!(seg.end as usize, len);
+        let device = Mapping::new(at + len).unwrap();
+        // SAFETY: both hold len bytes past their offsets.
+        unsafe { std::ptr::copy_nonoverlapping(staging.as_ptr(), device.as_ptr().add(at), len) };
+        (device, seg)
+    }
+
+    fn bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
+        // SAFETY: test buffers are live mappings at least this long.
+        unsafe { std::slice::from_raw_parts(p, len) }
+    }
+
+    #[test]
+    fn a_mixed_run_compacts_and_every_offset_resolves_on_the_device() {
+        let (mut run, m) = run_with(reference_caps(W));
+        run.begin(&m, 1 << 20);
+        let tasks = mixed();
+        let slots = claim_all(&mut run, &m, &tasks);
+        let n = tasks.len() as u64;
+        // The pools as the reference's cursors advance them.
+        let used = run.used();
+        let want_f: u64 = tasks
+            .iter()
+            .map(|t| {
+                let mut d = t.fanins.clone();
+                d.dedup();
+                round_up(d.len() as u64, 16)
+            })
+            .sum();
+        assert_eq!(used.fanin_ids, want_f);
+        assert_eq!(
+            used.tensors,
+            tasks.iter().map(|t| t.tensors.len() as u64).sum::<u64>()
+        );
+        assert_eq!(
+            used.scalars,
+            tasks
+                .iter()
+                .map(|t| round_up(t.scalars.len() as u64, 8))
+                .sum::<u64>()
+        );
+
+        let at = 704; // a 704-byte block before the image, as the reference frames it
+        let (device, c) = ship(&run, &m, at);
+        assert_eq!(
+            c,
+            v2_image_segments(n, used.fanin_ids, used.tensors, used.scalars).unwrap()
+        );
+        let dev = device.as_ptr() as usize + at;
+        // SAFETY: the device copy holds c.end bytes at `dev`, 64-aligned.
+        let h = unsafe { &*(dev as *const V2SmHeader) };
+        assert!(h.task_descriptors.is_null() && h.task_payloads.is_null());
+        assert!(h.slot_states.is_null() && h.completion_flags.is_null());
+        assert_eq!(h.current_task_index, n as i32);
+        assert_eq!(h.completed_watermark, -1);
+        assert_eq!(h.orchestrator_done, 1);
+        assert_eq!((h.task_window_size, h.task_window_mask), (W, W as i32 - 1));
+        assert_eq!(h.task_descriptors_offset, 256);
+        assert_eq!(h.heap_size, 1 << 20);
+        assert_eq!(h.total_size, v2_ring_segment_offsets(W).unwrap().end);
+        assert_eq!((h.orch_error_code, h.sched_error_thread), (0, -1));
+
+        for (i, (t, s)) in tasks.iter().zip(&slots).enumerate() {
+            let i64_ = i as u64;
+            // SAFETY: element i of each device segment, i < n.
+            let (d_desc, d_pay, d_state, d_flag) = unsafe {
+                (
+                    &*((dev + c.descriptors as usize + 40 * i) as *const TaskDescriptor),
+                    &*((dev + c.payloads as usize + 192 * i) as *const V2TaskPayload),
+                    &*((dev + c.slot_states as usize + 64 * i) as *const V2TaskSlotState),
+                    *((dev + c.completion_flags as usize + i) as *const u8),
+                )
+            };
+            // SAFETY: the claimed slot's mirror elements.
+            let (m_desc, m_pay, m_state) = unsafe { (&*s.descriptor, &*s.payload, &*s.slot_state) };
+            // The slot state names its own payload and descriptor.
+            let sa = d_state as *const _ as usize;
+            assert_eq!(
+                rel_decode(sa + 8, d_state.payload),
+                Some(d_pay as *const _ as usize),
+                "slot {i}"
+            );
+            assert_eq!(
+                rel_decode(sa + 12, d_state.task),
+                Some(d_desc as *const _ as usize),
+                "slot {i}"
+            );
+            // Field by field with the mirror (offsets aside).
+            assert_eq!(d_desc.task_id, i64_);
+            assert_eq!(
+                bytes(d_desc as *const _ as *const u8, 40),
+                bytes(m_desc as *const _ as *const u8, 40)
+            );
+            let mut a = *d_state;
+            let mut b = *m_state;
+            (a.payload, a.task, b.payload, b.task) = (0, 0, 0, 0);
+            assert_eq!(
+                bytes(&a as *const _ as *const u8, 64),
+                bytes(&b as *const _ as *const u8, 64),
+                "slot {i}"
+            );
+            let mut a = *d_pay;
+            let mut b = *m_pay;
+            (a.tensors, a.scalars, a.fanin, b.tensors, b.scalars, b.fanin) = (0, 0, 0, 0, 0, 0);
+            assert_eq!(
+                bytes(&a as *const _ as *const u8, 192),
+                bytes(&b as *const _ as *const u8, 192),
+                "slot {i}"
+            );
+            assert_eq!(d_flag, u8::from(t.completed));
+            // The reference's per-kind values.
+            let kind = if t.graph {
+                2
+            } else if t.mask != 0 {
+                0
+            } else {
+                1
+            };
+            assert_eq!(d_state.task_kind, kind, "slot {i}");
+            assert_eq!(d_state.task_state, i32::from(t.completed));
+            assert_eq!(d_state.graph_node_index, -1);
+            let mut distinct = t.fanins.clone();
+            distinct.dedup();
+            assert_eq!(d_pay.fanin_count as usize, distinct.len());
+            // Every region resolves inside the device image's own pool and
+            // holds the mirror's content; a graph shell's stay unbound.
+            let pa = d_pay as *const _ as usize;
+            let region = |off: usize, delta: i32, pool: u64, next: u64| {
+                rel_decode(pa + off, delta).map(|a| {
+                    assert!(
+                        a >= dev + pool as usize && a <= dev + next as usize,
+                        "slot {i}"
+                    );
+                    a
+                })
+            };
+            match region(12, d_pay.tensors, c.tensor_pool, c.scalar_pool) {
+                None => assert!(t.graph, "slot {i}"),
+                Some(a) => {
+                    let got = bytes(a as *const u8, 128 * t.tensors.len());
+                    assert_eq!(got, t.tensors.concat().as_slice(), "slot {i}");
+                }
+            }
+            match region(16, d_pay.scalars, c.scalar_pool, c.end) {
+                None => assert!(t.graph, "slot {i}"),
+                Some(a) => {
+                    // SAFETY: inside the device image (checked above).
+                    let got = unsafe {
+                        std::slice::from_raw_parts(
+                            a as *const u64,
+                            round_up(t.scalars.len() as u64, 8) as usize,
+                        )
+                    };
+                    assert_eq!(&got[..t.scalars.len()], t.scalars.as_slice());
+                    assert!(got[t.scalars.len()..].iter().all(|&v| v == 0));
+                }
+            }
+            let a = region(20, d_pay.fanin, c.fanin_pool, c.tensor_pool)
+                .expect("fanin is always bound");
+            // SAFETY: inside the device image.
+            let got = unsafe { std::slice::from_raw_parts(a as *const i32, distinct.len()) };
+            assert_eq!(got, distinct.as_slice(), "slot {i}");
+        }
+        // Each producer's last consumer is its latest consumer.
+        // SAFETY: slot states 0..n of the device image.
+        let last = |p: usize| unsafe {
+            (*((dev + c.slot_states as usize + 64 * p) as *const V2TaskSlotState))
+                .last_consumer_local_id
+        };
+        assert_eq!(
+            (last(0), last(1), last(2), last(3), last(4), last(5)),
+            (5, 5, 5, 5, 5, 5)
+        );
+        // Padding between segments is zero.
+        let tail = |from: u64, to: u64| {
+            bytes((dev + from as usize) as *const u8, (to - from) as usize)
+                .iter()
+                .all(|&b| b == 0)
+        };
+        assert!(tail(c.descriptors + 40 * n, c.payloads));
+        assert!(tail(c.completion_flags + n, c.fanin_pool));
+    }
+
+    #[test]
+    fn a_reused_mirror_ships_what_a_fresh_one_does() {
+        let tasks = mixed();
+        let (mut run, m) = run_with(reference_caps(W));
+        // A first, larger run leaves stale slots, regions and pads behind.
+        run.begin(&m, 1 << 20);
+        let big: Vec<Task> = (0..40)
+            .map(|k| Task {
+                mask: 2,
+                fanins: if k > 0 { vec![k - 1] } else { vec![] },
+                tensors: vec![record(k as u64); 3],
+                scalars: vec![u64::MAX; 5],
+                completed: k % 3 == 0,
+                graph: false,
+            })
+            .collect();
+        claim_all(&mut run, &m, &big);
+        run.begin(&m, 1 << 20);
+        claim_all(&mut run, &m, &tasks);
+        let (reused, c1) = ship(&run, &m, 0);
+        let (mut fresh_run, fresh) = run_with(reference_caps(W));
+        fresh_run.begin(&fresh, 1 << 20);
+        claim_all(&mut fresh_run, &fresh, &tasks);
+        let (fresh_dev, c2) = ship(&fresh_run, &fresh, 0);
+        assert_eq!(c1, c2);
+        let n = c1.end as usize;
+        // The header differs only in nothing: both pointers-null copies.
+        assert_eq!(bytes(reused.as_ptr(), n), bytes(fresh_dev.as_ptr(), n));
+    }
+
+    #[test]
+    fn no_tasks_ship_the_header_and_one_slot_of_pitch() {
+        let (mut run, m) = run_with(reference_caps(W));
+        run.begin(&m, 1 << 20);
+        let (device, c) = ship(&run, &m, 0);
+        assert_eq!(c, v2_image_segments(0, 0, 0, 0).unwrap());
+        assert_eq!(c.end, 640);
+        // Nothing but the header is non-zero past it.
+        assert!(bytes(device.as_ptr(), 640)[256..].iter().all(|&b| b == 0));
+    }
+
+    fn snapshot(run: &V2Run, m: &Mapping) -> Vec<u8> {
+        bytes(m.as_ptr(), run.segments().end as usize).to_vec()
+    }
+
+    fn task(fanins: &[i32], tensors: usize, scalars: usize) -> Task {
+        Task {
+            mask: 2,
+            fanins: fanins.to_vec(),
+            tensors: vec![record(1); tensors],
+            scalars: vec![1; scalars],
+            completed: false,
+            graph: false,
+        }
+    }
+
+    #[test]
+    fn full_pools_refuse_a_claim_and_write_nothing() {
+        let caps = |f, t, s| V2PoolUse {
+            fanin_ids: f,
+            tensors: t,
+            scalars: s,
+        };
+        // (pool capacities, tasks that fill them, the task that no longer fits)
+        let cases = [
+            (
+                caps(16, 64, 64),
+                vec![task(&[], 0, 0), task(&[0], 0, 0)],
+                task(&[0], 0, 0),
+            ),
+            (caps(64, 3, 64), vec![task(&[], 2, 0)], task(&[], 2, 0)),
+            (caps(64, 64, 8), vec![task(&[], 0, 1)], task(&[], 0, 1)),
+        ];
+        for (caps, fill, last) in cases {
+            let (mut run, m) = run_with(caps);
+            run.begin(&m, 1 << 20);
+            claim_all(&mut run, &m, &fill);
+            let before = snapshot(&run, &m);
+            let used = run.used();
+            let d = V2ClaimDesc {
+                task: ClaimDesc {
+                    fanins: &last.fanins,
+                    ..ClaimDesc::default()
+                },
+                tensor_count: last.tensors.len(),
+                tensors: Some(&last.tensors),
+                scalar_count: last.scalars.len(),
+                scalars: Some(&last.scalars),
+                graph_shell: false,
+            };
+            let e = run.claim(&m, &d).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::OutOfRange, "{e}");
+            assert!(e.to_string().contains("pool is full"), "{e}");
+            assert_eq!(snapshot(&run, &m), before);
+            assert_eq!(run.used(), used);
+        }
+    }
+
+    #[test]
+    fn a_latched_orchestrator_error_refuses_claims() {
+        let (mut run, m) = run_with(reference_caps(W));
+        let h = run.begin(&m, 1 << 20);
+        // SAFETY: the mirror's header.
+        unsafe { (*h).orch_error_code = 7 };
+        let before = snapshot(&run, &m);
+        let e = run.claim(&m, &V2ClaimDesc::default()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::State);
+        assert_eq!(snapshot(&run, &m), before);
+    }
+
+    #[test]
+    fn bad_claims_write_nothing() {
+        let (mut run, m) = run_with(reference_caps(W));
+        run.begin(&m, 1 << 20);
+        claim_all(&mut run, &m, &mixed()[..1]);
+        let before = snapshot(&run, &m);
+        let recs = [record(0); 2];
+        let scal = [1u64; 17];
+        let many = [0i32; 129];
+        let bad = [
+            V2ClaimDesc {
+                task: ClaimDesc {
+                    logical_block_num: 0,
+                    ..ClaimDesc::default()
+                },
+                ..V2ClaimDesc::default()
+            },
+            V2ClaimDesc {
+                task: ClaimDesc {
+                    active_mask: 7,
+                    logical_block_num: 20000,
+                    ..ClaimDesc::default()
+                },
+                ..V2ClaimDesc::default()
+            },
+            V2ClaimDesc {
+                task: ClaimDesc {
+                    fanins: &[1],
+                    ..ClaimDesc::default()
+                },
+                ..V2ClaimDesc::default()
+            },
+            V2ClaimDesc {
+                task: ClaimDesc {
+                    fanins: &[-1],
+                    ..ClaimDesc::default()
+                },
+                ..V2ClaimDesc::default()
+            },
+            V2ClaimDesc {
+                task: ClaimDesc {
+                    fanins: &many,
+                    ..ClaimDesc::default()
+                },
+                ..V2ClaimDesc::default()
+            },
+            V2ClaimDesc {
+                tensor_count: 33,
+                ..V2ClaimDesc::default()
+            },
+            V2ClaimDesc {
+                scalar_count: 17,
+                scalars: Some(&scal),
+                ..V2ClaimDesc::default()
+            },
+            V2ClaimDesc {
+                tensor_count: 1,
+                tensors: Some(&recs),
+                ..V2ClaimDesc::default()
+            },
+            V2ClaimDesc {
+                tensor_count: 2,
+                tensors: Some(&recs),
+                graph_shell: true,
+                ..V2ClaimDesc::default()
+            },
+        ];
+        for d in &bad {
+            let e = run.claim(&m, d).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{d:?}: {e}");
+            assert_eq!(snapshot(&run, &m), before, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn a_broken_region_is_refused_at_compaction() {
+        for field in 0..4 {
+            let (mut run, m) = run_with(reference_caps(W));
+            run.begin(&m, 1 << 20);
+            let slots = claim_all(&mut run, &m, &mixed());
+            let ptr = slots[1].payload;
+            // SAFETY: the claimed slot's mirror payload.
+            let p = unsafe { &mut *ptr };
+            match field {
+                0 => p.tensors += 8,         // not a record boundary
+                1 => p.scalar_count = 17,    // over the cap
+                2 => p.fanin = 0,            // unbound with a count
+                _ => p.tensors = -p.tensors, // outside the pool
+            }
+            let n = V2Run::current_index(&m) as u64;
+            let out = Mapping::new(run.image_segments(n).end as usize).unwrap();
+            // SAFETY: out holds the image and is not the mirror.
+            let e = unsafe { run.compact_into(&m, n, out.as_ptr()) }.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{field}: {e}");
+            assert!(e.to_string().contains("slot 1"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_largest_window_keeps_every_offset_in_reach() {
+        let w = MAX_TASK_WINDOW;
+        let run = V2Run::new(
+            w,
+            reference_caps(w),
+            v2_ring_segment_offsets(w).unwrap().end,
+        );
+        let s = run.segments();
+        // The farthest distances a claim encodes: the last payload to the
+        // end of the scalar pool, the last slot state to payload 0.
+        assert!(s.end - s.payloads <= i32::MAX as u64);
+        let far = rel_encode(s.payloads as usize + 0x1000, s.end as usize + 0x1000 - 8);
+        assert_ne!(far, 0);
+    }
+}
