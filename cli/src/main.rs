@@ -113,6 +113,11 @@ struct BindArgs {
     /// host backend it mlocks, so touches, those pages).
     #[arg(long)]
     pin_mirror: bool,
+    /// Image layout: v1 (the reference at #1659) or v2 (its current image:
+    /// leanrt's maker against the reference's own per-run path, beside one
+    /// plain copy of the compact bytes; --policy and --pin-mirror unused).
+    #[arg(long, value_parser = ["v1", "v2"], default_value = "v1")]
+    layout: String,
     /// Instead: copy_to_device bandwidth from pageable and pinned host memory.
     #[arg(long)]
     bandwidth: bool,
@@ -389,6 +394,10 @@ fn cmd_bind(a: &BindArgs) -> Result<(), String> {
         warmup: a.warmup,
         pin_mirror: a.pin_mirror,
     };
+    if a.layout == "v2" {
+        print!("{}", bind::table_v2(&bind::run_v2(&plan, &|m| if !a.out.quiet { eprintln!("{m}") })?));
+        return Ok(());
+    }
     let cells = run_bind(&plan, a.out.quiet)?;
     print!("{}", bind::table(&cells));
     if let Some(h) = bind::headline(&cells) {

@@ -34,12 +34,15 @@
 //! live payload's regions are checked against the used pools (a host that
 //! wrote through the returned pointers may have broken them) before the
 //! image is considered valid; the mirror itself is never changed.
+#![allow(non_camel_case_types)]
+
+use std::ffi::c_void;
 use std::mem::size_of;
 
 use super::layout::{TaskDescriptor, MAX_FANIN, MAX_SCALARS, MAX_TENSORS};
 use super::layout_v2::{
-    rel_decode, rel_encode, round_up, v2_offsets, V2Segments, V2SmHeader, V2TaskPayload,
-    V2TaskSlotState, V2_FANIN_ROUND, V2_SCALAR_ROUND, V2_TENSOR_BYTES,
+    lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state, rel_decode,
+    rel_encode, round_up, v2_offsets, V2_FANIN_ROUND, V2_SCALAR_ROUND, V2_TENSOR_BYTES,
 };
 use super::maker::ClaimDesc;
 use super::mirror::Mapping;
@@ -69,7 +72,7 @@ pub struct V2ClaimDesc<'a> {
     /// Tensor records of the task, at most 32.
     pub tensor_count: usize,
     /// The records, copied into the task's region; `None` reserves the
-    /// region for the host to write through `V2TaskSlot::tensors`.
+    /// region for the host to write through `lrt_v2_task_slot::tensors`.
     pub tensors: Option<&'a [TensorRecord]>,
     /// Scalars of the task, at most 16.
     pub scalar_count: usize,
@@ -81,15 +84,18 @@ pub struct V2ClaimDesc<'a> {
     pub graph_shell: bool,
 }
 
-/// A claimed v2 slot: its index and host-mirror addresses.
+/// A claimed v2 slot: its index and the host-mirror addresses of its
+/// descriptor, payload, slot state and argument regions, which the host may
+/// write the task's content through until the next begin_run.
+#[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct V2TaskSlot {
+pub struct lrt_v2_task_slot {
     pub index: i32,
     pub descriptor: *mut TaskDescriptor,
-    pub payload: *mut V2TaskPayload,
-    pub slot_state: *mut V2TaskSlotState,
+    pub payload: *mut lrt_v2_task_payload,
+    pub slot_state: *mut lrt_v2_task_slot_state,
     /// The task's tensor region (NULL for a graph shell).
-    pub tensors: *mut TensorRecord,
+    pub tensors: *mut c_void,
     /// The task's scalar region (NULL for a graph shell).
     pub scalars: *mut u64,
     /// The task's fanin region (the distinct producers).
@@ -110,7 +116,7 @@ pub struct V2PoolUse {
 #[derive(Debug)]
 pub(crate) struct V2Run {
     window: u64,
-    seg: V2Segments,
+    seg: lrt_v2_segments,
     caps: V2PoolUse,
     used: V2PoolUse,
     /// The header's `total_size`: the reference's mirror size for W.
@@ -134,7 +140,7 @@ impl V2Run {
     }
 
     /// The mirror's segments.
-    pub(crate) fn segments(&self) -> V2Segments {
+    pub(crate) fn segments(&self) -> lrt_v2_segments {
         self.seg
     }
 
@@ -152,8 +158,8 @@ impl V2Run {
         m.as_ptr().wrapping_add(offset as usize).cast::<T>()
     }
 
-    fn header(m: &Mapping) -> *mut V2SmHeader {
-        m.as_ptr().cast::<V2SmHeader>()
+    fn header(m: &Mapping) -> *mut lrt_v2_sm_header {
+        m.as_ptr().cast::<lrt_v2_sm_header>()
     }
 
     fn descriptor(&self, m: &Mapping, i: u64) -> *mut TaskDescriptor {
@@ -163,14 +169,17 @@ impl V2Run {
         )
     }
 
-    fn payload(&self, m: &Mapping, i: u64) -> *mut V2TaskPayload {
-        Self::at(m, self.seg.payloads + i * size_of::<V2TaskPayload>() as u64)
-    }
-
-    fn slot_state(&self, m: &Mapping, i: u64) -> *mut V2TaskSlotState {
+    fn payload(&self, m: &Mapping, i: u64) -> *mut lrt_v2_task_payload {
         Self::at(
             m,
-            self.seg.slot_states + i * size_of::<V2TaskSlotState>() as u64,
+            self.seg.payloads + i * size_of::<lrt_v2_task_payload>() as u64,
+        )
+    }
+
+    fn slot_state(&self, m: &Mapping, i: u64) -> *mut lrt_v2_task_slot_state {
+        Self::at(
+            m,
+            self.seg.slot_states + i * size_of::<lrt_v2_task_slot_state>() as u64,
         )
     }
 
@@ -179,14 +188,14 @@ impl V2Run {
     /// done, window, mask, heap size, descriptors at 256, the mirror's four
     /// array addresses, `total_size`, error words 0, error thread -1);
     /// resets the pool cursors. Returns the header.
-    pub(crate) fn begin(&mut self, m: &Mapping, heap_size: u64) -> *mut V2SmHeader {
+    pub(crate) fn begin(&mut self, m: &Mapping, heap_size: u64) -> *mut lrt_v2_sm_header {
         debug_assert!(m.len() as u64 >= self.seg.end);
         let h = Self::header(m);
         // SAFETY: the header lies at the start of the page-aligned mapping
         // (at least seg.end > 256 bytes), every bit pattern is a valid
-        // V2SmHeader, and no other reference to it is live during this call.
+        // lrt_v2_sm_header, and no other reference to it is live during this call.
         let h_ref = unsafe {
-            std::ptr::write_bytes(h.cast::<u8>(), 0, size_of::<V2SmHeader>());
+            std::ptr::write_bytes(h.cast::<u8>(), 0, size_of::<lrt_v2_sm_header>());
             &mut *h
         };
         h_ref.completed_watermark = -1;
@@ -225,7 +234,7 @@ impl V2Run {
     /// shell with tensors or scalars; `OutOfRange` when the window or a pool
     /// is full; `State` when the header has an orchestrator error latched.
     /// Nothing is written on failure.
-    pub(crate) fn claim(&mut self, m: &Mapping, d: &V2ClaimDesc<'_>) -> Result<V2TaskSlot> {
+    pub(crate) fn claim(&mut self, m: &Mapping, d: &V2ClaimDesc<'_>) -> Result<lrt_v2_task_slot> {
         let latched = Self::orch_error(m);
         if latched != 0 {
             return Err(Error::state(format!(
@@ -363,7 +372,7 @@ impl V2Run {
             std::ptr::copy_nonoverlapping(ids.as_ptr(), fanin_p, distinct);
             std::ptr::write_bytes(fanin_p.add(distinct), 0, fanin_span as usize - distinct);
             let state_addr = state_p as usize;
-            *state_p = V2TaskSlotState {
+            *state_p = lrt_v2_task_slot_state {
                 last_consumer_local_id: idx,
                 task_state: if t.completed {
                     TASK_COMPLETED
@@ -405,19 +414,19 @@ impl V2Run {
             tensors: u.tensors + if d.graph_shell { 0 } else { tensors },
             scalars: u.scalars + if d.graph_shell { 0 } else { scalar_span },
         };
-        Ok(V2TaskSlot {
+        Ok(lrt_v2_task_slot {
             index: idx,
             descriptor: desc_p,
             payload: pay_p,
             slot_state: state_p,
-            tensors: tensor_p,
+            tensors: tensor_p.cast::<c_void>(),
             scalars: scalar_p,
             fanin: fanin_p,
         })
     }
 
     /// The compact image of this run's `n` tasks as the pools stand.
-    pub(crate) fn image_segments(&self, n: u64) -> V2Segments {
+    pub(crate) fn image_segments(&self, n: u64) -> lrt_v2_segments {
         v2_offsets(
             n.max(1),
             self.used.fanin_ids,
@@ -481,7 +490,7 @@ impl V2Run {
         m: &Mapping,
         n: u64,
         out: *mut u8,
-    ) -> Result<V2Segments> {
+    ) -> Result<lrt_v2_segments> {
         if n > self.window {
             return Err(Error::out_of_range(format!(
                 "total_tasks (current_task_index) {n} is outside [0, {}]",
@@ -495,7 +504,7 @@ impl V2Run {
         let nn = n as usize;
         // (mirror offset, image offset, live bytes, image segment end)
         let parts = [
-            (0, 0, size_of::<V2SmHeader>() as u64, c.descriptors),
+            (0, 0, size_of::<lrt_v2_sm_header>() as u64, c.descriptors),
             (
                 ms.descriptors,
                 c.descriptors,
@@ -505,13 +514,13 @@ impl V2Run {
             (
                 ms.payloads,
                 c.payloads,
-                n * size_of::<V2TaskPayload>() as u64,
+                n * size_of::<lrt_v2_task_payload>() as u64,
                 c.slot_states,
             ),
             (
                 ms.slot_states,
                 c.slot_states,
-                n * size_of::<V2TaskSlotState>() as u64,
+                n * size_of::<lrt_v2_task_slot_state>() as u64,
                 c.completion_flags,
             ),
             (ms.completion_flags, c.completion_flags, n, c.fanin_pool),
@@ -524,8 +533,8 @@ impl V2Run {
             ),
             (ms.scalar_pool, c.scalar_pool, 8 * u.scalars, c.end),
         ];
-        let pay_size = size_of::<V2TaskPayload>();
-        let state_size = size_of::<V2TaskSlotState>();
+        let pay_size = size_of::<lrt_v2_task_payload>();
+        let state_size = size_of::<lrt_v2_task_slot_state>();
         // Shifts of each pool relative to the payloads: a region's offset in
         // the image is its offset in the mirror plus this.
         let shift = |pool_m: u64, pool_c: u64| -> i64 {
@@ -574,7 +583,7 @@ impl V2Run {
                             let src = base.add(from as usize + lo * pay_size);
                             let dst = out.add(to as usize + lo * pay_size);
                             std::ptr::copy_nonoverlapping(src, dst, (hi - lo) * pay_size);
-                            let dst = dst.cast::<V2TaskPayload>();
+                            let dst = dst.cast::<lrt_v2_task_payload>();
                             for j in 0..hi - lo {
                                 let i = (lo + j) as u64;
                                 let p = &mut *dst.add(j);
@@ -613,7 +622,7 @@ impl V2Run {
                             out.add(to as usize),
                             len as usize,
                         );
-                        let states = out.add(to as usize).cast::<V2TaskSlotState>();
+                        let states = out.add(to as usize).cast::<lrt_v2_task_slot_state>();
                         let pay0 = c.payloads as i64 - c.slot_states as i64 - 8;
                         let task0 = c.descriptors as i64 - c.slot_states as i64 - 12;
                         for i in 0..nn {
@@ -640,7 +649,7 @@ impl V2Run {
             }
         }
         // SAFETY: out holds at least the 256-byte header, 64-aligned.
-        let h = unsafe { &mut *out.cast::<V2SmHeader>() };
+        let h = unsafe { &mut *out.cast::<lrt_v2_sm_header>() };
         h.task_descriptors = std::ptr::null_mut();
         h.task_payloads = std::ptr::null_mut();
         h.slot_states = std::ptr::null_mut();
@@ -712,7 +721,7 @@ mod tests {
         ]
     }
 
-    fn claim_all(run: &mut V2Run, m: &Mapping, tasks: &[Task]) -> Vec<V2TaskSlot> {
+    fn claim_all(run: &mut V2Run, m: &Mapping, tasks: &[Task]) -> Vec<lrt_v2_task_slot> {
         tasks
             .iter()
             .map(|t| {
@@ -737,7 +746,7 @@ mod tests {
 
     /// The compact image copied to `device` at byte `at` (as the one copy
     /// does), through a staging buffer.
-    fn ship(run: &V2Run, m: &Mapping, at: usize) -> (Mapping, V2Segments) {
+    fn ship(run: &V2Run, m: &Mapping, at: usize) -> (Mapping, lrt_v2_segments) {
         let n = V2Run::current_index(m) as u64;
         let len = run.image_segments(n).end as usize;
         let staging = Mapping::new(len).unwrap();
@@ -793,7 +802,7 @@ mod tests {
         );
         let dev = device.as_ptr() as usize + at;
         // SAFETY: the device copy holds c.end bytes at `dev`, 64-aligned.
-        let h = unsafe { &*(dev as *const V2SmHeader) };
+        let h = unsafe { &*(dev as *const lrt_v2_sm_header) };
         assert!(h.task_descriptors.is_null() && h.task_payloads.is_null());
         assert!(h.slot_states.is_null() && h.completion_flags.is_null());
         assert_eq!(h.current_task_index, n as i32);
@@ -811,8 +820,8 @@ mod tests {
             let (d_desc, d_pay, d_state, d_flag) = unsafe {
                 (
                     &*((dev + c.descriptors as usize + 40 * i) as *const TaskDescriptor),
-                    &*((dev + c.payloads as usize + 192 * i) as *const V2TaskPayload),
-                    &*((dev + c.slot_states as usize + 64 * i) as *const V2TaskSlotState),
+                    &*((dev + c.payloads as usize + 192 * i) as *const lrt_v2_task_payload),
+                    &*((dev + c.slot_states as usize + 64 * i) as *const lrt_v2_task_slot_state),
                     *((dev + c.completion_flags as usize + i) as *const u8),
                 )
             };
@@ -909,7 +918,7 @@ mod tests {
         // Each producer's last consumer is its latest consumer.
         // SAFETY: slot states 0..n of the device image.
         let last = |p: usize| unsafe {
-            (*((dev + c.slot_states as usize + 64 * p) as *const V2TaskSlotState))
+            (*((dev + c.slot_states as usize + 64 * p) as *const lrt_v2_task_slot_state))
                 .last_consumer_local_id
         };
         assert_eq!(

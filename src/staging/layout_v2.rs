@@ -27,6 +27,8 @@
 //!
 //! Sizes and offsets below are the reference's (6ebaf7715), pinned by static
 //! assertions, by the goldens in the tests and by `c_tests/staging/v2_layout.c`.
+#![allow(non_camel_case_types)]
+
 use std::ffi::c_void;
 use std::mem::{align_of, size_of};
 
@@ -47,7 +49,7 @@ pub const V2_SCALAR_ROUND: u64 = 8;
 /// only: null in the shipped image), and the error words.
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug)]
-pub struct V2SmHeader {
+pub struct lrt_v2_sm_header {
     /// Next slot the orchestrator will claim; `total_tasks` at upload.
     pub current_task_index: i32,
     pub _pad0: [u8; 60],
@@ -62,8 +64,8 @@ pub struct V2SmHeader {
     /// Byte offset of the descriptor segment from the header (256).
     pub task_descriptors_offset: u64,
     pub task_descriptors: *mut TaskDescriptor,
-    pub task_payloads: *mut V2TaskPayload,
-    pub slot_states: *mut V2TaskSlotState,
+    pub task_payloads: *mut lrt_v2_task_payload,
+    pub slot_states: *mut lrt_v2_task_slot_state,
     pub completion_flags: *mut u8,
     pub orchestrator_done: i32,
     pub _pad2: [u8; 4],
@@ -83,7 +85,7 @@ pub struct V2SmHeader {
 /// offsets; early-dispatch state; dispatch predicate and dump metadata.
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug)]
-pub struct V2TaskPayload {
+pub struct lrt_v2_task_payload {
     pub tensor_count: i32,
     pub scalar_count: i32,
     /// Distinct producers, listed in the fanin region.
@@ -125,7 +127,7 @@ pub struct V2TaskPayload {
 /// address.
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug)]
-pub struct V2TaskSlotState {
+pub struct lrt_v2_task_slot_state {
     pub last_consumer_local_id: i32,
     /// Pending 0, completed 1, consumed 2.
     pub task_state: i32,
@@ -133,8 +135,8 @@ pub struct V2TaskSlotState {
     pub payload: i32,
     /// Self-relative offset of the slot's descriptor.
     pub task: i32,
-    pub wake_list_head: *mut V2TaskSlotState,
-    pub next_in_wake_list: *mut V2TaskSlotState,
+    pub wake_list_head: *mut lrt_v2_task_slot_state,
+    pub next_in_wake_list: *mut lrt_v2_task_slot_state,
     pub active_mask: u8,
     pub task_attrs: u8,
     pub any_subtask_deferred: u8,
@@ -153,7 +155,7 @@ pub struct V2TaskSlotState {
 /// Byte offsets of the segments of a v2 image (mirror or compact image).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct V2Segments {
+pub struct lrt_v2_segments {
     pub header: u64,
     pub descriptors: u64,
     pub payloads: u64,
@@ -172,69 +174,69 @@ macro_rules! assert_offset {
     };
 }
 
-const_assert_eq!(size_of::<V2SmHeader>(), 256);
-const_assert_eq!(align_of::<V2SmHeader>(), 64);
-assert_offset!(V2SmHeader, current_task_index, 0);
-assert_offset!(V2SmHeader, completed_watermark, 64);
-assert_offset!(V2SmHeader, task_window_size, 128);
-assert_offset!(V2SmHeader, task_window_mask, 136);
-assert_offset!(V2SmHeader, heap_size, 144);
-assert_offset!(V2SmHeader, task_descriptors_offset, 152);
-assert_offset!(V2SmHeader, task_descriptors, 160);
-assert_offset!(V2SmHeader, task_payloads, 168);
-assert_offset!(V2SmHeader, slot_states, 176);
-assert_offset!(V2SmHeader, completion_flags, 184);
-assert_offset!(V2SmHeader, orchestrator_done, 192);
-assert_offset!(V2SmHeader, total_size, 200);
-assert_offset!(V2SmHeader, orch_error_code, 208);
-assert_offset!(V2SmHeader, sched_error_bitmap, 212);
-assert_offset!(V2SmHeader, sched_error_code, 216);
-assert_offset!(V2SmHeader, sched_error_thread, 220);
+const_assert_eq!(size_of::<lrt_v2_sm_header>(), 256);
+const_assert_eq!(align_of::<lrt_v2_sm_header>(), 64);
+assert_offset!(lrt_v2_sm_header, current_task_index, 0);
+assert_offset!(lrt_v2_sm_header, completed_watermark, 64);
+assert_offset!(lrt_v2_sm_header, task_window_size, 128);
+assert_offset!(lrt_v2_sm_header, task_window_mask, 136);
+assert_offset!(lrt_v2_sm_header, heap_size, 144);
+assert_offset!(lrt_v2_sm_header, task_descriptors_offset, 152);
+assert_offset!(lrt_v2_sm_header, task_descriptors, 160);
+assert_offset!(lrt_v2_sm_header, task_payloads, 168);
+assert_offset!(lrt_v2_sm_header, slot_states, 176);
+assert_offset!(lrt_v2_sm_header, completion_flags, 184);
+assert_offset!(lrt_v2_sm_header, orchestrator_done, 192);
+assert_offset!(lrt_v2_sm_header, total_size, 200);
+assert_offset!(lrt_v2_sm_header, orch_error_code, 208);
+assert_offset!(lrt_v2_sm_header, sched_error_bitmap, 212);
+assert_offset!(lrt_v2_sm_header, sched_error_code, 216);
+assert_offset!(lrt_v2_sm_header, sched_error_thread, 220);
 
-const_assert_eq!(size_of::<V2TaskPayload>(), 192);
-const_assert_eq!(align_of::<V2TaskPayload>(), 64);
-assert_offset!(V2TaskPayload, tensor_count, 0);
-assert_offset!(V2TaskPayload, scalar_count, 4);
-assert_offset!(V2TaskPayload, fanin_count, 8);
-assert_offset!(V2TaskPayload, tensors, 12);
-assert_offset!(V2TaskPayload, scalars, 16);
-assert_offset!(V2TaskPayload, fanin, 20);
-assert_offset!(V2TaskPayload, staged_core_mask, 64);
-assert_offset!(V2TaskPayload, dispatch_fanin, 80);
-assert_offset!(V2TaskPayload, published_block_count, 84);
-assert_offset!(V2TaskPayload, early_dispatch_state, 86);
-assert_offset!(V2TaskPayload, dispatch_propagated, 87);
-assert_offset!(V2TaskPayload, early_dispatch_launch_state, 88);
-assert_offset!(V2TaskPayload, running_slot_count, 90);
-assert_offset!(V2TaskPayload, early_sync_drain_state, 92);
-assert_offset!(V2TaskPayload, predicate_addr, 128);
-assert_offset!(V2TaskPayload, predicate_target, 136);
-assert_offset!(V2TaskPayload, predicate_elem_size, 144);
-assert_offset!(V2TaskPayload, predicate_op, 145);
-assert_offset!(V2TaskPayload, dump_arg_mask, 152);
-assert_offset!(V2TaskPayload, dump_arg_flags, 160);
-assert_offset!(V2TaskPayload, dump_scalar_dtypes, 168);
+const_assert_eq!(size_of::<lrt_v2_task_payload>(), 192);
+const_assert_eq!(align_of::<lrt_v2_task_payload>(), 64);
+assert_offset!(lrt_v2_task_payload, tensor_count, 0);
+assert_offset!(lrt_v2_task_payload, scalar_count, 4);
+assert_offset!(lrt_v2_task_payload, fanin_count, 8);
+assert_offset!(lrt_v2_task_payload, tensors, 12);
+assert_offset!(lrt_v2_task_payload, scalars, 16);
+assert_offset!(lrt_v2_task_payload, fanin, 20);
+assert_offset!(lrt_v2_task_payload, staged_core_mask, 64);
+assert_offset!(lrt_v2_task_payload, dispatch_fanin, 80);
+assert_offset!(lrt_v2_task_payload, published_block_count, 84);
+assert_offset!(lrt_v2_task_payload, early_dispatch_state, 86);
+assert_offset!(lrt_v2_task_payload, dispatch_propagated, 87);
+assert_offset!(lrt_v2_task_payload, early_dispatch_launch_state, 88);
+assert_offset!(lrt_v2_task_payload, running_slot_count, 90);
+assert_offset!(lrt_v2_task_payload, early_sync_drain_state, 92);
+assert_offset!(lrt_v2_task_payload, predicate_addr, 128);
+assert_offset!(lrt_v2_task_payload, predicate_target, 136);
+assert_offset!(lrt_v2_task_payload, predicate_elem_size, 144);
+assert_offset!(lrt_v2_task_payload, predicate_op, 145);
+assert_offset!(lrt_v2_task_payload, dump_arg_mask, 152);
+assert_offset!(lrt_v2_task_payload, dump_arg_flags, 160);
+assert_offset!(lrt_v2_task_payload, dump_scalar_dtypes, 168);
 
-const_assert_eq!(size_of::<V2TaskSlotState>(), 64);
-const_assert_eq!(align_of::<V2TaskSlotState>(), 64);
-assert_offset!(V2TaskSlotState, last_consumer_local_id, 0);
-assert_offset!(V2TaskSlotState, task_state, 4);
-assert_offset!(V2TaskSlotState, payload, 8);
-assert_offset!(V2TaskSlotState, task, 12);
-assert_offset!(V2TaskSlotState, wake_list_head, 16);
-assert_offset!(V2TaskSlotState, next_in_wake_list, 24);
-assert_offset!(V2TaskSlotState, active_mask, 32);
-assert_offset!(V2TaskSlotState, task_attrs, 33);
-assert_offset!(V2TaskSlotState, any_subtask_deferred, 34);
-assert_offset!(V2TaskSlotState, task_kind, 35);
-assert_offset!(V2TaskSlotState, completed_subtasks, 36);
-assert_offset!(V2TaskSlotState, total_required_subtasks, 38);
-assert_offset!(V2TaskSlotState, logical_block_num, 40);
-assert_offset!(V2TaskSlotState, next_block_idx, 42);
-assert_offset!(V2TaskSlotState, graph_node_index, 44);
-assert_offset!(V2TaskSlotState, graph_context, 48);
+const_assert_eq!(size_of::<lrt_v2_task_slot_state>(), 64);
+const_assert_eq!(align_of::<lrt_v2_task_slot_state>(), 64);
+assert_offset!(lrt_v2_task_slot_state, last_consumer_local_id, 0);
+assert_offset!(lrt_v2_task_slot_state, task_state, 4);
+assert_offset!(lrt_v2_task_slot_state, payload, 8);
+assert_offset!(lrt_v2_task_slot_state, task, 12);
+assert_offset!(lrt_v2_task_slot_state, wake_list_head, 16);
+assert_offset!(lrt_v2_task_slot_state, next_in_wake_list, 24);
+assert_offset!(lrt_v2_task_slot_state, active_mask, 32);
+assert_offset!(lrt_v2_task_slot_state, task_attrs, 33);
+assert_offset!(lrt_v2_task_slot_state, any_subtask_deferred, 34);
+assert_offset!(lrt_v2_task_slot_state, task_kind, 35);
+assert_offset!(lrt_v2_task_slot_state, completed_subtasks, 36);
+assert_offset!(lrt_v2_task_slot_state, total_required_subtasks, 38);
+assert_offset!(lrt_v2_task_slot_state, logical_block_num, 40);
+assert_offset!(lrt_v2_task_slot_state, next_block_idx, 42);
+assert_offset!(lrt_v2_task_slot_state, graph_node_index, 44);
+assert_offset!(lrt_v2_task_slot_state, graph_context, 48);
 
-const_assert_eq!(size_of::<V2Segments>(), 72);
+const_assert_eq!(size_of::<lrt_v2_segments>(), 72);
 // Every region starts on a cache line: the caps' strides are whole lines.
 const_assert_eq!((MAX_FANIN as u64 * 4) % 64, 0);
 const_assert_eq!((MAX_SCALARS as u64 * 8) % 64, 0);
@@ -261,15 +263,16 @@ pub(crate) const fn v2_offsets(
     fanin_ids: u64,
     tensors: u64,
     scalars: u64,
-) -> V2Segments {
-    let descriptors = align_up(size_of::<V2SmHeader>() as u64);
+) -> lrt_v2_segments {
+    let descriptors = align_up(size_of::<lrt_v2_sm_header>() as u64);
     let payloads = descriptors + align_up(slots * size_of::<TaskDescriptor>() as u64);
-    let slot_states = payloads + align_up(slots * size_of::<V2TaskPayload>() as u64);
-    let completion_flags = slot_states + align_up(slots * size_of::<V2TaskSlotState>() as u64);
+    let slot_states = payloads + align_up(slots * size_of::<lrt_v2_task_payload>() as u64);
+    let completion_flags =
+        slot_states + align_up(slots * size_of::<lrt_v2_task_slot_state>() as u64);
     let fanin_pool = completion_flags + align_up(slots);
     let tensor_pool = fanin_pool + align_up(fanin_ids * 4);
     let scalar_pool = tensor_pool + align_up(tensors * V2_TENSOR_BYTES as u64);
-    V2Segments {
+    lrt_v2_segments {
         header: 0,
         descriptors,
         payloads,
@@ -283,7 +286,7 @@ pub(crate) const fn v2_offsets(
 }
 
 /// The mirror of a window at every task's cap, unvalidated.
-pub(crate) const fn v2_mirror_offsets(window: u64) -> V2Segments {
+pub(crate) const fn v2_mirror_offsets(window: u64) -> lrt_v2_segments {
     v2_offsets(
         window,
         window * MAX_FANIN as u64,
@@ -303,7 +306,7 @@ const_assert!(v2_mirror_offsets(2 * MAX_TASK_WINDOW).end > i32::MAX as u64);
 /// `task_window` must be a power of two in `[4, 262144]`: the mirror must fit
 /// in `i32::MAX` bytes, the reach of a self-relative offset (the reference
 /// refuses larger windows). Anything else is `ErrorKind::InvalidArgument`.
-pub fn v2_ring_segment_offsets(task_window: u64) -> Result<V2Segments> {
+pub fn v2_ring_segment_offsets(task_window: u64) -> Result<lrt_v2_segments> {
     if !(4..=MAX_TASK_WINDOW).contains(&task_window) || !task_window.is_power_of_two() {
         let end = (task_window.is_power_of_two() && task_window <= 1 << 40)
             .then(|| v2_mirror_offsets(task_window).end);
@@ -329,7 +332,12 @@ pub fn v2_ring_segment_offsets(task_window: u64) -> Result<V2Segments> {
 /// `InvalidArgument` when `n` exceeds 262144, a pool holds more than `n`
 /// tasks at their caps can use (128 fanin ids, 32 tensors, 16 scalars each),
 /// or the image would exceed `i32::MAX` bytes.
-pub fn v2_image_segments(n: u64, fanin_ids: u64, tensors: u64, scalars: u64) -> Result<V2Segments> {
+pub fn v2_image_segments(
+    n: u64,
+    fanin_ids: u64,
+    tensors: u64,
+    scalars: u64,
+) -> Result<lrt_v2_segments> {
     if n > MAX_TASK_WINDOW {
         return Err(Error::invalid_argument(format!(
             "{n} tasks, more than the largest window ({MAX_TASK_WINDOW})"
@@ -483,7 +491,7 @@ mod tests {
         ),
     ];
 
-    fn tuple(s: &V2Segments) -> [u64; 8] {
+    fn tuple(s: &lrt_v2_segments) -> [u64; 8] {
         [
             s.descriptors,
             s.payloads,

@@ -11,7 +11,7 @@ mod maker;
 mod mirror;
 mod pin;
 
-pub use image_v2::{TensorRecord, V2ClaimDesc, V2PoolUse, V2TaskSlot};
+pub use image_v2::{lrt_v2_task_slot, TensorRecord, V2ClaimDesc, V2PoolUse};
 pub use layout::*;
 pub use layout_v2::*;
 pub(crate) use maker::DEFAULT_HEAP_SIZE;

@@ -112,6 +112,11 @@ impl Device {
         Ok(Maker { dev: self, maker })
     }
 
+    /// The library's device, for a maker created elsewhere in the command.
+    pub fn device_arc(&self) -> Arc<dyn leanrt::device::Device> {
+        self.dev.clone()
+    }
+
     /// CUDA only (None elsewhere): nanoseconds spent so far inside the
     /// driver's H2D copies of this device.
     pub fn h2d_ns(&self) -> Result<Option<u64>, String> {

@@ -1,7 +1,7 @@
 //! The upload-policy benchmark: per run, begin_run + claim N slots (writing
 //! a little content into each) + upload, on a maker reused across runs, for
 //! each window, task count and upload policy.
-use super::backend::{self, Backend, Device, Maker};
+use super::backend::{self, Backend, Device};
 use super::model::{Policy, RunSample};
 use crate::stats::{median, resident_bytes, usage};
 use serde::Serialize;
@@ -91,7 +91,7 @@ pub struct BindCell {
     pub samples: Vec<RunSample>,
 }
 
-fn medians(s: &[RunSample]) -> Medians {
+pub(super) fn medians(s: &[RunSample]) -> Medians {
     let m = |f: &dyn Fn(&RunSample) -> f64| median(&s.iter().map(f).collect::<Vec<_>>());
     Medians {
         total_ns: m(&|r| r.total_ns as f64),
@@ -116,9 +116,14 @@ fn medians(s: &[RunSample]) -> Medians {
 
 /// The (window, tasks) pairs of a plan: tasks above the window are skipped.
 pub fn pairs(plan: &BindPlan) -> Vec<(u64, u64)> {
+    pairs_of(&plan.windows, &plan.tasks)
+}
+
+/// The (window, tasks) pairs with tasks at most the window.
+pub(super) fn pairs_of(windows: &[u64], tasks: &[u64]) -> Vec<(u64, u64)> {
     let mut v = Vec::new();
-    for &w in &plan.windows {
-        for &n in &plan.tasks {
+    for &w in windows {
+        for &n in tasks {
             if n <= w {
                 v.push((w, n));
             }
@@ -184,7 +189,7 @@ fn measure_cell(
         maker.run_once(n)?;
     }
     let u0 = usage().minflt;
-    let samples = measured_runs(plan, &mut maker, n)?;
+    let samples = measured_runs(plan, &mut || maker.run_once(n))?;
     let u1 = usage().minflt;
     let rss_after = resident_bytes();
     let locked_after_runs = locked_bytes();
@@ -231,8 +236,12 @@ fn locked_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// At least `runs` runs, more (up to `max_runs`) until `min_time_ms` passed.
-fn measured_runs(plan: &BindPlan, maker: &mut Maker, n: u64) -> Result<Vec<RunSample>, String> {
+/// At least `runs` runs of `run_once`, more (up to `max_runs`) until
+/// `min_time_ms` passed.
+pub(super) fn measured_runs(
+    plan: &BindPlan,
+    run_once: &mut dyn FnMut() -> Result<RunSample, String>,
+) -> Result<Vec<RunSample>, String> {
     let min_time = Duration::from_millis(plan.min_time_ms);
     let max_runs = plan.max_runs.max(plan.runs) as usize;
     // Allocated (and touched) up front: growing it while measuring
@@ -243,7 +252,7 @@ fn measured_runs(plan: &BindPlan, maker: &mut Maker, n: u64) -> Result<Vec<RunSa
     while samples.len() < plan.runs as usize
         || (start.elapsed() < min_time && samples.len() < max_runs)
     {
-        samples.push(maker.run_once(n)?);
+        samples.push(run_once()?);
     }
     Ok(samples)
 }

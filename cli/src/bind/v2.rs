@@ -1,0 +1,168 @@
+//! `leanrt bind --layout v2`: the reference runtime's current image, per
+//! run, on leanrt's maker and on the reference's own path (the baseline),
+//! beside one plain copy of the compact bytes (the floor of a one-copy
+//! upload), for each window and task count. Tasks have 2 tensors, 1 scalar
+//! and 1 producer; a 704-byte runtime block frames the image.
+use super::backend::Device;
+use super::backend_v2::{memcpy_ns, mirror_bytes, V2Maker, V2Path};
+use super::policies::{measured_runs, medians, pairs_of, BindPlan, Medians};
+use super::report::{fmt_bytes, fmt_ns, times};
+use crate::stats::{resident_bytes, usage};
+use serde::Serialize;
+
+/// One (window, tasks, path) cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct V2Cell {
+    pub backend: String,
+    pub window: u64,
+    /// The v2 mirror for the window.
+    pub mirror_bytes: u64,
+    pub tasks: u64,
+    /// `leanrt` or `ref-v2`.
+    pub path: &'static str,
+    pub runs: u32,
+    pub median: Medians,
+    pub faults_first_run: u64,
+    pub faults_per_run: f64,
+    pub rss_before: u64,
+    pub rss_after: u64,
+    /// One plain copy of the framed compact bytes to the device (median).
+    pub memcpy_ns: f64,
+    /// Median total over the ref-v2 cell's of the same window and tasks.
+    pub ratio_to_reference: Option<f64>,
+}
+
+impl V2Cell {
+    /// begin + upload (the run without the claims' own writes) over one
+    /// plain copy of the same bytes.
+    pub fn staging_to_memcpy(&self) -> f64 {
+        (self.median.begin_ns + self.median.upload_ns) / self.memcpy_ns.max(1.0)
+    }
+}
+
+/// Runs the plan for layout v2 (`plan.policies` is ignored: both paths
+/// run); `tick` is called before each cell.
+pub fn run_v2(plan: &BindPlan, tick: &dyn Fn(&str)) -> Result<Vec<V2Cell>, String> {
+    let pairs = pairs_of(&plan.windows, &plan.tasks);
+    if pairs.is_empty() {
+        return Err("no task count fits in any window (tasks must be <= window)".into());
+    }
+    for &w in &plan.windows {
+        mirror_bytes(w).map_err(|e| format!("window {w}: {e}"))?;
+    }
+    let dev = Device::open(plan.backend)?;
+    let mut cells = Vec::new();
+    for &(w, n) in &pairs {
+        let mut pair = Vec::new();
+        for path in [V2Path::Reference, V2Path::Leanrt] {
+            let name = match path {
+                V2Path::Reference => "ref-v2",
+                V2Path::Leanrt => "leanrt",
+            };
+            tick(&format!("v2 W={w} N={n} {name}"));
+            pair.push(measure(plan, &dev, w, n, path, name)?);
+        }
+        let base = pair[0].median.total_ns;
+        for c in &mut pair {
+            c.ratio_to_reference = (base > 0.0).then(|| c.median.total_ns / base);
+        }
+        cells.extend(pair);
+    }
+    Ok(cells)
+}
+
+fn measure(
+    plan: &BindPlan,
+    dev: &Device,
+    w: u64,
+    n: u64,
+    path: V2Path,
+    name: &'static str,
+) -> Result<V2Cell, String> {
+    let mut maker = V2Maker::new(dev, path, w).map_err(|e| format!("v2 maker (W={w}): {e}"))?;
+    let rss_before = resident_bytes();
+    let f0 = usage().minflt;
+    let first = maker.run_once(n)?;
+    let f1 = usage().minflt;
+    for _ in 1..plan.warmup {
+        maker.run_once(n)?;
+    }
+    let u0 = usage().minflt;
+    let samples = measured_runs(plan, &mut || maker.run_once(n))?;
+    let u1 = usage().minflt;
+    let rss_after = resident_bytes();
+    if first.total_tasks as u64 != n {
+        return Err(format!(
+            "upload reported {} tasks, {n} were claimed",
+            first.total_tasks
+        ));
+    }
+    drop(maker);
+    let memcpy = memcpy_ns(dev, first.bytes, plan.runs)?;
+    Ok(V2Cell {
+        backend: plan.backend.name(),
+        window: w,
+        mirror_bytes: mirror_bytes(w)?,
+        tasks: n,
+        path: name,
+        runs: samples.len() as u32,
+        median: medians(&samples),
+        faults_first_run: f1 - f0,
+        faults_per_run: (u1 - u0) as f64 / samples.len() as f64,
+        rss_before,
+        rss_after,
+        memcpy_ns: memcpy,
+        ratio_to_reference: None,
+    })
+}
+
+/// The text table: one block per backend and window.
+pub fn table_v2(cells: &[V2Cell]) -> String {
+    let mut s = String::new();
+    let mut last: Option<(String, u64)> = None;
+    for c in cells {
+        if last.as_ref() != Some(&(c.backend.clone(), c.window)) {
+            s.push_str(&format!(
+                "\nstaging, layout v2 — backend {}, window {} (mirror {}), 2 tensors + 1 scalar + 1 producer per task, medians per run\n",
+                c.backend,
+                c.window,
+                fmt_bytes(c.mirror_bytes as f64)
+            ));
+            s.push_str(&format!(
+                "{:>6} {:<7} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10} {:>10} {:>7} {:>13}\n",
+                "tasks", "path", "runs", "total", "begin", "claim", "upload", "zero", "copy", "bytes",
+                "copies", "faults/run", "memcpy", "/ref-v2", "(begin+up)/cp"
+            ));
+            last = Some((c.backend.clone(), c.window));
+        }
+        let m = &c.median;
+        s.push_str(&format!(
+            "{:>6} {:<7} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10.1} {:>10} {:>7} {:>13}\n",
+            c.tasks,
+            c.path,
+            c.runs,
+            fmt_ns(m.total_ns),
+            fmt_ns(m.begin_ns),
+            fmt_ns(m.claim_ns),
+            fmt_ns(m.upload_ns),
+            fmt_ns(m.zero_ns),
+            fmt_ns(m.copy_ns),
+            fmt_bytes(m.bytes),
+            m.copies,
+            c.faults_per_run,
+            fmt_ns(c.memcpy_ns),
+            c.ratio_to_reference.map_or("-".into(), ratio),
+            times(c.staging_to_memcpy()),
+        ));
+    }
+    s
+}
+
+/// A ratio with two significant digits below 1 (0.031×), as `times` above.
+fn ratio(x: f64) -> String {
+    if x < 1.0 {
+        format!("{x:.2$}×", 0, if x < 0.1 { 3 } else { 2 })
+    } else {
+        times(x)
+    }
+}
