@@ -198,12 +198,13 @@ typedef enum lrt_log_level {
 } lrt_log_level;
 
 /**
- * How lrt_runtime_maker_upload ships the image.
+ * How lrt_runtime_maker_upload ships the image. docs/STAGING.md compares
+ * them ("Upload policies").
  */
 typedef enum lrt_upload_policy {
   /**
-   * The old path: zero the whole mirror every run, ship the whole image
-   * (the baseline).
+   * The old path, a baseline: zero the whole mirror every run, ship the
+   * whole image in one copy.
    */
   LRT_UPLOAD_FULL = 0,
   /**
@@ -213,15 +214,21 @@ typedef enum lrt_upload_policy {
    */
   LRT_UPLOAD_BOUNDED = 1,
   /**
-   * The live prefixes as one image laid out for N slots: gathered and
-   * shipped in one copy while that image is at most 192 KiB, copied
-   * straight to its compact offsets (at most 4 copies) beyond.
+   * The live prefixes as one image laid out for N slots (the offsets of
+   * lrt_sm_ring_segment_offsets for a window of N), at the start of the
+   * device image: gathered on the host and shipped in one copy while that
+   * image is at most 192 KiB, copied straight to its
+   * compact offsets (at most 4 copies) beyond.
    */
   LRT_UPLOAD_COMPACT = 2,
   /**
-   * Per run, BOUNDED or COMPACT (one gathered copy), whichever is cheaper
-   * by the device's per-copy latency and bandwidth, measured once at
-   * create. lrt_upload_report.path says which ran.
+   * Per run, BOUNDED or COMPACT (one gathered copy), whichever a cost
+   * model says is cheaper: a copy costs a fixed latency plus bytes over
+   * the device's bandwidth, a gather bytes over the host's gather
+   * bandwidth. The device's figures are the backend's own where it gives
+   * them, else measured once at create (the fastest of five 64-byte
+   * copies and one copy and one gather of up to 1 MiB into the not yet
+   * meaningful device image). lrt_upload_report.path says which ran.
    */
   LRT_UPLOAD_AUTO = 3,
 } lrt_upload_policy;
@@ -1023,7 +1030,7 @@ void lrt_pool_disable_spinning(struct lrt_pool *pool);
 
 /**
  * Writes the pool's counters to `*out` (all zero for a NULL pool).
- * DESIGN.md names this function lrt_pool_stats, like the struct; C does
+ * The natural name lrt_pool_stats is the struct's; C does
  * not allow a type and a function with one name, hence lrt_pool_get_stats.
  */
 enum lrt_status lrt_pool_get_stats(const struct lrt_pool *pool, struct lrt_pool_stats *out);

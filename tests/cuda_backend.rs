@@ -23,8 +23,8 @@ use leanrt::device::{cuda, Device, PinnedRegion};
 use leanrt::ffi::device::{self as cdev, lrt_host_api as HostApi, lrt_host_api_ops as HostApiOps};
 use leanrt::ffi::staging::LRT_MAKER_PIN_MIRROR as MAKER_PIN_MIRROR;
 use leanrt::staging::{
-    MakerConfig, RuntimeMaker, SmHeader, TaskDescriptor, TaskPayload, TaskSlot, TaskSlotState,
-    UploadPolicy,
+    lrt_sm_header, lrt_task_descriptor, lrt_task_payload, lrt_task_slot, lrt_task_slot_state,
+    lrt_upload_policy, MakerConfig, RuntimeMaker,
 };
 use leanrt::ErrorKind;
 
@@ -334,7 +334,7 @@ fn bad_copy(api: &HostApi) {
 
 /// A representative task for slot `i` of run `run`: tensors and scalars,
 /// fanins, or empty.
-fn write_task(slot: &TaskSlot, i: usize, run: u64) {
+fn write_task(slot: &lrt_task_slot, i: usize, run: u64) {
     // SAFETY: a claimed slot's pointers are valid, aligned and exclusively
     // ours until upload.
     let (desc, pay, state) = unsafe {
@@ -405,12 +405,12 @@ fn read_at<T: Copy>(image: &[u8], off: usize) -> T {
 /// Reads the whole device image back and decodes slots `[0, n)` through the
 /// device header's pointers, checking that every pointer is the device
 /// address of the right element.
-fn device_view(maker: &RuntimeMaker, api: &HostApi, n: usize) -> (SmHeader, Vec<SlotView>) {
+fn device_view(maker: &RuntimeMaker, api: &HostApi, n: usize) -> (lrt_sm_header, Vec<SlotView>) {
     let len = maker.segments().end as usize;
     let base = maker.device_image() as usize;
     let mut image = vec![0u8; len];
     assert_eq!(from_device(api, &mut image, base as *const c_void), 0);
-    let h: SmHeader = read_at(&image, 0);
+    let h: lrt_sm_header = read_at(&image, 0);
     assert_eq!(h.current_task_index as usize, n);
     assert_eq!(h.task_window_size, maker.task_window());
     assert_eq!(h.task_window_mask as u64, maker.task_window() - 1);
@@ -428,12 +428,12 @@ fn device_view(maker: &RuntimeMaker, api: &HostApi, n: usize) -> (SmHeader, Vec<
     assert_eq!(h.task_descriptors_offset as usize, descs);
     let mut out = Vec::new();
     for i in 0..n {
-        let d_off = descs + i * size_of::<TaskDescriptor>();
-        let p_off = pays + i * size_of::<TaskPayload>();
-        let s_off = states + i * size_of::<TaskSlotState>();
-        let d: TaskDescriptor = read_at(&image, d_off);
-        let p: TaskPayload = read_at(&image, p_off);
-        let s: TaskSlotState = read_at(&image, s_off);
+        let d_off = descs + i * size_of::<lrt_task_descriptor>();
+        let p_off = pays + i * size_of::<lrt_task_payload>();
+        let s_off = states + i * size_of::<lrt_task_slot_state>();
+        let d: lrt_task_descriptor = read_at(&image, d_off);
+        let p: lrt_task_payload = read_at(&image, p_off);
+        let s: lrt_task_slot_state = read_at(&image, s_off);
         assert_eq!(
             s.payload as usize,
             base + p_off,
@@ -538,7 +538,7 @@ fn expected(i: usize, run: u64) -> SlotView {
 }
 
 /// Fills the mirror's per-slot segments with 0xAA.
-fn poison_mirror(maker: &RuntimeMaker, header: *mut SmHeader) {
+fn poison_mirror(maker: &RuntimeMaker, header: *mut lrt_sm_header) {
     let seg = maker.segments();
     let start = seg.descriptors as usize;
     // SAFETY: the mirror is one mapping of seg.end bytes starting at the
@@ -555,7 +555,7 @@ fn poison_mirror(maker: &RuntimeMaker, header: *mut SmHeader) {
 /// The init-on-write contract over `api`: with the mirror's slots poisoned
 /// before runs 1, 2 and 10 (different N each), every field the device reads
 /// for slots [0, N) holds what the host wrote or what claim_slot initialized.
-fn poison_contract(api: HostApi, window: u64, policy: UploadPolicy, flags: u32) {
+fn poison_contract(api: HostApi, window: u64, policy: lrt_upload_policy, flags: u32) {
     let cfg = MakerConfig {
         task_window: window,
         policy,
@@ -656,10 +656,10 @@ fn copy_contract(api: HostApi, window: u64) {
     for n in [0usize, 1, 5, 50, window as usize] {
         let mut per_policy = Vec::new();
         for policy in [
-            UploadPolicy::Full,
-            UploadPolicy::Bounded,
-            UploadPolicy::Compact,
-            UploadPolicy::Auto,
+            lrt_upload_policy::LRT_UPLOAD_FULL,
+            lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+            lrt_upload_policy::LRT_UPLOAD_COMPACT,
+            lrt_upload_policy::LRT_UPLOAD_AUTO,
         ] {
             let counting = Box::new(Counting {
                 inner: api,
@@ -695,18 +695,18 @@ fn copy_contract(api: HostApi, window: u64) {
             );
             let seg = maker.segments();
             // AUTO ships as BOUNDED or as a gathered COMPACT and says which.
-            let shape = if policy == UploadPolicy::Auto {
+            let shape = if policy == lrt_upload_policy::LRT_UPLOAD_AUTO {
                 r.path
             } else {
                 policy
             };
             assert_eq!(r.path, shape);
-            let direct = policy == UploadPolicy::Compact
+            let direct = policy == lrt_upload_policy::LRT_UPLOAD_COMPACT
                 && n != window as usize
                 && 320 + 4969 * n as u64 > leanrt::staging::COMPACT_GATHER_MAX_BYTES;
             match shape {
-                UploadPolicy::Full => assert_eq!((copies, bytes), (1, seg.end)),
-                UploadPolicy::Bounded => {
+                lrt_upload_policy::LRT_UPLOAD_FULL => assert_eq!((copies, bytes), (1, seg.end)),
+                lrt_upload_policy::LRT_UPLOAD_BOUNDED => {
                     assert_eq!(bytes, 320 + 4969 * n as u64, "N={n}");
                     assert!((1..=4).contains(&copies), "N={n}: {copies} copies");
                 }
@@ -922,14 +922,19 @@ fn mock_maker_poison_contract() {
     let mut api = m.api();
     let bad = m.get("bad_copies");
     for policy in [
-        UploadPolicy::Bounded,
-        UploadPolicy::Compact,
-        UploadPolicy::Full,
-        UploadPolicy::Auto,
+        lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+        lrt_upload_policy::LRT_UPLOAD_COMPACT,
+        lrt_upload_policy::LRT_UPLOAD_FULL,
+        lrt_upload_policy::LRT_UPLOAD_AUTO,
     ] {
         poison_contract(api, 64, policy, 0);
     }
-    poison_contract(api, 64, UploadPolicy::Compact, MAKER_PIN_MIRROR);
+    poison_contract(
+        api,
+        64,
+        lrt_upload_policy::LRT_UPLOAD_COMPACT,
+        MAKER_PIN_MIRROR,
+    );
     assert_eq!(m.get("bad_copies"), bad, "no copy left its allocation");
     cdev::release(&mut api);
 }
@@ -955,7 +960,7 @@ fn mock_maker_fault_paths() {
     );
     let cfg = MakerConfig {
         task_window: 64,
-        policy: UploadPolicy::Bounded,
+        policy: lrt_upload_policy::LRT_UPLOAD_BOUNDED,
         pin_mirror: true,
         ..MakerConfig::default()
     };
@@ -1057,7 +1062,7 @@ fn mock_pinning_follows_the_runs() {
     // 651 MB image.
     let big = MakerConfig {
         task_window: 131072,
-        policy: UploadPolicy::Bounded,
+        policy: lrt_upload_policy::LRT_UPLOAD_BOUNDED,
         pin_mirror: true,
         ..MakerConfig::default()
     };
@@ -1130,10 +1135,10 @@ fn mock_every_policy_copies_from_pinned_memory() {
     );
     let w = 2048usize;
     for policy in [
-        UploadPolicy::Bounded,
-        UploadPolicy::Compact,
-        UploadPolicy::Full,
-        UploadPolicy::Auto,
+        lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+        lrt_upload_policy::LRT_UPLOAD_COMPACT,
+        lrt_upload_policy::LRT_UPLOAD_FULL,
+        lrt_upload_policy::LRT_UPLOAD_AUTO,
     ] {
         for fresh_mirror in [false, true] {
             let cfg = MakerConfig {
@@ -1144,7 +1149,7 @@ fn mock_every_policy_copies_from_pinned_memory() {
                 ..MakerConfig::default()
             };
             let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
-            if policy != UploadPolicy::Full {
+            if policy != lrt_upload_policy::LRT_UPLOAD_FULL {
                 assert!(
                     maker.pinned_bytes() < maker.segments().end / 4,
                     "{policy:?}"
@@ -1182,7 +1187,7 @@ fn mock_failed_growth_falls_back_to_pageable() {
     let (regs, bytes) = (m.get("live_registrations"), m.get("registered_bytes"));
     let cfg = MakerConfig {
         task_window: 4096,
-        policy: UploadPolicy::Bounded,
+        policy: lrt_upload_policy::LRT_UPLOAD_BOUNDED,
         pin_mirror: true,
         ..MakerConfig::default()
     };
@@ -1300,10 +1305,10 @@ fn gpu_maker_poison_contract() {
     let _g = serial();
     let Some(mut api) = gpu() else { return };
     for policy in [
-        UploadPolicy::Bounded,
-        UploadPolicy::Compact,
-        UploadPolicy::Full,
-        UploadPolicy::Auto,
+        lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+        lrt_upload_policy::LRT_UPLOAD_COMPACT,
+        lrt_upload_policy::LRT_UPLOAD_FULL,
+        lrt_upload_policy::LRT_UPLOAD_AUTO,
     ] {
         poison_contract(api, 1024, policy, 0);
         poison_contract(api, 1024, policy, MAKER_PIN_MIRROR);

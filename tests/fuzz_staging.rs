@@ -20,6 +20,7 @@
 //! `LEANRT_FUZZ_ITERS` (default 6000) and `LEANRT_FUZZ_SEED` size the run; a
 //! watchdog aborts on a hang.
 mod fuzz_common;
+mod staging_support;
 
 use leanrt::ffi::staging::lrt_runtime_maker;
 use std::ffi::c_void;
@@ -29,8 +30,13 @@ use std::time::Duration;
 use fuzz_common::*;
 use leanrt::ffi::device::lrt_host_api as HostApi;
 use leanrt::ffi::staging as ffi;
-use leanrt::ffi::staging::{lrt_task_slot as TaskSlot, lrt_upload_report as UploadReport};
-use leanrt::staging::SmSegments;
+use leanrt::ffi::staging::{lrt_task_slot, lrt_upload_report};
+use leanrt::staging::lrt_sm_segments;
+use staging_support::{golden_segments_for, FakeDevice, Op, POISON};
+
+/// The simulated device's capacity: larger allocations fail (NULL), as on a
+/// device that is out of memory.
+const SIM_MAX_ALLOC: usize = 128 << 20;
 
 // Status values, as a C caller sees them.
 const OK: i32 = 0;
@@ -77,21 +83,14 @@ fn compact_end(n: u64) -> u64 {
     320 + up(DESC as u64 * n) + up(PAY as u64 * n) + up(SS as u64 * n) + up(n)
 }
 
-/// The contract's segment offsets, computed independently.
+/// The reference's segment offsets for window `w` (descriptors, payloads,
+/// slot states, flags, end), from the goldens table; None for a window the
+/// contract refuses.
 fn expected_segments(w: u64) -> Option<[u64; 5]> {
-    if !(4..=i32::MAX as u64).contains(&w) || !w.is_power_of_two() {
-        return None;
-    }
-    let up = |x: u64| (x + 63) & !63;
-    let desc = up(HDR as u64);
-    let pay = up(desc + DESC as u64 * w);
-    let ss = up(pay + PAY as u64 * w);
-    let flags = up(ss + SS as u64 * w);
-    let end = flags + up(w);
-    (end <= i32::MAX as u64).then_some([desc, pay, ss, flags, end])
+    golden_segments_for(w).map(|g| [g[1], g[2], g[3], g[4], g[5]])
 }
 
-fn seg_array(s: &SmSegments) -> [u64; 6] {
+fn seg_array(s: &lrt_sm_segments) -> [u64; 6] {
     [
         s.header,
         s.descriptors,
@@ -102,8 +101,8 @@ fn seg_array(s: &SmSegments) -> [u64; 6] {
     ]
 }
 
-fn filled_segments() -> SmSegments {
-    SmSegments {
+fn filled_segments() -> lrt_sm_segments {
+    lrt_sm_segments {
         header: 0xdead,
         descriptors: 0xdead,
         payloads: 0xdead,
@@ -113,7 +112,7 @@ fn filled_segments() -> SmSegments {
     }
 }
 
-fn segments_untouched(s: &SmSegments) -> bool {
+fn segments_untouched(s: &lrt_sm_segments) -> bool {
     seg_array(s).iter().all(|&v| v == 0xdead)
 }
 
@@ -146,7 +145,7 @@ enum Phase {
 
 struct Maker {
     h: *mut lrt_runtime_maker,
-    sim: Box<DeviceSim>,
+    sim: Box<FakeDevice>,
     window: u64,
     policy: u32,
     segs: [u64; 5],
@@ -209,7 +208,7 @@ impl Fuzz {
         let mut out = filled_segments();
         let with_null = self.rng.chance(1, 8);
         mark_last_error();
-        // SAFETY: out is NULL or a valid SmSegments.
+        // SAFETY: out is NULL or a valid lrt_sm_segments.
         let st = self.status(unsafe {
             ffi::lrt_sm_ring_segment_offsets(w, if with_null { null_mut() } else { &mut out })
         });
@@ -262,7 +261,7 @@ impl Fuzz {
         let Some(slot) = self.free_slot() else {
             return;
         };
-        let sim = Box::new(DeviceSim::new());
+        let sim = Box::new(FakeDevice::limited(SIM_MAX_ALLOC));
         let mut cfg = cfg_for(&mut self.rng);
         // Mostly small windows (fast); sometimes the default (0 = 16384).
         if self.rng.chance(1, 100) {
@@ -295,7 +294,7 @@ impl Fuzz {
                 ctx: null_mut(),
                 ops: &NO_FREE,
             },
-            _ => sim.api(),
+            _ => sim.host_api(),
         };
         let null_cfg = self.rng.chance(1, 15);
         let null_api = self.rng.chance(1, 15);
@@ -340,7 +339,7 @@ impl Fuzz {
         assert!(!out.is_null() && out != sentinel, "{context}: no handle");
         // Learn the resolved window from the maker's segments.
         let mut segs = filled_segments();
-        // SAFETY: out is a live maker, segs a valid SmSegments.
+        // SAFETY: out is a live maker, segs a valid lrt_sm_segments.
         let st = self.status(unsafe { ffi::lrt_runtime_maker_segments(out, &mut segs) });
         assert_eq!(st, OK);
         let s = seg_array(&segs);
@@ -394,7 +393,7 @@ impl Fuzz {
     fn fuzz_begin_run(&mut self, i: usize) {
         let null_out = self.rng.chance(1, 10);
         let m = self.makers[i].as_mut().unwrap();
-        let mut hdr: *mut leanrt::staging::SmHeader = 0x77 as *mut _;
+        let mut hdr: *mut leanrt::staging::lrt_sm_header = 0x77 as *mut _;
         mark_last_error();
         // SAFETY: live maker; hdr valid or NULL.
         let st = unsafe {
@@ -445,7 +444,7 @@ impl Fuzz {
             graph_node: self.rng.next_u64() as i32,
         };
         let m = self.makers[i].as_mut().unwrap();
-        let mut out = TaskSlot {
+        let mut out = lrt_task_slot {
             index: -77,
             descriptor: null_mut(),
             payload: null_mut(),
@@ -648,7 +647,7 @@ impl Fuzz {
         if fail_copy {
             m.sim.state().fail_always.push(Op::ToDevice);
         }
-        let mut report = UploadReport {
+        let mut report = lrt_upload_report {
             total_tasks: -5,
             copies: 77,
             bytes: 77,
@@ -658,7 +657,7 @@ impl Fuzz {
             path: leanrt::ffi::staging::lrt_upload_policy::LRT_UPLOAD_FULL,
         };
         let copies_before = m.sim.calls(Op::ToDevice);
-        let bytes_before = m.sim.state().bytes_to_device;
+        let bytes_before = m.sim.copied_bytes() as u64;
         let hdr_before = (!h.is_null()).then(|| bytes(h, 0, HDR));
         // Poison the device image: whatever the run needs must be shipped now.
         let image = m.sim.state().live.keys().next().copied().unwrap();
@@ -711,7 +710,7 @@ impl Fuzz {
             return;
         }
         let n = rd_i32(h, H_CTI) as usize;
-        let shipped = m.sim.state().bytes_to_device - bytes_before;
+        let shipped = m.sim.copied_bytes() as u64 - bytes_before;
         if !null_report {
             assert_eq!(
                 report.total_tasks, n as i32,
@@ -785,7 +784,7 @@ impl Fuzz {
         let n = cti as usize;
         let ss_off = m.segs[2] as usize;
         let mirror_before = (bytes(h, 0, HDR), bytes(h, ss_off, n * SS));
-        let mut report = UploadReport {
+        let mut report = lrt_upload_report {
             total_tasks: -5,
             ..Default::default()
         };
@@ -875,14 +874,14 @@ impl Fuzz {
     fn fuzz_null_handle(&mut self) {
         let mut segs = filled_segments();
         let mut hdr = null_mut();
-        let mut slot = TaskSlot {
+        let mut slot = lrt_task_slot {
             index: -77,
             descriptor: null_mut(),
             payload: null_mut(),
             slot_state: null_mut(),
         };
         let mut status = 9;
-        let mut report = UploadReport::default();
+        let mut report = lrt_upload_report::default();
         // SAFETY: NULL handles must be rejected without being dereferenced.
         unsafe {
             let r = [
@@ -1016,8 +1015,8 @@ fn cycles_rss(f: &mut Fuzz) -> (u64, u64) {
         if c == CYCLES / 10 {
             early = proc_status().rss_kib;
         }
-        let sim = DeviceSim::new();
-        let api = if c % 2 == 0 { host } else { sim.api() };
+        let sim = FakeDevice::limited(SIM_MAX_ALLOC);
+        let api = if c % 2 == 0 { host } else { sim.host_api() };
         let cfg = RawCfg {
             task_window: 256,
             policy: (c % 4) as u32,
@@ -1026,7 +1025,7 @@ fn cycles_rss(f: &mut Fuzz) -> (u64, u64) {
         };
         let mut m = null_mut();
         let mut hdr = null_mut();
-        let mut slot = TaskSlot {
+        let mut slot = lrt_task_slot {
             index: 0,
             descriptor: null_mut(),
             payload: null_mut(),

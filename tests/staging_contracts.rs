@@ -3,7 +3,7 @@
 mod staging_support;
 
 use leanrt::staging::{
-    segment_offsets, MakerConfig, RuntimeMaker, TaskSlotState, UploadPolicy,
+    lrt_task_slot_state, lrt_upload_policy, segment_offsets, MakerConfig, RuntimeMaker,
     COMPACT_GATHER_MAX_BYTES,
 };
 
@@ -20,20 +20,20 @@ fn leanrt_compact_offsets(n: u64) -> [u64; 5] {
 use staging_support::*;
 
 const W: u64 = 1024;
-const POLICIES: [UploadPolicy; 4] = [
-    UploadPolicy::Full,
-    UploadPolicy::Bounded,
-    UploadPolicy::Compact,
-    UploadPolicy::Auto,
+const POLICIES: [lrt_upload_policy; 4] = [
+    lrt_upload_policy::LRT_UPLOAD_FULL,
+    lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+    lrt_upload_policy::LRT_UPLOAD_COMPACT,
+    lrt_upload_policy::LRT_UPLOAD_AUTO,
 ];
 
-fn maker(api: &CountingApi, policy: UploadPolicy) -> RuntimeMaker {
+fn maker(api: &FakeDevice, policy: lrt_upload_policy) -> RuntimeMaker {
     let cfg = MakerConfig {
         task_window: W,
         policy,
         ..MakerConfig::default()
     };
-    RuntimeMaker::new(&cfg, api.api()).expect("create")
+    RuntimeMaker::new(&cfg, api.device()).expect("create")
 }
 
 /// Runs one run of `n` tasks with the mixed content of `run`; when `poison`
@@ -41,11 +41,11 @@ fn maker(api: &CountingApi, policy: UploadPolicy) -> RuntimeMaker {
 /// with 0xAA first. Returns the device tasks read through the device header.
 fn one_run(
     m: &mut RuntimeMaker,
-    api: &CountingApi,
+    api: &FakeDevice,
     run: u64,
     n: usize,
     poison: bool,
-) -> (leanrt::staging::UploadReport, Vec<DeviceTask>) {
+) -> (leanrt::staging::lrt_upload_report, Vec<DeviceTask>) {
     let h = m.begin_run().expect("begin_run");
     let seg = m.segments();
     if poison {
@@ -62,7 +62,7 @@ fn one_run(
         assert_eq!(slot.index as usize, k);
         write_content(slot.descriptor, slot.payload, &content_for(run, k));
     }
-    api.reset();
+    api.reset_copies();
     let report = m.upload().expect("upload");
     assert_eq!(report.total_tasks as usize, n);
     let dh = device_header(m.device_image());
@@ -72,8 +72,8 @@ fn one_run(
 
 /// What claim_slot writes for slot `i` (a root kernel task on one AIV core,
 /// as the reference's submit path writes it), pointers cleared.
-fn expected_state(i: usize) -> TaskSlotState {
-    TaskSlotState {
+fn expected_state(i: usize) -> lrt_task_slot_state {
+    lrt_task_slot_state {
         last_consumer_local_id: i as i32,
         task_state: 0,
         payload: std::ptr::null_mut(),
@@ -95,7 +95,7 @@ fn expected_state(i: usize) -> TaskSlotState {
 
 /// Every field the device reads for slot `i` holds what claim_slot and the
 /// host wrote, and nothing holds poison.
-fn check_task(policy: UploadPolicy, run: u64, i: usize, t: &DeviceTask) {
+fn check_task(policy: lrt_upload_policy, run: u64, i: usize, t: &DeviceTask) {
     let ctx = format!("{policy:?} run {run} slot {i}");
     let want = content_for(run, i);
     assert_eq!(t.task_id, i as u64, "{ctx}: task_id");
@@ -119,7 +119,7 @@ fn init_on_write_no_poison_reaches_the_device() {
     // included, of one reused mirror per policy.
     let ns = [37usize, 5, 64, 1, 300, 0, 17, 250, 3, 128];
     for policy in POLICIES {
-        let api = CountingApi::new();
+        let api = FakeDevice::new();
         let mut m = maker(&api, policy);
         for (r, &n) in ns.iter().enumerate() {
             let run = r as u64 + 1;
@@ -142,7 +142,7 @@ fn stale_slots_from_a_bigger_run_do_not_leak() {
     // Without re-poisoning: run 1 leaves 300 slots of content; run 2 claims
     // fewer, with different content. The device must see run 2 only.
     for policy in POLICIES {
-        let api = CountingApi::new();
+        let api = FakeDevice::new();
         let mut m = maker(&api, policy);
         one_run(&mut m, &api, 1, 300, true);
         let (_, tasks) = one_run(&mut m, &api, 2, 40, false);
@@ -160,12 +160,12 @@ fn copy_contract_per_policy() {
     for n in [0usize, 1, 7, 300, W as usize] {
         let mut per_policy = Vec::new();
         for policy in POLICIES {
-            let api = CountingApi::new();
+            let api = FakeDevice::new();
             let mut m = maker(&api, policy);
             // Two runs: the second one is checked (reused mirror).
             one_run(&mut m, &api, 1, 50, true);
             let (report, tasks) = one_run(&mut m, &api, 2, n, false);
-            let copies = api.with(|c| c.copies.clone());
+            let copies = api.copies();
             assert_eq!(report.copies as usize, copies.len(), "{policy:?} N={n}");
             assert_eq!(
                 report.bytes as usize,
@@ -178,8 +178,8 @@ fn copy_contract_per_policy() {
             );
             // AUTO ships as BOUNDED or as a gathered COMPACT, and says which.
             let shape = match policy {
-                UploadPolicy::Auto => {
-                    assert_ne!(report.path, UploadPolicy::Full);
+                lrt_upload_policy::LRT_UPLOAD_AUTO => {
+                    assert_ne!(report.path, lrt_upload_policy::LRT_UPLOAD_FULL);
                     report.path
                 }
                 p => {
@@ -188,7 +188,7 @@ fn copy_contract_per_policy() {
                 }
             };
             match shape {
-                UploadPolicy::Bounded => {
+                lrt_upload_policy::LRT_UPLOAD_BOUNDED => {
                     assert_eq!(report.bytes, 320 + 4969 * n as u64, "N={n}");
                     assert!(copies.len() <= 4);
                     assert_eq!(copies.len(), if n == 0 { 1 } else { 4 });
@@ -201,11 +201,11 @@ fn copy_contract_per_policy() {
                     }
                     assert_eq!(copies, want);
                 }
-                UploadPolicy::Compact => {
+                lrt_upload_policy::LRT_UPLOAD_COMPACT => {
                     let dh = device_header(m.device_image());
                     let c = leanrt_compact_offsets(n as u64);
                     assert_eq!(dh.total_size, c[4], "compact image size in header");
-                    let gathered = policy == UploadPolicy::Auto
+                    let gathered = policy == lrt_upload_policy::LRT_UPLOAD_AUTO
                         || n as u64 == W
                         || c[4] <= COMPACT_GATHER_MAX_BYTES;
                     if gathered {
@@ -240,13 +240,13 @@ fn copy_contract_per_policy() {
 #[test]
 fn upload_leaves_host_pointers_in_the_mirror() {
     for policy in POLICIES {
-        let api = CountingApi::new();
+        let api = FakeDevice::new();
         let mut m = maker(&api, policy);
         let h = m.begin_run().unwrap();
         let slots: Vec<_> = (0..5).map(|_| m.claim_slot().unwrap()).collect();
         // SAFETY: h is the live mirror header.
         let before = unsafe { *h };
-        api.reset(); // AUTO measured its copy cost at create
+        api.reset_copies(); // AUTO measured its copy cost at create
         m.upload().unwrap();
         // SAFETY: as above.
         let after = unsafe { *h };
@@ -262,9 +262,9 @@ fn upload_leaves_host_pointers_in_the_mirror() {
             assert_eq!(st.task, s.descriptor);
         }
         // Uploading the same run again ships the same image.
-        let first = api.with(|c| c.copies.clone());
-        api.reset();
+        let first = api.copies();
+        api.reset_copies();
         m.upload().unwrap();
-        assert_eq!(api.with(|c| c.copies.clone()), first);
+        assert_eq!(api.copies(), first);
     }
 }

@@ -2,12 +2,11 @@
 //! C entry points.
 mod staging_support;
 
-use leanrt::ffi::lrt_status;
-use leanrt::staging::{MakerConfig, RuntimeMaker, SmHeader, UploadPolicy};
+use leanrt::staging::{lrt_sm_header, lrt_upload_policy, MakerConfig, RuntimeMaker};
 use leanrt::ErrorKind;
 use staging_support::*;
 
-fn cfg(w: u64, policy: UploadPolicy) -> MakerConfig {
+fn cfg(w: u64, policy: lrt_upload_policy) -> MakerConfig {
     MakerConfig {
         task_window: w,
         policy,
@@ -19,7 +18,7 @@ fn host_api() -> std::sync::Arc<dyn leanrt::device::Device> {
     host_device()
 }
 
-fn set_index(h: *mut SmHeader, v: i32) {
+fn set_index(h: *mut lrt_sm_header, v: i32) {
     // SAFETY: h is the live mirror header from begin_run.
     unsafe { (*h).current_task_index = v };
 }
@@ -27,9 +26,9 @@ fn set_index(h: *mut SmHeader, v: i32) {
 #[test]
 fn host_backend_round_trip_and_status() {
     for policy in [
-        UploadPolicy::Full,
-        UploadPolicy::Bounded,
-        UploadPolicy::Compact,
+        lrt_upload_policy::LRT_UPLOAD_FULL,
+        lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+        lrt_upload_policy::LRT_UPLOAD_COMPACT,
     ] {
         let mut m = RuntimeMaker::new(&cfg(64, policy), host_api()).unwrap();
         assert_eq!(m.task_window(), 64);
@@ -52,7 +51,7 @@ fn host_backend_round_trip_and_status() {
         }
         assert_eq!(m.read_status().unwrap(), 0);
         // The device reports errors in its header: orch first, then sched.
-        let dev = m.device_image() as *mut SmHeader;
+        let dev = m.device_image() as *mut lrt_sm_header;
         // SAFETY: the host backend's device image is host memory, 64-aligned.
         unsafe {
             (*dev).sched_error_code = 9;
@@ -72,11 +71,12 @@ fn host_backend_round_trip_and_status() {
 
 #[test]
 fn claim_past_the_window_and_corrupted_index() {
-    let api = CountingApi::new();
-    let mut m = RuntimeMaker::new(&cfg(4, UploadPolicy::Bounded), api.api()).unwrap();
+    let api = FakeDevice::new();
+    let mut m =
+        RuntimeMaker::new(&cfg(4, lrt_upload_policy::LRT_UPLOAD_BOUNDED), api.device()).unwrap();
     assert_eq!(m.claim_slot().unwrap_err().kind(), ErrorKind::State);
     assert_eq!(m.upload().unwrap_err().kind(), ErrorKind::State);
-    assert_eq!(api.with(|c| c.copy_calls), 0);
+    assert_eq!(api.calls(Op::ToDevice), 0);
     let h = m.begin_run().unwrap();
     for _ in 0..4 {
         m.claim_slot().unwrap();
@@ -94,15 +94,19 @@ fn claim_past_the_window_and_corrupted_index() {
         );
         assert_eq!(m.claim_slot().unwrap_err().kind(), ErrorKind::OutOfRange);
     }
-    assert_eq!(api.with(|c| c.copy_calls), 0, "nothing copied");
+    assert_eq!(api.calls(Op::ToDevice), 0, "nothing copied");
     set_index(h, 4);
     assert_eq!(m.upload().unwrap().total_tasks, 4);
 }
 
 #[test]
 fn slot_pointer_outside_the_mirror_is_rejected_before_copying() {
-    let api = CountingApi::new();
-    let mut m = RuntimeMaker::new(&cfg(16, UploadPolicy::Bounded), api.api()).unwrap();
+    let api = FakeDevice::new();
+    let mut m = RuntimeMaker::new(
+        &cfg(16, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
+        api.device(),
+    )
+    .unwrap();
     m.begin_run().unwrap();
     let slots: Vec<_> = (0..3).map(|_| m.claim_slot().unwrap()).collect();
     let mut outside = 0u64;
@@ -126,7 +130,7 @@ fn slot_pointer_outside_the_mirror_is_rejected_before_copying() {
         }
         let e = m.upload().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e.message());
-        assert_eq!(api.with(|c| c.copy_calls), 0, "nothing copied");
+        assert_eq!(api.calls(Op::ToDevice), 0, "nothing copied");
         // The rejected upload left the mirror as it was.
         let after = if is_payload {
             st.payload as usize
@@ -159,23 +163,23 @@ fn slot_pointer_outside_the_mirror_is_rejected_before_copying() {
 #[test]
 fn failing_copy_then_next_run_succeeds() {
     for policy in [
-        UploadPolicy::Full,
-        UploadPolicy::Bounded,
-        UploadPolicy::Compact,
+        lrt_upload_policy::LRT_UPLOAD_FULL,
+        lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+        lrt_upload_policy::LRT_UPLOAD_COMPACT,
     ] {
-        let max_k = if policy == UploadPolicy::Bounded {
+        let max_k = if policy == lrt_upload_policy::LRT_UPLOAD_BOUNDED {
             4
         } else {
             1
         };
         for k in 1..=max_k {
-            let api = CountingApi::new();
-            let mut m = RuntimeMaker::new(&cfg(32, policy), api.api()).unwrap();
+            let api = FakeDevice::new();
+            let mut m = RuntimeMaker::new(&cfg(32, policy), api.device()).unwrap();
             let h = m.begin_run().unwrap();
             let slots: Vec<_> = (0..5).map(|_| m.claim_slot().unwrap()).collect();
             // SAFETY: live mirror header.
             let before = unsafe { *h };
-            api.with(|c| c.fail_copy_at = Some(k));
+            api.fail_at(Op::ToDevice, k as u64);
             let e = m.upload().unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Device, "{policy:?} k={k}");
             assert_eq!(m.read_status().unwrap_err().kind(), ErrorKind::State);
@@ -204,31 +208,44 @@ fn failing_copy_then_next_run_succeeds() {
 
 #[test]
 fn create_errors_leak_nothing() {
-    let api = CountingApi::new();
-    api.with(|c| c.fail_malloc = true);
-    let e = RuntimeMaker::new(&cfg(16, UploadPolicy::Compact), api.api())
-        .err()
-        .unwrap();
+    let api = FakeDevice::new();
+    api.fail_always(Op::Malloc);
+    let e = RuntimeMaker::new(
+        &cfg(16, lrt_upload_policy::LRT_UPLOAD_COMPACT),
+        api.device(),
+    )
+    .err()
+    .unwrap();
     assert_eq!(e.kind(), ErrorKind::NoMemory);
-    assert_eq!(api.with(|c| (c.mallocs, c.live)), (1, 0));
+    assert_eq!((api.calls(Op::Malloc), api.live_count()), (1, 0));
     for w in [3, 5, 6, 1 << 19, 1 << 31, u64::MAX] {
-        let e = RuntimeMaker::new(&cfg(w, UploadPolicy::Bounded), host_api())
+        let e = RuntimeMaker::new(&cfg(w, lrt_upload_policy::LRT_UPLOAD_BOUNDED), host_api())
             .err()
             .unwrap();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{w}");
     }
-    let api = CountingApi::new();
+    let api = FakeDevice::new();
     {
-        let _m = RuntimeMaker::new(&cfg(16, UploadPolicy::Bounded), api.api()).unwrap();
-        assert_eq!(api.with(|c| c.live), 1);
+        let _m = RuntimeMaker::new(
+            &cfg(16, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
+            api.device(),
+        )
+        .unwrap();
+        assert_eq!(api.live_count(), 1);
     }
-    assert_eq!(api.with(|c| (c.mallocs, c.frees, c.live)), (1, 1, 0));
+    assert_eq!(
+        (api.calls(Op::Malloc), api.calls(Op::Free), api.live_count()),
+        (1, 1, 0)
+    );
 }
 
 #[test]
 fn fresh_and_pinned_mirrors_work() {
     for (fresh_mirror, pin_mirror) in [(true, false), (false, true), (true, true)] {
-        for policy in [UploadPolicy::Full, UploadPolicy::Compact] {
+        for policy in [
+            lrt_upload_policy::LRT_UPLOAD_FULL,
+            lrt_upload_policy::LRT_UPLOAD_COMPACT,
+        ] {
             let c = MakerConfig {
                 task_window: 16,
                 policy,
@@ -254,73 +271,6 @@ fn fresh_and_pinned_mirrors_work() {
     }
 }
 
-#[test]
-fn c_entry_points_validate_and_leave_state_alone() {
-    use leanrt::ffi::staging::*;
-    use std::ptr::{null, null_mut};
-    let mut c = lrt_maker_config {
-        task_window: 99,
-        policy: lrt_upload_policy::LRT_UPLOAD_FULL,
-        flags: 7,
-        heap_size: 5,
-    };
-    // SAFETY: valid pointers or NULL, as each function allows.
-    unsafe {
-        lrt_maker_config_init(&mut c);
-        assert_eq!(c.task_window, 0);
-        assert_eq!(c.policy, lrt_upload_policy::LRT_UPLOAD_BOUNDED);
-        assert_eq!(c.flags, 0);
-        assert_eq!(c.heap_size, 0);
-        lrt_maker_config_init(null_mut());
-        c.task_window = 8;
-        let api = leanrt::ffi::device::host_api();
-        let mut m = null_mut();
-        assert_eq!(
-            lrt_runtime_maker_create(null(), &api, &mut m),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        assert_eq!(
-            lrt_runtime_maker_create(&c, null(), &mut m),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        assert_eq!(
-            lrt_runtime_maker_create(&c, &api, null_mut()),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        // An out-of-enum policy value, stored as a C caller can.
-        let mut raw = c;
-        std::ptr::addr_of_mut!(raw.policy).cast::<u32>().write(7);
-        assert_eq!(
-            lrt_runtime_maker_create(&raw, &api, &mut m),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        // An unknown flag.
-        let bad_flags = lrt_maker_config { flags: 8, ..c };
-        assert_eq!(
-            lrt_runtime_maker_create(&bad_flags, &api, &mut m),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        assert!(m.is_null(), "out untouched on failure");
-        assert_eq!(
-            lrt_runtime_maker_create(&c, &api, &mut m),
-            lrt_status::LRT_OK
-        );
-        let mut h = null_mut();
-        assert_eq!(
-            lrt_runtime_maker_begin_run(m, null_mut()),
-            lrt_status::LRT_ERR_INVALID_ARGUMENT
-        );
-        assert_eq!(
-            lrt_runtime_maker_upload(m, null_mut()),
-            lrt_status::LRT_ERR_STATE
-        );
-        assert_eq!(lrt_runtime_maker_begin_run(m, &mut h), lrt_status::LRT_OK);
-        assert_eq!(lrt_runtime_maker_upload(m, null_mut()), lrt_status::LRT_OK);
-        lrt_runtime_maker_destroy(m);
-        lrt_runtime_maker_destroy(null_mut());
-    }
-}
-
 fn thread_minor_faults() -> i64 {
     // SAFETY: getrusage fills the zeroed struct it is given.
     unsafe {
@@ -334,7 +284,11 @@ fn thread_minor_faults() -> i64 {
 fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
     // Page faults are counted for this thread only (RUSAGE_THREAD).
     let runs = 50;
-    let mut m = RuntimeMaker::new(&cfg(16384, UploadPolicy::Bounded), host_api()).unwrap();
+    let mut m = RuntimeMaker::new(
+        &cfg(16384, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
+        host_api(),
+    )
+    .unwrap();
     let go = |m: &mut RuntimeMaker, n: usize| {
         m.begin_run().unwrap();
         for _ in 0..n {
@@ -360,7 +314,7 @@ fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
     // with transparent huge pages, hence the loose bound).
     let c = MakerConfig {
         fresh_mirror: true,
-        ..cfg(1024, UploadPolicy::Full)
+        ..cfg(1024, lrt_upload_policy::LRT_UPLOAD_FULL)
     };
     let mut fresh = RuntimeMaker::new(&c, host_api()).unwrap();
     go(&mut fresh, 8);
@@ -376,29 +330,33 @@ fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
 fn auto_follows_the_device_cost_model() {
     use leanrt::device::CopyCost;
     // Copies that cost a lot each: one gathered copy beats four.
-    let api = CountingApi::new();
+    let api = FakeDevice::new();
     let slow = CopyCost {
         latency_ns: 1e6,
         bytes_per_ns: 10.0,
     };
-    let mut m = RuntimeMaker::new(&cfg(64, UploadPolicy::Auto), api.api_with_cost(slow)).unwrap();
+    let mut m = RuntimeMaker::new(
+        &cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO),
+        api.device_with_cost(slow),
+    )
+    .unwrap();
     assert_eq!(m.cost_model().copy, slow);
-    assert_eq!(
-        api.with(|c| c.copy_calls),
-        0,
-        "a given cost is not measured"
-    );
+    assert_eq!(api.calls(Op::ToDevice), 0, "a given cost is not measured");
     // Free copies: BOUNDED's four copies beat any host gather.
-    let api2 = CountingApi::new();
+    let api2 = FakeDevice::new();
     let free = CopyCost {
         latency_ns: 0.0,
         bytes_per_ns: 10.0,
     };
-    let mut m2 = RuntimeMaker::new(&cfg(64, UploadPolicy::Auto), api2.api_with_cost(free)).unwrap();
+    let mut m2 = RuntimeMaker::new(
+        &cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO),
+        api2.device_with_cost(free),
+    )
+    .unwrap();
     for n in [1usize, 5, 40, 64] {
         for (maker, want) in [
-            (&mut m, UploadPolicy::Compact),
-            (&mut m2, UploadPolicy::Bounded),
+            (&mut m, lrt_upload_policy::LRT_UPLOAD_COMPACT),
+            (&mut m2, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
         ] {
             maker.begin_run().unwrap();
             for k in 0..n {
@@ -407,7 +365,7 @@ fn auto_follows_the_device_cost_model() {
             }
             let r = maker.upload().unwrap();
             assert_eq!(r.path, want, "N={n}");
-            if want == UploadPolicy::Compact {
+            if want == lrt_upload_policy::LRT_UPLOAD_COMPACT {
                 assert_eq!(r.copies, 1, "N={n}");
             } else {
                 assert_eq!(r.bytes, 320 + 4969 * n as u64, "N={n}");
@@ -419,10 +377,11 @@ fn auto_follows_the_device_cost_model() {
         }
     }
     // Without figures from the device, AUTO measures them at create.
-    let api3 = CountingApi::new();
-    let m3 = RuntimeMaker::new(&cfg(64, UploadPolicy::Auto), api3.api()).unwrap();
+    let api3 = FakeDevice::new();
+    let m3 =
+        RuntimeMaker::new(&cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO), api3.device()).unwrap();
     assert!(
-        api3.with(|c| c.copy_calls) >= 6,
+        api3.calls(Op::ToDevice) >= 6,
         "five small copies and one large"
     );
     let model = m3.cost_model();

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use leanrt::device::host::HostDevice;
 use leanrt::device::{Device, PinnedRegion};
-use leanrt::staging::{MakerConfig, RuntimeMaker, UploadPolicy};
+use leanrt::staging::{lrt_upload_policy, MakerConfig, RuntimeMaker};
 use leanrt::Result;
 
 #[derive(Default)]
@@ -92,7 +92,7 @@ fn a_large_window_pins_a_small_prefix_and_grows_logarithmically() {
     let rec = Recording::default();
     let cfg = MakerConfig {
         task_window: 131072,
-        policy: UploadPolicy::Bounded,
+        policy: lrt_upload_policy::LRT_UPLOAD_BOUNDED,
         pin_mirror: true,
         ..MakerConfig::default()
     };
@@ -136,10 +136,10 @@ fn a_large_window_pins_a_small_prefix_and_grows_logarithmically() {
 #[test]
 fn every_policy_copies_from_pinned_memory() {
     for policy in [
-        UploadPolicy::Bounded,
-        UploadPolicy::Compact,
-        UploadPolicy::Full,
-        UploadPolicy::Auto,
+        lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+        lrt_upload_policy::LRT_UPLOAD_COMPACT,
+        lrt_upload_policy::LRT_UPLOAD_FULL,
+        lrt_upload_policy::LRT_UPLOAD_AUTO,
     ] {
         for fresh_mirror in [false, true] {
             let rec = Recording::default();
@@ -153,7 +153,7 @@ fn every_policy_copies_from_pinned_memory() {
             };
             let mut m = RuntimeMaker::new(&cfg, Arc::new(rec.clone())).unwrap();
             let end = m.segments().end as usize;
-            if policy == UploadPolicy::Full {
+            if policy == lrt_upload_policy::LRT_UPLOAD_FULL {
                 assert_eq!(rec.pinned_bytes(), end, "FULL ships the whole image");
             } else {
                 assert!(rec.pinned_bytes() < end / 4, "{policy:?}");
@@ -201,7 +201,7 @@ fn vm_lck() -> Option<u64> {
 fn host_backend_locks_what_it_reports() {
     let cfg = MakerConfig {
         task_window: 131072,
-        policy: UploadPolicy::Bounded,
+        policy: lrt_upload_policy::LRT_UPLOAD_BOUNDED,
         pin_mirror: true,
         ..MakerConfig::default()
     };
@@ -276,7 +276,7 @@ fn a_failed_pin_warns_once_and_runs_pageable() {
     };
     let cfg = MakerConfig {
         task_window: 8192,
-        policy: UploadPolicy::Bounded,
+        policy: lrt_upload_policy::LRT_UPLOAD_BOUNDED,
         pin_mirror: true,
         ..MakerConfig::default()
     };

@@ -1,6 +1,9 @@
 //! leanrt as a drop-in for the reference runtime's host side
 //! (hw-native-sys/simpler, host_build_graph at commit 6096d3271), through the
-//! Rust API: the same goldens as `c_tests/staging/reference.c`.
+//! Rust API, against the goldens table both suites read
+//! (`tests/staging_support/reference_goldens.inc`). The C suite
+//! (`c_tests/staging/reference.c`) checks the same run through the C
+//! descriptor and flags.
 //!
 //! Sources of the facts: `ring_segment_offsets` (pto_shared_memory.h),
 //! `init_header_per_ring` (shared/pto_shared_memory.cpp), `prepare_task`,
@@ -12,35 +15,15 @@ mod staging_support;
 use std::ffi::c_void;
 
 use leanrt::staging::{
-    segment_offsets, ClaimDesc, MakerConfig, RuntimeMaker, SmHeader, SmSegments, UploadPolicy,
+    lrt_sm_header, lrt_sm_segments, lrt_upload_policy, segment_offsets, ClaimDesc, MakerConfig,
+    RuntimeMaker,
 };
 use leanrt::ErrorKind;
 use staging_support::*;
 
-/// (W, descriptors, payloads, slot_states, completion_flags, end).
-const GOLDEN: [(u64, u64, u64, u64, u64, u64); 17] = [
-    (4, 320, 512, 19968, 20224, 20288),
-    (8, 320, 640, 39552, 40064, 40128),
-    (16, 320, 960, 78784, 79808, 79872),
-    (32, 320, 1600, 157248, 159296, 159360),
-    (64, 320, 2880, 314176, 318272, 318336),
-    (128, 320, 5440, 628032, 636224, 636352),
-    (256, 320, 10560, 1255744, 1272128, 1272384),
-    (512, 320, 20800, 2511168, 2543936, 2544448),
-    (1024, 320, 41280, 5022016, 5087552, 5088576),
-    (2048, 320, 82240, 10043712, 10174784, 10176832),
-    (4096, 320, 164160, 20087104, 20349248, 20353344),
-    (8192, 320, 328000, 40173888, 40698176, 40706368),
-    (16384, 320, 655680, 80347456, 81396032, 81412416),
-    (32768, 320, 1311040, 160694592, 162791744, 162824512),
-    (65536, 320, 2621760, 321388864, 325583168, 325648704),
-    (131072, 320, 5243200, 642777408, 651166016, 651297088),
-    (262144, 320, 10486080, 1285554496, 1302331712, 1302593856),
-];
-
 #[test]
 fn segments_match_the_reference_for_every_window() {
-    for (w, d, p, s, f, e) in GOLDEN {
+    for [w, d, p, s, f, e] in golden_segments() {
         let seg = segment_offsets(w).unwrap();
         assert_eq!(
             (seg.header, seg.descriptors, seg.payloads, seg.slot_states),
@@ -54,7 +37,14 @@ fn segments_match_the_reference_for_every_window() {
     assert!(e.message().contains("262144"), "{}", e.message());
 }
 
-fn check_header(h: &SmHeader, heap: u64, base: usize, seg: &SmSegments, current: i32, done: i32) {
+fn check_header(
+    h: &lrt_sm_header,
+    heap: u64,
+    base: usize,
+    seg: &lrt_sm_segments,
+    current: i32,
+    done: i32,
+) {
     assert_eq!(h.current_task_index, current);
     assert_eq!(h.last_task_alive, 0);
     assert_eq!(h.completed_watermark, -1);
@@ -78,21 +68,10 @@ fn check_header(h: &SmHeader, heap: u64, base: usize, seg: &SmSegments, current:
     assert_eq!(h.sched_error_thread, -1);
 }
 
-/// (last_consumer_local_id, task_state, active_mask, task_attrs, task_kind,
-/// total_required_subtasks, fanin_count, completion flag) of the poison
-/// test's four tasks.
-type SlotFacts = (i32, i32, u8, u8, u8, i16, i32, u8);
-const SLOTS: [SlotFacts; 4] = [
-    (1, 0, 2, 0, 0, 1, 0, 0), // root kernel task on AIV0, consumed by slot 1
-    (1, 0, 0, 0, 1, 0, 1, 0), // dummy task depending on slot 0 (twice)
-    (2, 1, 0, 1, 1, 0, 0, 1), // hidden allocation: completed, early resolve
-    (3, 0, 0, 0, 1, 0, 0, 0), // plain dummy task
-];
-
 const PACKED: usize = 0x7f00_0000_1000;
 
-fn check_slots(h: &SmHeader) {
-    for (i, want) in SLOTS.iter().enumerate() {
+fn check_slots(h: &lrt_sm_header) {
+    for (i, want) in golden_slots().into_iter().enumerate() {
         // SAFETY: i < 4 = N; the header's pointers address the slots of a
         // host-memory image (mirror or device image of the counting device).
         let (d, p, s, f) = unsafe {
@@ -112,28 +91,32 @@ fn check_slots(h: &SmHeader) {
             if i == 0 { PACKED + 4096 } else { 0 },
             "{ctx}"
         );
-        assert_eq!(p.fanin_count, want.6, "{ctx}");
-        if want.6 > 0 {
-            assert_eq!(p.fanin_local_ids[0], 0, "{ctx}");
+        if want.fanin_count > 0 {
+            assert_eq!(p.fanin_local_ids[0], want.fanin0, "{ctx}");
         }
         assert_eq!((p.early_dispatch, p.predicate), ([0; 5], [0; 3]), "{ctx}");
-        let got = (
-            s.last_consumer_local_id,
-            s.task_state,
-            s.active_mask,
-            s.task_attrs,
-            s.task_kind,
-            s.total_required_subtasks,
-            p.fanin_count,
-            f,
-        );
-        assert_eq!(got, *want, "{ctx}");
+        let got = GoldenSlot {
+            last_consumer_local_id: s.last_consumer_local_id,
+            task_state: s.task_state,
+            active_mask: s.active_mask,
+            task_attrs: s.task_attrs,
+            task_kind: s.task_kind,
+            total_required_subtasks: s.total_required_subtasks,
+            logical_block_num: s.logical_block_num,
+            fanin_count: p.fanin_count,
+            fanin0: if p.fanin_count > 0 {
+                p.fanin_local_ids[0]
+            } else {
+                0
+            },
+            completion_flag: f,
+        };
+        assert_eq!(got, want, "{ctx}");
         assert_eq!(s.payload as usize, p as *const _ as usize, "{ctx}");
         assert_eq!(s.task as usize, d as *const _ as usize, "{ctx}");
         assert!(s.wake_list_head.is_null() && s.next_in_wake_list.is_null());
         assert_eq!(s.any_subtask_deferred, 0, "{ctx}");
         assert_eq!((s.completed_subtasks, s.next_block_idx), (0, 0), "{ctx}");
-        assert_eq!(s.logical_block_num, 1, "{ctx}");
         assert_eq!(s.graph_node_index, -1, "{ctx}");
         assert!(s.graph_context.is_null(), "{ctx}");
     }
@@ -201,19 +184,19 @@ fn claim_reference_run(m: &mut RuntimeMaker) {
 #[test]
 fn begin_run_and_claims_write_the_reference_values_under_every_policy() {
     for policy in [
-        UploadPolicy::Full,
-        UploadPolicy::Bounded,
-        UploadPolicy::Compact,
+        lrt_upload_policy::LRT_UPLOAD_FULL,
+        lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+        lrt_upload_policy::LRT_UPLOAD_COMPACT,
     ] {
         for heap in [0, 1 << 20] {
-            let api = CountingApi::new();
+            let api = FakeDevice::new();
             let cfg = MakerConfig {
                 task_window: 16,
                 policy,
                 heap_size: heap,
                 ..MakerConfig::default()
             };
-            let mut m = RuntimeMaker::new(&cfg, api.api()).unwrap();
+            let mut m = RuntimeMaker::new(&cfg, api.device()).unwrap();
             let want_heap = if heap == 0 { 268_435_456 } else { heap };
             assert_eq!(m.heap_size(), want_heap);
             let seg = m.segments();
@@ -241,7 +224,7 @@ fn begin_run_and_claims_write_the_reference_values_under_every_policy() {
                 check_header(unsafe { &*h }, want_heap, base, &seg, 4, 0);
                 let image = m.device_image();
                 let dh = device_header(image);
-                let dseg = if policy == UploadPolicy::Compact {
+                let dseg = if policy == lrt_upload_policy::LRT_UPLOAD_COMPACT {
                     segment_offsets(4).unwrap()
                 } else {
                     seg
@@ -257,8 +240,8 @@ fn begin_run_and_claims_write_the_reference_values_under_every_policy() {
         heap_size: 1023,
         ..MakerConfig::default()
     };
-    let api = CountingApi::new();
-    let e = RuntimeMaker::new(&cfg, api.api()).err().unwrap();
+    let api = FakeDevice::new();
+    let e = RuntimeMaker::new(&cfg, api.device()).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    assert_eq!(api.with(|c| c.mallocs), 0);
+    assert_eq!(api.calls(Op::Malloc), 0);
 }

@@ -1,7 +1,9 @@
-/* A checked device for the hardening tests: "device" memory is malloc'ed
- * host memory (so ASan and valgrind see it), every callback is counted and
- * checked (copies inside a live allocation, frees of live allocations only),
- * and the k-th call of a callback can be made to fail.
+/* The fake device of the C tests (staging and hardening): "device" memory
+ * is malloc'ed host memory filled with DEV_POISON (so ASan and valgrind see
+ * it, and unshipped bytes show), every callback is counted and checked
+ * (copies inside a live allocation, frees of live allocations only), the
+ * first DEV_MAX_COPIES successful copies to the device are recorded, and the
+ * k-th call of a callback (or every call) can be made to fail.
  * Not a test by itself (a header: ctest registers only .c/.cpp files). */
 #ifndef LEANRT_HARDENING_DEVICE_H
 #define LEANRT_HARDENING_DEVICE_H
@@ -13,13 +15,18 @@
 #include "leanrt.h"
 
 enum { DEV_MALLOC = 0, DEV_FREE = 1, DEV_TO = 2, DEV_FROM = 3, DEV_OPS = 4, DEV_MAX_LIVE = 8 };
+enum { DEV_MAX_COPIES = 16, DEV_POISON = 0xA5 };
 
 typedef struct test_device {
   void *live[DEV_MAX_LIVE];
   size_t size[DEV_MAX_LIVE];
-  uint64_t calls[DEV_OPS];
-  uint64_t fail_at[DEV_OPS]; /* 1-based call number to fail; 0 = never */
+  uint64_t calls[DEV_OPS];    /* failed calls included */
+  uint64_t fail_at[DEV_OPS];  /* 1-based call number to fail; 0 = never */
+  int fail_always[DEV_OPS];   /* non-zero: every call fails */
   uint64_t allocs, frees, violations, bytes_to;
+  int copies;                 /* successful copies to the device */
+  size_t off[DEV_MAX_COPIES]; /* offset in its allocation of each recorded copy */
+  size_t len[DEV_MAX_COPIES];
 } test_device;
 
 static int dev_slot_of(test_device *d, const void *p, size_t n) {
@@ -32,7 +39,7 @@ static int dev_slot_of(test_device *d, const void *p, size_t n) {
 
 static int dev_enter(test_device *d, int op) {
   d->calls[op]++;
-  return d->fail_at[op] != 0 && d->calls[op] == d->fail_at[op];
+  return d->fail_always[op] || (d->fail_at[op] != 0 && d->calls[op] == d->fail_at[op]);
 }
 
 static void *dev_malloc(void *ctx, size_t size) {
@@ -42,7 +49,7 @@ static void *dev_malloc(void *ctx, size_t size) {
     if (!d->live[i]) {
       d->live[i] = malloc(size);
       if (!d->live[i]) return NULL;
-      memset(d->live[i], 0xA5, size); /* stale content */
+      memset(d->live[i], DEV_POISON, size); /* stale content */
       d->size[i] = size;
       d->allocs++;
       return d->live[i];
@@ -69,12 +76,18 @@ static void dev_free(void *ctx, void *p) {
 static int dev_to(void *ctx, void *dst, const void *src, size_t n) {
   test_device *d = (test_device *)ctx;
   if (dev_enter(d, DEV_TO)) return 1;
-  if (!src || dev_slot_of(d, dst, n) < 0) {
+  int slot = src ? dev_slot_of(d, dst, n) : -1;
+  if (slot < 0) {
     d->violations++;
     return 1;
   }
   memcpy(dst, src, n);
   d->bytes_to += n;
+  if (d->copies < DEV_MAX_COPIES) {
+    d->off[d->copies] = (size_t)((char *)dst - (char *)d->live[slot]);
+    d->len[d->copies] = n;
+  }
+  d->copies++;
   return 0;
 }
 
@@ -96,6 +109,20 @@ static inline lrt_host_api test_device_api(test_device *d) {
   api.ctx = d;
   api.ops = &test_device_ops;
   return api;
+}
+
+/* Clears `*d` and returns its api. */
+static inline lrt_host_api test_device_init(test_device *d) {
+  memset(d, 0, sizeof *d);
+  return test_device_api(d);
+}
+
+/* Forgets the copies to the device: their count, call count and record
+ * (a fail_at[DEV_TO] then counts from here). */
+static inline void test_device_reset_copies(test_device *d) {
+  d->calls[DEV_TO] = 0;
+  d->copies = 0;
+  d->bytes_to = 0;
 }
 
 static inline int test_device_live(const test_device *d) {

@@ -1,8 +1,10 @@
-/* Bad input through the staging C ABI: every entry point gets NULLs,
- * out-of-range numbers, invalid enum values, calls out of order, a corrupted
- * task index and a corrupted slot pointer. Each gets its status and a
- * message, writes no out-parameter, copies nothing to the device and leaves
- * the mirror as it was; afterwards the same maker runs correctly. */
+/* Bad input through the staging C ABI (the one staging bad-input suite):
+ * every entry point gets NULLs, out-of-range numbers, invalid enum values,
+ * unknown flags, calls out of order, an incomplete device table, a device
+ * that cannot allocate or copy, a corrupted task index and corrupted slot
+ * pointers. Each gets its status and a message, writes no out-parameter,
+ * copies nothing to the device, allocates nothing it keeps and leaves the
+ * mirror as it was; afterwards the same maker runs correctly. */
 #include <stdio.h>
 #include <string.h>
 
@@ -29,7 +31,9 @@ int main(void) {
   memset(&fill, 0xAB, sizeof fill);
 
   /* ---- lrt_sm_ring_segment_offsets -------------------------------------- */
-  const uint64_t bad_windows[] = {0, 1, 2, 3, 5, 6, 100, 1u << 19, 1ull << 31, 1ull << 40, UINT64_MAX};
+  const uint64_t bad_windows[] = {0,          1,          2,          3,          5,          6,         100,
+                                 16383,      16385,      1u << 19,   1ull << 30, 1ull << 31, 1ull << 32, 1ull << 40,
+                                 UINT64_MAX};
   for (size_t i = 0; i < sizeof bad_windows / sizeof bad_windows[0]; i++) {
     segs = fill;
     mark();
@@ -46,8 +50,10 @@ int main(void) {
   lrt_maker_config_init(NULL); /* ignored, with a message */
   CHECK(last_error_names("lrt_maker_config_init"));
   lrt_maker_config cfg;
+  memset(&cfg, 0x7b, sizeof cfg); /* every member is overwritten */
   lrt_maker_config_init(&cfg);
   CHECK(cfg.task_window == 0 && cfg.policy == LRT_UPLOAD_BOUNDED && cfg.flags == 0);
+  CHECK(cfg.heap_size == 0);
 
   test_device dev;
   memset(&dev, 0, sizeof dev);
@@ -59,6 +65,13 @@ int main(void) {
   CHECK_STATUS(lrt_runtime_maker_create(NULL, &api, &m), LRT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(lrt_runtime_maker_create(&cfg, NULL, &m), LRT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(lrt_runtime_maker_create(&cfg, &api, NULL), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(m == sentinel);
+  const uint64_t bad_create_windows[] = {3, 5, 6, 48, 1000, 16385, 1u << 19, 1u << 20, (uint64_t)1 << 31, UINT64_MAX};
+  for (size_t i = 0; i < sizeof bad_create_windows / sizeof bad_create_windows[0]; i++) {
+    lrt_maker_config c = cfg;
+    c.task_window = bad_create_windows[i];
+    CHECK_STATUS(lrt_runtime_maker_create(&c, &api, &m), LRT_ERR_INVALID_ARGUMENT);
+  }
   lrt_maker_config bad = cfg;
   bad.policy = (lrt_upload_policy)4;
   CHECK_STATUS(lrt_runtime_maker_create(&bad, &api, &m), LRT_ERR_INVALID_ARGUMENT);
@@ -67,10 +80,7 @@ int main(void) {
   bad = cfg;
   bad.flags = 0x80;
   CHECK_STATUS(lrt_runtime_maker_create(&bad, &api, &m), LRT_ERR_INVALID_ARGUMENT);
-  bad = cfg;
-  bad.task_window = 48;
-  CHECK_STATUS(lrt_runtime_maker_create(&bad, &api, &m), LRT_ERR_INVALID_ARGUMENT);
-  bad.task_window = 1u << 20;
+  bad.flags = 4; /* the first unknown flag */
   CHECK_STATUS(lrt_runtime_maker_create(&bad, &api, &m), LRT_ERR_INVALID_ARGUMENT);
   lrt_host_api no_ops = {&dev, NULL};
   CHECK_STATUS(lrt_runtime_maker_create(&cfg, &no_ops, &m), LRT_ERR_INVALID_ARGUMENT);
@@ -79,9 +89,19 @@ int main(void) {
   lrt_host_api holey = {&dev, &holes};
   CHECK_STATUS(lrt_runtime_maker_create(&cfg, &holey, &m), LRT_ERR_INVALID_ARGUMENT);
   CHECK(last_error_names("lrt_runtime_maker_create"));
-  dev.fail_at[DEV_MALLOC] = 1;
-  CHECK_STATUS(lrt_runtime_maker_create(&cfg, &api, &m), LRT_ERR_NO_MEMORY);
   CHECK(m == sentinel);
+  CHECK_EQ_U64(dev.calls[DEV_MALLOC], 0); /* refused before allocating */
+  /* device_malloc returning NULL: LRT_ERR_NO_MEMORY, nothing leaked. */
+  dev.fail_always[DEV_MALLOC] = 1;
+  for (int p = 0; p <= 2; p++) {
+    lrt_maker_config c = cfg;
+    c.policy = (lrt_upload_policy)p;
+    mark();
+    CHECK_STATUS(lrt_runtime_maker_create(&c, &api, &m), LRT_ERR_NO_MEMORY);
+    CHECK(last_error_names("lrt_runtime_maker_create"));
+    CHECK(m == sentinel);
+  }
+  CHECK(dev.calls[DEV_MALLOC] == 3 && dev.frees == 0);
   CHECK(test_device_live(&dev) == 0 && dev.violations == 0);
   memset(&dev, 0, sizeof dev);
 
@@ -110,6 +130,7 @@ int main(void) {
     /* AUTO measures its copy cost at create: count from here. */
     memset(dev.calls, 0, sizeof dev.calls);
     dev.bytes_to = 0;
+    dev.copies = 0;
     lrt_sm_header *h = NULL;
     lrt_task_slot slot, slot_fill;
     memset(&slot_fill, 0xCD, sizeof slot_fill);
@@ -124,6 +145,7 @@ int main(void) {
     rep = rep_fill;
     CHECK_STATUS(lrt_runtime_maker_upload(m, &rep), LRT_ERR_STATE);
     CHECK(memcmp(&rep, &rep_fill, sizeof rep) == 0);
+    CHECK_STATUS(lrt_runtime_maker_upload(m, NULL), LRT_ERR_STATE);
     CHECK_STATUS(lrt_runtime_maker_read_status(m, &st), LRT_ERR_STATE);
     CHECK(st == 12345);
     CHECK_STATUS(lrt_runtime_maker_begin_run(m, NULL), LRT_ERR_INVALID_ARGUMENT);
@@ -160,7 +182,7 @@ int main(void) {
     CHECK(memcmp(&slot, &slot_fill, sizeof slot) == 0);
     CHECK(memcmp(hdr_before, h, sizeof hdr_before) == 0);
 
-    /* corrupted index: rejected before copying anything */
+    /* corrupted index: rejected before copying anything, claims too */
     const int32_t bad_idx[] = {-1, W + 1, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < sizeof bad_idx / sizeof bad_idx[0]; i++) {
       h->current_task_index = bad_idx[i];
@@ -170,6 +192,10 @@ int main(void) {
       CHECK_STATUS(lrt_runtime_maker_upload(m, &rep), LRT_ERR_OUT_OF_RANGE);
       CHECK(last_error_names("lrt_runtime_maker_upload"));
       CHECK(memcmp(&rep, &rep_fill, sizeof rep) == 0);
+      CHECK(memcmp(hdr_before, h, sizeof hdr_before) == 0);
+      slot = slot_fill;
+      CHECK_STATUS(lrt_runtime_maker_claim_slot(m, &slot), LRT_ERR_OUT_OF_RANGE);
+      CHECK(memcmp(&slot, &slot_fill, sizeof slot) == 0);
       CHECK(memcmp(hdr_before, h, sizeof hdr_before) == 0);
       CHECK_EQ_U64(dev.calls[DEV_TO], 0);
     }
@@ -182,9 +208,14 @@ int main(void) {
     ss[7].payload = (lrt_task_payload *)(uintptr_t)0x1000;
     memcpy(hdr_before, h, sizeof hdr_before);
     CHECK_STATUS(lrt_runtime_maker_upload(m, &rep), LRT_ERR_INVALID_ARGUMENT);
+    CHECK(error_contains("slot 7"));
     CHECK(memcmp(hdr_before, h, sizeof hdr_before) == 0);
     CHECK(ss[7].payload == (lrt_task_payload *)(uintptr_t)0x1000);
     CHECK(mem(ss[0].payload) == mem(h->task_payloads)); /* slot 0 not left relocated */
+    static lrt_task_payload elsewhere; /* a real payload, outside the mirror */
+    ss[7].payload = &elsewhere;
+    CHECK_STATUS(lrt_runtime_maker_upload(m, &rep), LRT_ERR_INVALID_ARGUMENT);
+    CHECK(ss[7].payload == &elsewhere);
     ss[7].payload = saved_pay;
     ss[9].task = (lrt_task_descriptor *)((char *)saved_task + 1); /* misaligned, inside the mirror */
     CHECK_STATUS(lrt_runtime_maker_upload(m, &rep), LRT_ERR_INVALID_ARGUMENT);
@@ -196,13 +227,16 @@ int main(void) {
     dev.fail_at[DEV_TO] = 1;
     rep = rep_fill;
     CHECK_STATUS(lrt_runtime_maker_upload(m, &rep), LRT_ERR_DEVICE);
+    CHECK(error_contains("copy_to_device"));
     CHECK(memcmp(&rep, &rep_fill, sizeof rep) == 0);
     CHECK_STATUS(lrt_runtime_maker_read_status(m, &st), LRT_ERR_STATE);
+    CHECK(st == 12345);
 
     /* after all that, the run uploads correctly */
     CHECK_STATUS(lrt_runtime_maker_upload(m, &rep), LRT_OK);
     CHECK(rep.total_tasks == W);
     CHECK_EQ_U64(rep.bytes, dev.bytes_to);
+    CHECK(rep.copies == (uint32_t)dev.copies);
     const lrt_sm_header *dh = (const lrt_sm_header *)lrt_runtime_maker_device_image(m);
     CHECK(dh != NULL && dh->current_task_index == W && dh->task_window_size == W);
     if (dh) {
@@ -218,6 +252,9 @@ int main(void) {
     CHECK_STATUS(lrt_runtime_maker_segments(m, NULL), LRT_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(lrt_runtime_maker_read_status(m, &st), LRT_OK);
     CHECK(st == 0);
+    /* the report is optional */
+    CHECK_STATUS(lrt_runtime_maker_begin_run(m, &h), LRT_OK);
+    CHECK_STATUS(lrt_runtime_maker_upload(m, NULL), LRT_OK);
     lrt_runtime_maker_destroy(m);
     CHECK(test_device_live(&dev) == 0);
     CHECK_EQ_U64(dev.allocs, dev.frees);

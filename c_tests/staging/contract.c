@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "counting_api.h"
+#include "../hardening/common_device.h"
 
 #define W 512
 static const int ns[10] = {37, 5, 64, 1, 300, 0, 17, 250, 3, 128};
@@ -39,8 +39,8 @@ static void fill(lrt_task_slot *s, int r, int k) {
 static int poisoned(const void *p, size_t n) { /* a 4-byte run of poison */
   const unsigned char *b = (const unsigned char *)p;
   for (size_t i = 0; i + 4 <= n; i++)
-    if (b[i] == POISON_BYTE && b[i + 1] == POISON_BYTE && b[i + 2] == POISON_BYTE &&
-        b[i + 3] == POISON_BYTE)
+    if (b[i] == DEV_POISON && b[i + 1] == DEV_POISON && b[i + 2] == DEV_POISON &&
+        b[i + 3] == DEV_POISON)
       return 1;
   return 0;
 }
@@ -117,8 +117,8 @@ int main(void) {
   CHECK_STATUS(lrt_sm_ring_segment_offsets(W, &seg), LRT_OK);
   uint64_t digests[4][10];
   for (int policy = 0; policy <= 3; policy++) {
-    counting_ctx ctx;
-    lrt_host_api api = counting_api(&ctx);
+    test_device ctx;
+    lrt_host_api api = test_device_init(&ctx);
     lrt_maker_config c;
     lrt_maker_config_init(&c);
     c.task_window = W;
@@ -133,17 +133,17 @@ int main(void) {
       lrt_task_slot slot;
       lrt_upload_report rep;
       CHECK_STATUS(lrt_runtime_maker_begin_run(m, &h), LRT_OK);
-      memset((unsigned char *)h + seg.descriptors, POISON_BYTE, seg.end - seg.descriptors);
-      memset(dev + seg.descriptors, POISON_BYTE, seg.end - seg.descriptors);
+      memset((unsigned char *)h + seg.descriptors, DEV_POISON, seg.end - seg.descriptors);
+      memset(dev + seg.descriptors, DEV_POISON, seg.end - seg.descriptors);
       for (int k = 0; k < n; k++) {
         CHECK_STATUS(lrt_runtime_maker_claim_slot(m, &slot), LRT_OK);
         fill(&slot, r, k);
       }
-      counting_reset(&ctx);
+      test_device_reset_copies(&ctx);
       CHECK_STATUS(lrt_runtime_maker_upload(m, &rep), LRT_OK);
       CHECK(rep.total_tasks == n);
-      CHECK(rep.copies == (uint32_t)ctx.copies && rep.bytes == ctx.bytes);
-      for (int j = 0; j < ctx.copies && j < COUNTING_MAX_COPIES; j++) CHECK(ctx.len[j] > 0);
+      CHECK(rep.copies == (uint32_t)ctx.copies && rep.bytes == ctx.bytes_to);
+      for (int j = 0; j < ctx.copies && j < DEV_MAX_COPIES; j++) CHECK(ctx.len[j] > 0);
       const lrt_sm_header *dh = (const lrt_sm_header *)dev;
       /* AUTO ships as BOUNDED or as a gathered COMPACT, and says which. */
       int shape = policy == LRT_UPLOAD_AUTO ? (int)rep.path : policy;
@@ -179,7 +179,7 @@ int main(void) {
       digests[policy][r - 1] = digest(dh, n);
     }
     lrt_runtime_maker_destroy(m);
-    CHECK(ctx.live == 0);
+    CHECK(test_device_live(&ctx) == 0);
   }
   for (int r = 0; r < 10; r++) {
     CHECK_EQ_U64(digests[0][r], digests[1][r]);

@@ -1,6 +1,5 @@
 /* The SM image layout as C sees it: sizes, alignments and field offsets of
- * the structs (DESIGN.md Part 1), and lrt_sm_ring_segment_offsets with its
- * W = 16384 goldens and validation. */
+ * the structs, and the values of the policy and flag constants. */
 #include <stdalign.h>
 #include <stddef.h>
 #include <string.h>
@@ -74,39 +73,8 @@ _Static_assert(sizeof(lrt_sm_segments) == 48, "segments");
 _Static_assert(LRT_UPLOAD_FULL == 0 && LRT_UPLOAD_BOUNDED == 1 && LRT_UPLOAD_COMPACT == 2, "policies");
 _Static_assert(LRT_MAKER_PIN_MIRROR == 1 && LRT_MAKER_FRESH_MIRROR == 2, "flags");
 
-int main(void) {
-  lrt_sm_segments s;
-  CHECK_STATUS(lrt_sm_ring_segment_offsets(16384, &s), LRT_OK);
-  CHECK_EQ_U64(s.header, 0);
-  CHECK_EQ_U64(s.descriptors, 320);
-  CHECK_EQ_U64(s.payloads, 655680);
-  CHECK_EQ_U64(s.slot_states, 80347456);
-  CHECK_EQ_U64(s.completion_flags, 81396032);
-  CHECK_EQ_U64(s.end, 81412416);
-
-  /* Every accepted window: 64-aligned segments in order, image <= INT32_MAX. */
-  for (uint64_t w = 4; w <= (1u << 18); w <<= 1) {
-    CHECK_STATUS(lrt_sm_ring_segment_offsets(w, &s), LRT_OK);
-    CHECK(s.descriptors == 320);
-    CHECK(s.payloads % 64 == 0 && s.payloads >= s.descriptors + 40 * w);
-    CHECK(s.slot_states % 64 == 0 && s.slot_states >= s.payloads + 4864 * w);
-    CHECK(s.completion_flags % 64 == 0 && s.completion_flags >= s.slot_states + 64 * w);
-    CHECK_EQ_U64(s.end, s.completion_flags + ((w + 63) & ~(uint64_t)63));
-    CHECK(s.end <= INT32_MAX);
-  }
-
-  /* Rejected: 0, 3, not a power of two, image too large, beyond INT32_MAX.
-     The output is left untouched. */
-  const uint64_t bad[] = {0, 1, 2, 3, 5, 6, 100, 16383, 16385, 1u << 19, 1u << 30,
-                          (uint64_t)1 << 31, (uint64_t)1 << 32, UINT64_MAX};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    memset(&s, 0x5c, sizeof s);
-    CHECK_STATUS(lrt_sm_ring_segment_offsets(bad[i], &s), LRT_ERR_INVALID_ARGUMENT);
-    CHECK(s.end == 0x5c5c5c5c5c5c5c5cull);
-  }
-  char msg[256];
-  CHECK(lrt_last_error(msg, sizeof msg) > 0);
-  CHECK(strstr(msg, "lrt_sm_ring_segment_offsets") != NULL);
-  CHECK_STATUS(lrt_sm_ring_segment_offsets(16384, NULL), LRT_ERR_INVALID_ARGUMENT);
-  return check_result();
-}
+/* The checks are the static assertions above: this program builds only if
+ * C sees the layout the Rust core pins (src/staging/layout.rs). What
+ * lrt_sm_ring_segment_offsets returns is checked against the reference's
+ * goldens in reference.c, its bad input in ../hardening/staging_bad_input.c. */
+int main(void) { return 0; }

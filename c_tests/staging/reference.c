@@ -1,6 +1,9 @@
 /* leanrt as a drop-in for the reference runtime's host side
- * (hw-native-sys/simpler, host_build_graph at commit 6096d3271): the values
- * the reference writes, as a table of goldens.
+ * (hw-native-sys/simpler, host_build_graph at commit 6096d3271), through the
+ * C API: the values the reference writes, from the goldens table the Rust
+ * suite (tests/staging_reference.rs) reads too
+ * (tests/staging_support/reference_goldens.inc), reached through the C
+ * descriptor (lrt_claim_desc_init, flags, fanin count + pointer).
  *
  * - Segment offsets and ends for every window 4 .. 2^18: the reference's
  *   ring_segment_offsets (pto_shared_memory.h) rounds every segment, the
@@ -19,31 +22,20 @@
 #include <string.h>
 
 #include "check.h"
-#include "counting_api.h"
+#include "../hardening/common_device.h"
 
 typedef struct golden_segments {
   uint64_t w, descriptors, payloads, slot_states, completion_flags, end;
 } golden_segments;
 
+/* The goldens table the Rust suite reads too. */
+#define GOLDEN_SEGMENTS(w, d, p, s, f, e) {w##u, d##u, p##u, s##u, f##u, e##u},
+#define GOLDEN_SLOT(...)
 static const golden_segments GOLDEN[] = {
-    {4u, 320u, 512u, 19968u, 20224u, 20288u},
-    {8u, 320u, 640u, 39552u, 40064u, 40128u},
-    {16u, 320u, 960u, 78784u, 79808u, 79872u},
-    {32u, 320u, 1600u, 157248u, 159296u, 159360u},
-    {64u, 320u, 2880u, 314176u, 318272u, 318336u},
-    {128u, 320u, 5440u, 628032u, 636224u, 636352u},
-    {256u, 320u, 10560u, 1255744u, 1272128u, 1272384u},
-    {512u, 320u, 20800u, 2511168u, 2543936u, 2544448u},
-    {1024u, 320u, 41280u, 5022016u, 5087552u, 5088576u},
-    {2048u, 320u, 82240u, 10043712u, 10174784u, 10176832u},
-    {4096u, 320u, 164160u, 20087104u, 20349248u, 20353344u},
-    {8192u, 320u, 328000u, 40173888u, 40698176u, 40706368u},
-    {16384u, 320u, 655680u, 80347456u, 81396032u, 81412416u},
-    {32768u, 320u, 1311040u, 160694592u, 162791744u, 162824512u},
-    {65536u, 320u, 2621760u, 321388864u, 325583168u, 325648704u},
-    {131072u, 320u, 5243200u, 642777408u, 651166016u, 651297088u},
-    {262144u, 320u, 10486080u, 1285554496u, 1302331712u, 1302593856u},
+#include "../../tests/staging_support/reference_goldens.inc"
 };
+#undef GOLDEN_SEGMENTS
+#undef GOLDEN_SLOT
 
 static void check_segments(void) {
   for (size_t i = 0; i < sizeof GOLDEN / sizeof GOLDEN[0]; i++) {
@@ -98,17 +90,14 @@ typedef struct golden_slot {
   uint8_t completion_flag;
 } golden_slot;
 
-/* Slots 0..3 of the poison test's run. */
+/* Slots 0..3 of the poison test's run, from the same table. */
+#define GOLDEN_SEGMENTS(...)
+#define GOLDEN_SLOT(c, st, mask, attrs, kind, req, blocks, nf, f0, flag) {c, st, mask, attrs, kind, req, blocks, nf, f0, flag},
 static const golden_slot SLOTS[4] = {
-    /* root kernel task on AIV0; its consumer (slot 1) raised last_consumer */
-    {1, LRT_TASK_PENDING, LRT_SUBTASK_AIV0, 0, LRT_TASK_KIND_KERNEL, 1, 1, 0, 0, 0},
-    /* dummy task depending on slot 0 (given twice, counted once) */
-    {1, LRT_TASK_PENDING, 0, 0, LRT_TASK_KIND_DUMMY, 0, 1, 1, 0, 0},
-    /* hidden allocation: pre-completed, early resolve */
-    {2, LRT_TASK_COMPLETED, 0, LRT_TASK_ATTR_EARLY_RESOLVE, LRT_TASK_KIND_DUMMY, 0, 1, 0, 0, 1},
-    /* plain dummy task */
-    {3, LRT_TASK_PENDING, 0, 0, LRT_TASK_KIND_DUMMY, 0, 1, 0, 0, 0},
+#include "../../tests/staging_support/reference_goldens.inc"
 };
+#undef GOLDEN_SEGMENTS
+#undef GOLDEN_SLOT
 
 static void check_slot(const lrt_sm_header *h, int i, const golden_slot *g, const void *packed) {
   const lrt_task_descriptor *d = &h->task_descriptors[i];
@@ -212,8 +201,8 @@ static void check_bad_claims(lrt_runtime_maker *m) {
 }
 
 static void run_policy(lrt_upload_policy policy, uint64_t heap) {
-  counting_ctx ctx;
-  lrt_host_api api = counting_api(&ctx);
+  test_device ctx;
+  lrt_host_api api = test_device_init(&ctx);
   lrt_maker_config cfg;
   lrt_maker_config_init(&cfg);
   CHECK_EQ_U64(cfg.heap_size, 0);
@@ -225,7 +214,7 @@ static void run_policy(lrt_upload_policy policy, uint64_t heap) {
   if (!m) return;
   lrt_sm_segments seg;
   CHECK_STATUS(lrt_runtime_maker_segments(m, &seg), LRT_OK);
-  counting_reset(&ctx);
+  test_device_reset_copies(&ctx);
   uint64_t want_heap = heap ? heap : LRT_DEFAULT_HEAP_SIZE;
   void *packed = (void *)(uintptr_t)0x7f0000001000ull; /* a device address the host writes */
 
@@ -234,7 +223,7 @@ static void run_policy(lrt_upload_policy policy, uint64_t heap) {
     CHECK_STATUS(lrt_runtime_maker_begin_run(m, &h), LRT_OK);
     /* Poison the per-slot segments: every device-read field must be written. */
     unsigned char *base = (unsigned char *)h;
-    memset(base + seg.descriptors, POISON_BYTE, (size_t)(seg.end - seg.descriptors));
+    memset(base + seg.descriptors, DEV_POISON, (size_t)(seg.end - seg.descriptors));
     check_header(h, 16, want_heap, base, &seg, 0, 0);
     claim_reference_run(m, packed);
     check_bad_claims(m);
@@ -256,7 +245,7 @@ static void run_policy(lrt_upload_policy policy, uint64_t heap) {
     CHECK(st == 0);
   }
   lrt_runtime_maker_destroy(m);
-  CHECK(ctx.live == 0);
+  CHECK(test_device_live(&ctx) == 0);
 }
 
 int main(void) {
@@ -268,14 +257,14 @@ int main(void) {
     run_policy(policies[p], 1u << 20);
   }
   /* A heap size below the reference's minimum is refused. */
-  counting_ctx ctx;
-  lrt_host_api api = counting_api(&ctx);
+  test_device ctx;
+  lrt_host_api api = test_device_init(&ctx);
   lrt_maker_config cfg;
   lrt_maker_config_init(&cfg);
   cfg.task_window = 16;
   cfg.heap_size = 1023;
   lrt_runtime_maker *m = NULL;
   CHECK_STATUS(lrt_runtime_maker_create(&cfg, &api, &m), LRT_ERR_INVALID_ARGUMENT);
-  CHECK(m == NULL && ctx.mallocs == 0);
+  CHECK(m == NULL && ctx.calls[DEV_MALLOC] == 0);
   return check_result();
 }

@@ -761,7 +761,7 @@ pub unsafe extern "C" fn lrt_pool_disable_spinning(pool: *mut lrt_pool) {
 }
 
 /// Writes the pool's counters to `*out` (all zero for a NULL pool).
-/// DESIGN.md names this function lrt_pool_stats, like the struct; C does
+/// The natural name lrt_pool_stats is the struct's; C does
 /// not allow a type and a function with one name, hence lrt_pool_get_stats.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_get_stats(

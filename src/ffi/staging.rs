@@ -8,16 +8,21 @@
 //! lrt_runtime_maker_upload, the device runs, lrt_runtime_maker_read_status;
 //! lrt_runtime_maker_destroy at the end. One thread uses a maker at a time
 //! (any thread, not two at once); different makers are independent.
-//! docs/STAGING.md holds the full contract.
+//! Each function's contract is its doc comment here (the header's text);
+//! docs/STAGING.md explains the concepts.
 use std::ffi::c_void;
 use std::ptr::addr_of;
 
 use super::boundary::{arg_mut, arg_ref, drop_handle, into_handle, OutPtr};
 use super::device::{device_for_api, lrt_host_api};
 use super::status::lrt_status;
-use crate::staging::{
-    self, ClaimDesc, MakerConfig, RuntimeMaker, SmHeader, SmSegments, TaskDescriptor, TaskPayload,
-    TaskSlot, TaskSlotState, UploadPolicy, UploadReport,
+use crate::staging::{self, ClaimDesc, MakerConfig, RuntimeMaker};
+// The C-visible data is the core's own (the header reads it from
+// src/staging/abi.rs and layout.rs); re-exported for Rust users of this
+// module.
+pub use crate::staging::abi::*;
+pub use crate::staging::layout::{
+    lrt_sm_header, lrt_sm_segments, lrt_task_descriptor, lrt_task_payload, lrt_task_slot_state,
 };
 use crate::{Error, Result};
 
@@ -27,233 +32,26 @@ use crate::{Error, Result};
 #[allow(non_camel_case_types)]
 pub struct lrt_runtime_maker(RuntimeMaker);
 
-/// How lrt_runtime_maker_upload ships the image.
-#[repr(C)]
-#[allow(non_camel_case_types)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum lrt_upload_policy {
-    /// The old path: zero the whole mirror every run, ship the whole image
-    /// (the baseline).
-    LRT_UPLOAD_FULL = 0,
-    /// Init-on-write; ship the header and descriptors[0,N), payloads[0,N),
-    /// slot_states[0,N) and flags[0,N) at their full-window offsets:
-    /// 320 + 4969*N bytes in at most 4 copies.
-    LRT_UPLOAD_BOUNDED = 1,
-    /// The live prefixes as one image laid out for N slots: gathered and
-    /// shipped in one copy while that image is at most 192 KiB, copied
-    /// straight to its compact offsets (at most 4 copies) beyond.
-    LRT_UPLOAD_COMPACT = 2,
-    /// Per run, BOUNDED or COMPACT (one gathered copy), whichever is cheaper
-    /// by the device's per-copy latency and bandwidth, measured once at
-    /// create. lrt_upload_report.path says which ran.
-    LRT_UPLOAD_AUTO = 3,
-}
-
-impl lrt_upload_policy {
-    /// The core policy for a raw C value; unknown values are rejected.
-    fn from_raw(raw: u32) -> Result<UploadPolicy> {
-        match raw {
-            0 => Ok(UploadPolicy::Full),
-            1 => Ok(UploadPolicy::Bounded),
-            2 => Ok(UploadPolicy::Compact),
-            3 => Ok(UploadPolicy::Auto),
-            _ => Err(Error::invalid_argument(format!(
-                "unknown upload policy {raw} (expected 0, 1, 2 or 3)"
-            ))),
-        }
-    }
-}
-
-impl From<UploadPolicy> for lrt_upload_policy {
-    fn from(p: UploadPolicy) -> Self {
-        match p {
-            UploadPolicy::Full => lrt_upload_policy::LRT_UPLOAD_FULL,
-            UploadPolicy::Bounded => lrt_upload_policy::LRT_UPLOAD_BOUNDED,
-            UploadPolicy::Compact => lrt_upload_policy::LRT_UPLOAD_COMPACT,
-            UploadPolicy::Auto => lrt_upload_policy::LRT_UPLOAD_AUTO,
-        }
-    }
-}
-
-/// lrt_maker_config flag: page-lock the host memory the uploads copy from, so
-/// that copies are direct DMA. Create locks the header and the first 64
-/// slots of each segment (LRT_UPLOAD_FULL: the whole mirror); an upload of N
-/// tasks first grows each segment's locked prefix to the next power of two
-/// at or above N, so a steady workload locks nothing after its first run.
-/// Everything is unlocked at destroy. A device that cannot pin leaves the
-/// memory pageable (one warning through leanrt's log channel; the maker then
-/// stops trying); it is never an error.
-pub const LRT_MAKER_PIN_MIRROR: u32 = 1;
-/// lrt_maker_config flag: map a fresh mirror for every run instead of
-/// reusing one (the baseline's behaviour; for measurements).
-pub const LRT_MAKER_FRESH_MIRROR: u32 = 2;
+/// Flags lrt_maker_config.flags may hold.
 const KNOWN_FLAGS: u32 = LRT_MAKER_PIN_MIRROR | LRT_MAKER_FRESH_MIRROR;
 
-/// lrt_task_slot_state.task_state: submitted, waiting to run (the
-/// reference's PTO2_TASK_PENDING).
-pub const LRT_TASK_PENDING: i32 = 0;
-/// lrt_task_slot_state.task_state: finished (PTO2_TASK_COMPLETED).
-pub const LRT_TASK_COMPLETED: i32 = 1;
-/// lrt_task_slot_state.task_state: output fully consumed (PTO2_TASK_CONSUMED).
-pub const LRT_TASK_CONSUMED: i32 = 2;
-/// lrt_task_slot_state.task_kind: a task with at least one active subtask.
-pub const LRT_TASK_KIND_KERNEL: u8 = 0;
-/// lrt_task_slot_state.task_kind: a dependency-only task (no active subtask).
-pub const LRT_TASK_KIND_DUMMY: u8 = 1;
-/// lrt_task_slot_state.task_kind: a graph submission.
-pub const LRT_TASK_KIND_GRAPH: u8 = 2;
-/// lrt_task_slot_state.task_kind: a node of a graph.
-pub const LRT_TASK_KIND_GRAPH_NODE: u8 = 3;
-/// active_mask bit: the AIC subtask slot.
-pub const LRT_SUBTASK_AIC: u8 = 1;
-/// active_mask bit: the first AIV subtask slot.
-pub const LRT_SUBTASK_AIV0: u8 = 2;
-/// active_mask bit: the second AIV subtask slot.
-pub const LRT_SUBTASK_AIV1: u8 = 4;
-/// task_attrs bit: the task may be resolved early (set for hidden
-/// allocation tasks).
-pub const LRT_TASK_ATTR_EARLY_RESOLVE: u8 = 1;
-/// task_attrs bit: the task's cores start together.
-pub const LRT_TASK_ATTR_SYNC_START: u8 = 2;
-/// task_attrs bit: the task carries a dispatch predicate.
-pub const LRT_TASK_ATTR_HAS_PREDICATE: u8 = 4;
-/// task_attrs bit: bits 4-7 hold a timing tag.
-pub const LRT_TASK_ATTR_TIMED: u8 = 8;
-/// lrt_claim_desc flag: the task is complete before the run starts (like
-/// the reference's hidden allocation tasks): task_state LRT_TASK_COMPLETED
-/// and completion flag 1.
-pub const LRT_CLAIM_COMPLETED: u32 = 1;
-/// lrt_maker_config.heap_size when neither the config nor the environment
-/// variable PTO2_RING_HEAP sets one: 256 MiB, the reference's default.
-pub const LRT_DEFAULT_HEAP_SIZE: u64 = 268_435_456;
-const _: () = assert!(LRT_DEFAULT_HEAP_SIZE == staging::DEFAULT_HEAP_SIZE);
-
-/// Maker configuration. Fill it with lrt_maker_config_init, then change the
-/// members you need.
-#[repr(C)]
-#[allow(non_camel_case_types)]
-#[derive(Clone, Copy, Debug)]
-pub struct lrt_maker_config {
-    /// Slots in the ring: a power of two in [4, 262144]. 0 (the default):
-    /// the environment variable PTO2_RING_TASK_WINDOW, else 16384.
-    pub task_window: u64,
-    /// Default LRT_UPLOAD_BOUNDED.
-    pub policy: lrt_upload_policy,
-    /// LRT_MAKER_PIN_MIRROR and/or LRT_MAKER_FRESH_MIRROR; default 0.
-    pub flags: u32,
-    /// The header's heap_size, at least 1024. 0 (the default): the
-    /// environment variable PTO2_RING_HEAP, else LRT_DEFAULT_HEAP_SIZE.
-    pub heap_size: u64,
-}
-
-/// What lrt_runtime_maker_claim_slot_ex writes for a task: the fields the
-/// reference runtime's submit path sets per task. Fill it with
-/// lrt_claim_desc_init (a root kernel task on one AIV core), then change
-/// what differs.
-#[repr(C)]
-#[allow(non_camel_case_types)]
-#[derive(Clone, Copy, Debug)]
-pub struct lrt_claim_desc {
-    /// Active subtask slots (LRT_SUBTASK_AIC | LRT_SUBTASK_AIV0 |
-    /// LRT_SUBTASK_AIV1). 0 makes a dependency-only task (task_kind
-    /// LRT_TASK_KIND_DUMMY). Default LRT_SUBTASK_AIV0.
-    pub active_mask: u8,
-    /// The reference's task-attribute byte (LRT_TASK_ATTR_*, timing tag in
-    /// bits 4-7). Default 0.
-    pub task_attrs: u8,
-    /// Logical blocks, at least 1; total_required_subtasks is this times the
-    /// number of active subtask slots and must fit in int16_t. Default 1.
-    pub logical_block_num: i16,
-    /// LRT_CLAIM_COMPLETED or 0 (the default).
-    pub flags: u32,
-    /// Kernel per subtask slot (AIC, AIV0, AIV1); -1 = none (the default).
-    pub kernel_id: [i32; 3],
-    /// Number of producers in fanin_local_ids, in [0, LRT_MAX_FANIN].
-    pub fanin_count: i32,
-    /// Local ids (slot indices) of producers claimed earlier in this run;
-    /// duplicates count once. May be NULL when fanin_count is 0. Read only
-    /// during the call.
-    pub fanin_local_ids: *const i32,
-    /// Written to the descriptor unchanged (device addresses of the task's
-    /// packed output buffer; upload never rewrites them). Default NULL.
-    pub packed_buffer_base: *mut c_void,
-    pub packed_buffer_end: *mut c_void,
-}
-
-/// A claimed slot: its index and the host-mirror addresses of its
-/// descriptor, payload and slot state, which the host writes the task's
-/// content through. The pointers stay valid until the next
-/// lrt_runtime_maker_begin_run or lrt_runtime_maker_destroy.
-#[repr(C)]
-#[allow(non_camel_case_types)]
-#[derive(Clone, Copy, Debug)]
-pub struct lrt_task_slot {
-    pub index: i32,
-    pub descriptor: *mut TaskDescriptor,
-    pub payload: *mut TaskPayload,
-    pub slot_state: *mut TaskSlotState,
-}
-
-impl From<TaskSlot> for lrt_task_slot {
-    fn from(s: TaskSlot) -> Self {
-        lrt_task_slot {
-            index: s.index,
-            descriptor: s.descriptor,
-            payload: s.payload,
-            slot_state: s.slot_state,
-        }
-    }
-}
-
-/// What one lrt_runtime_maker_upload did.
-#[repr(C)]
-#[allow(non_camel_case_types)]
-#[derive(Clone, Copy, Debug)]
-pub struct lrt_upload_report {
-    /// current_task_index at upload: the live slots [0, N).
-    pub total_tasks: i32,
-    /// copy_to_device calls made.
-    pub copies: u32,
-    /// Bytes shipped.
-    pub bytes: u64,
-    /// Nanoseconds the run's begin_run spent zeroing.
-    pub zero_ns: u64,
-    /// Nanoseconds spent validating and rewriting host pointers to device
-    /// addresses.
-    pub relocate_ns: u64,
-    /// Nanoseconds spent gathering (COMPACT) and copying to the device.
-    pub copy_ns: u64,
-    /// The layout shipped: LRT_UPLOAD_FULL, LRT_UPLOAD_BOUNDED or
-    /// LRT_UPLOAD_COMPACT (under LRT_UPLOAD_AUTO, the one it chose).
-    pub path: lrt_upload_policy,
-}
-
-impl Default for lrt_upload_report {
-    fn default() -> Self {
-        lrt_upload_report {
-            total_tasks: 0,
-            copies: 0,
-            bytes: 0,
-            zero_ns: 0,
-            relocate_ns: 0,
-            copy_ns: 0,
-            path: lrt_upload_policy::LRT_UPLOAD_BOUNDED,
-        }
-    }
-}
-
-impl From<UploadReport> for lrt_upload_report {
-    fn from(r: UploadReport) -> Self {
-        lrt_upload_report {
-            total_tasks: r.total_tasks,
-            copies: r.copies,
-            bytes: r.bytes,
-            zero_ns: r.zero_ns,
-            relocate_ns: r.relocate_ns,
-            copy_ns: r.copy_ns,
-            path: r.path.into(),
-        }
-    }
+/// The policy for a raw C value (a C caller may store any integer in the
+/// enum-typed field); unknown values are rejected.
+fn policy_from_raw(raw: u32) -> Result<lrt_upload_policy> {
+    use lrt_upload_policy::*;
+    [
+        LRT_UPLOAD_FULL,
+        LRT_UPLOAD_BOUNDED,
+        LRT_UPLOAD_COMPACT,
+        LRT_UPLOAD_AUTO,
+    ]
+    .into_iter()
+    .find(|&p| p as u32 == raw)
+    .ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "unknown upload policy {raw} (expected 0, 1, 2 or 3)"
+        ))
+    })
 }
 
 /// The core config for a C config whose fields were read as raw integers.
@@ -271,7 +69,7 @@ fn config_from_raw(
     }
     Ok(MakerConfig {
         task_window,
-        policy: lrt_upload_policy::from_raw(raw_policy)?,
+        policy: policy_from_raw(raw_policy)?,
         pin_mirror: flags & LRT_MAKER_PIN_MIRROR != 0,
         fresh_mirror: flags & LRT_MAKER_FRESH_MIRROR != 0,
         heap_size,
@@ -289,7 +87,7 @@ fn config_from_raw(
 #[no_mangle]
 pub unsafe extern "C" fn lrt_sm_ring_segment_offsets(
     task_window: u64,
-    out: *mut SmSegments,
+    out: *mut lrt_sm_segments,
 ) -> lrt_status {
     ffi_status!("lrt_sm_ring_segment_offsets", {
         let out = OutPtr::new(out, "out")?;
@@ -319,7 +117,7 @@ pub unsafe extern "C" fn lrt_maker_config_init(cfg: *mut lrt_maker_config) {
         }
         let value = lrt_maker_config {
             task_window: d.task_window,
-            policy: d.policy.into(),
+            policy: d.policy,
             flags,
             heap_size: d.heap_size,
         };
@@ -399,7 +197,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_create(
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_begin_run(
     maker: *mut lrt_runtime_maker,
-    host_sm: *mut *mut SmHeader,
+    host_sm: *mut *mut lrt_sm_header,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_begin_run", {
         // SAFETY: NULL or a live maker not used by another thread, per the
@@ -436,7 +234,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot(
         let out = OutPtr::new(out, "out")?;
         let slot = maker.claim_slot()?;
         // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { out.write(slot.into()) };
+        unsafe { out.write(slot) };
         Ok(())
     })
 }
@@ -512,12 +310,12 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
         }
         let count = usize::try_from(d.fanin_count)
             .ok()
-            .filter(|&n| n <= staging::MAX_FANIN)
+            .filter(|&n| n <= staging::LRT_MAX_FANIN)
             .ok_or_else(|| {
                 Error::invalid_argument(format!(
                     "fanin_count {} is outside [0, {}]",
                     d.fanin_count,
-                    staging::MAX_FANIN
+                    staging::LRT_MAX_FANIN
                 ))
             })?;
         let fanins: &[i32] = if count == 0 {
@@ -543,7 +341,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
         };
         let slot = maker.claim_slot_with(&claim)?;
         // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { out.write(slot.into()) };
+        unsafe { out.write(slot) };
         Ok(())
     })
 }
@@ -576,7 +374,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_upload(
         let result = maker.upload()?;
         if let Ok(out) = OutPtr::new(report, "report") {
             // SAFETY: non-NULL; writable per the contract.
-            unsafe { out.write(result.into()) };
+            unsafe { out.write(result) };
         }
         Ok(())
     })
@@ -614,7 +412,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_read_status(
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_segments(
     maker: *const lrt_runtime_maker,
-    out: *mut SmSegments,
+    out: *mut lrt_sm_segments,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_segments", {
         // SAFETY: NULL or a live maker per the contract.

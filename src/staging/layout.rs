@@ -5,6 +5,8 @@
 //! states and `W` one-byte completion flags. Sizes, alignments and field
 //! offsets are fixed by the design contract and pinned below by static
 //! assertions (and by the C test `c_tests/staging/layout.c`).
+#![allow(non_camel_case_types)]
+
 use std::ffi::c_void;
 use std::mem::{align_of, size_of};
 
@@ -13,11 +15,11 @@ use static_assertions::{const_assert, const_assert_eq};
 use crate::{Error, Result};
 
 /// Number of fanin ids a payload holds.
-pub const MAX_FANIN: usize = 128;
+pub const LRT_MAX_FANIN: usize = 128;
 /// Number of tensors a payload holds.
-pub const MAX_TENSORS: usize = 32;
+pub const LRT_MAX_TENSORS: usize = 32;
 /// Number of 64-bit scalars a payload holds.
-pub const MAX_SCALARS: usize = 16;
+pub const LRT_MAX_SCALARS: usize = 16;
 /// Bytes of one tensor record in a payload.
 pub(crate) const TENSOR_BYTES: usize = 128;
 /// The window used when neither the config nor the environment sets one.
@@ -29,7 +31,7 @@ pub(crate) const MAX_TASK_WINDOW: u64 = 262_144;
 /// the window constants, the segment pointers and the error words.
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug)]
-pub struct SmHeader {
+pub struct lrt_sm_header {
     /// Next slot the orchestrator will claim; `total_tasks` at upload.
     pub current_task_index: i32,
     pub _pad0: [u8; 60],
@@ -44,9 +46,9 @@ pub struct SmHeader {
     pub heap_size: u64,
     /// Byte offset of the descriptor segment from the header.
     pub task_descriptors_offset: u64,
-    pub task_descriptors: *mut TaskDescriptor,
-    pub task_payloads: *mut TaskPayload,
-    pub slot_states: *mut TaskSlotState,
+    pub task_descriptors: *mut lrt_task_descriptor,
+    pub task_payloads: *mut lrt_task_payload,
+    pub slot_states: *mut lrt_task_slot_state,
     pub completion_flags: *mut u8,
     pub orchestrator_done: i32,
     pub _pad3: [u8; 4],
@@ -63,7 +65,7 @@ pub struct SmHeader {
 /// One task descriptor (40 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct TaskDescriptor {
+pub struct lrt_task_descriptor {
     pub task_id: u64,
     /// Kernel per subtask slot; -1 = none.
     pub kernel_id: [i32; 3],
@@ -77,11 +79,11 @@ pub struct TaskDescriptor {
 /// `tensors[0, tensor_count)` and `scalars[0, scalar_count)`.
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug)]
-pub struct TaskPayload {
+pub struct lrt_task_payload {
     pub tensor_count: i32,
     pub scalar_count: i32,
     pub fanin_count: i32,
-    pub fanin_local_ids: [i32; MAX_FANIN],
+    pub fanin_local_ids: [i32; LRT_MAX_FANIN],
     pub reserved: [u8; 12],
     /// Early-dispatch state, zeroed when the slot is claimed.
     pub early_dispatch: [u64; 5],
@@ -89,25 +91,25 @@ pub struct TaskPayload {
     pub predicate: [u64; 3],
     pub _pad0: [u8; 40],
     /// Tensor records, 128 bytes each.
-    pub tensors: [[u64; 16]; MAX_TENSORS],
-    pub scalars: [u64; MAX_SCALARS],
+    pub tensors: [[u64; 16]; LRT_MAX_TENSORS],
+    pub scalars: [u64; LRT_MAX_SCALARS],
 }
 
 /// The scheduler's per-slot state (64 bytes, align 64).
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug)]
-pub struct TaskSlotState {
+pub struct lrt_task_slot_state {
     pub last_consumer_local_id: i32,
     /// The reference's task-state enum (an int): pending 0, completed 1,
     /// consumed 2.
     pub task_state: i32,
     /// The slot's payload (host mirror address on the host, device address in
     /// the device image).
-    pub payload: *mut TaskPayload,
+    pub payload: *mut lrt_task_payload,
     /// The slot's descriptor (same rule as `payload`).
-    pub task: *mut TaskDescriptor,
-    pub wake_list_head: *mut TaskSlotState,
-    pub next_in_wake_list: *mut TaskSlotState,
+    pub task: *mut lrt_task_descriptor,
+    pub wake_list_head: *mut lrt_task_slot_state,
+    pub next_in_wake_list: *mut lrt_task_slot_state,
     pub active_mask: u8,
     pub task_attrs: u8,
     pub any_subtask_deferred: u8,
@@ -123,7 +125,7 @@ pub struct TaskSlotState {
 /// Byte offsets of the segments of an image for one window.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SmSegments {
+pub struct lrt_sm_segments {
     pub header: u64,
     pub descriptors: u64,
     pub payloads: u64,
@@ -139,68 +141,68 @@ macro_rules! assert_offset {
     };
 }
 
-const_assert_eq!(size_of::<SmHeader>(), 320);
-const_assert_eq!(align_of::<SmHeader>(), 64);
-assert_offset!(SmHeader, current_task_index, 0);
-assert_offset!(SmHeader, last_task_alive, 64);
-assert_offset!(SmHeader, completed_watermark, 128);
-assert_offset!(SmHeader, task_window_size, 192);
-assert_offset!(SmHeader, task_window_mask, 200);
-assert_offset!(SmHeader, _pad_mask, 204);
-assert_offset!(SmHeader, heap_size, 208);
-assert_offset!(SmHeader, task_descriptors_offset, 216);
-assert_offset!(SmHeader, task_descriptors, 224);
-assert_offset!(SmHeader, task_payloads, 232);
-assert_offset!(SmHeader, slot_states, 240);
-assert_offset!(SmHeader, completion_flags, 248);
-assert_offset!(SmHeader, orchestrator_done, 256);
-assert_offset!(SmHeader, total_size, 264);
-assert_offset!(SmHeader, orch_error_code, 272);
-assert_offset!(SmHeader, sched_error_bitmap, 276);
-assert_offset!(SmHeader, sched_error_code, 280);
-assert_offset!(SmHeader, sched_error_thread, 284);
+const_assert_eq!(size_of::<lrt_sm_header>(), 320);
+const_assert_eq!(align_of::<lrt_sm_header>(), 64);
+assert_offset!(lrt_sm_header, current_task_index, 0);
+assert_offset!(lrt_sm_header, last_task_alive, 64);
+assert_offset!(lrt_sm_header, completed_watermark, 128);
+assert_offset!(lrt_sm_header, task_window_size, 192);
+assert_offset!(lrt_sm_header, task_window_mask, 200);
+assert_offset!(lrt_sm_header, _pad_mask, 204);
+assert_offset!(lrt_sm_header, heap_size, 208);
+assert_offset!(lrt_sm_header, task_descriptors_offset, 216);
+assert_offset!(lrt_sm_header, task_descriptors, 224);
+assert_offset!(lrt_sm_header, task_payloads, 232);
+assert_offset!(lrt_sm_header, slot_states, 240);
+assert_offset!(lrt_sm_header, completion_flags, 248);
+assert_offset!(lrt_sm_header, orchestrator_done, 256);
+assert_offset!(lrt_sm_header, total_size, 264);
+assert_offset!(lrt_sm_header, orch_error_code, 272);
+assert_offset!(lrt_sm_header, sched_error_bitmap, 276);
+assert_offset!(lrt_sm_header, sched_error_code, 280);
+assert_offset!(lrt_sm_header, sched_error_thread, 284);
 
-const_assert_eq!(size_of::<TaskDescriptor>(), 40);
-assert_offset!(TaskDescriptor, task_id, 0);
-assert_offset!(TaskDescriptor, kernel_id, 8);
-assert_offset!(TaskDescriptor, packed_buffer_base, 24);
-assert_offset!(TaskDescriptor, packed_buffer_end, 32);
+const_assert_eq!(size_of::<lrt_task_descriptor>(), 40);
+assert_offset!(lrt_task_descriptor, task_id, 0);
+assert_offset!(lrt_task_descriptor, kernel_id, 8);
+assert_offset!(lrt_task_descriptor, packed_buffer_base, 24);
+assert_offset!(lrt_task_descriptor, packed_buffer_end, 32);
 
-const_assert_eq!(size_of::<TaskPayload>(), 4864);
-const_assert_eq!(align_of::<TaskPayload>(), 64);
-assert_offset!(TaskPayload, tensor_count, 0);
-assert_offset!(TaskPayload, scalar_count, 4);
-assert_offset!(TaskPayload, fanin_count, 8);
-assert_offset!(TaskPayload, fanin_local_ids, 12);
-assert_offset!(TaskPayload, reserved, 524);
-assert_offset!(TaskPayload, early_dispatch, 536);
-assert_offset!(TaskPayload, predicate, 576);
-assert_offset!(TaskPayload, tensors, 640);
-assert_offset!(TaskPayload, scalars, 4736);
+const_assert_eq!(size_of::<lrt_task_payload>(), 4864);
+const_assert_eq!(align_of::<lrt_task_payload>(), 64);
+assert_offset!(lrt_task_payload, tensor_count, 0);
+assert_offset!(lrt_task_payload, scalar_count, 4);
+assert_offset!(lrt_task_payload, fanin_count, 8);
+assert_offset!(lrt_task_payload, fanin_local_ids, 12);
+assert_offset!(lrt_task_payload, reserved, 524);
+assert_offset!(lrt_task_payload, early_dispatch, 536);
+assert_offset!(lrt_task_payload, predicate, 576);
+assert_offset!(lrt_task_payload, tensors, 640);
+assert_offset!(lrt_task_payload, scalars, 4736);
 const_assert_eq!(size_of::<[u64; 5]>(), 40);
 const_assert_eq!(size_of::<[u64; 3]>(), 24);
 const_assert_eq!(size_of::<[u64; 16]>(), TENSOR_BYTES);
 
-const_assert_eq!(size_of::<TaskSlotState>(), 64);
-const_assert_eq!(align_of::<TaskSlotState>(), 64);
-assert_offset!(TaskSlotState, last_consumer_local_id, 0);
-assert_offset!(TaskSlotState, task_state, 4);
-assert_offset!(TaskSlotState, payload, 8);
-assert_offset!(TaskSlotState, task, 16);
-assert_offset!(TaskSlotState, wake_list_head, 24);
-assert_offset!(TaskSlotState, next_in_wake_list, 32);
-assert_offset!(TaskSlotState, active_mask, 40);
-assert_offset!(TaskSlotState, task_attrs, 41);
-assert_offset!(TaskSlotState, any_subtask_deferred, 42);
-assert_offset!(TaskSlotState, task_kind, 43);
-assert_offset!(TaskSlotState, completed_subtasks, 44);
-assert_offset!(TaskSlotState, total_required_subtasks, 46);
-assert_offset!(TaskSlotState, logical_block_num, 48);
-assert_offset!(TaskSlotState, next_block_idx, 50);
-assert_offset!(TaskSlotState, graph_node_index, 52);
-assert_offset!(TaskSlotState, graph_context, 56);
+const_assert_eq!(size_of::<lrt_task_slot_state>(), 64);
+const_assert_eq!(align_of::<lrt_task_slot_state>(), 64);
+assert_offset!(lrt_task_slot_state, last_consumer_local_id, 0);
+assert_offset!(lrt_task_slot_state, task_state, 4);
+assert_offset!(lrt_task_slot_state, payload, 8);
+assert_offset!(lrt_task_slot_state, task, 16);
+assert_offset!(lrt_task_slot_state, wake_list_head, 24);
+assert_offset!(lrt_task_slot_state, next_in_wake_list, 32);
+assert_offset!(lrt_task_slot_state, active_mask, 40);
+assert_offset!(lrt_task_slot_state, task_attrs, 41);
+assert_offset!(lrt_task_slot_state, any_subtask_deferred, 42);
+assert_offset!(lrt_task_slot_state, task_kind, 43);
+assert_offset!(lrt_task_slot_state, completed_subtasks, 44);
+assert_offset!(lrt_task_slot_state, total_required_subtasks, 46);
+assert_offset!(lrt_task_slot_state, logical_block_num, 48);
+assert_offset!(lrt_task_slot_state, next_block_idx, 50);
+assert_offset!(lrt_task_slot_state, graph_node_index, 52);
+assert_offset!(lrt_task_slot_state, graph_context, 56);
 
-const_assert_eq!(size_of::<SmSegments>(), 48);
+const_assert_eq!(size_of::<lrt_sm_segments>(), 48);
 // The layout is for 64-bit hosts (8-byte pointers), like the reference runtime.
 const_assert!(size_of::<*mut c_void>() == 8);
 
@@ -215,18 +217,93 @@ const fn align_up(x: u64) -> u64 {
 /// for a compact image pitched to the live task count. Every segment,
 /// the completion flags included, is rounded up to 64 bytes, so the image
 /// ends on a 64-byte boundary (the reference's `ring_segment_offsets`).
-pub(crate) const fn offsets_for(slots: u64) -> SmSegments {
-    let descriptors = align_up(size_of::<SmHeader>() as u64);
-    let payloads = descriptors + align_up(slots * size_of::<TaskDescriptor>() as u64);
-    let slot_states = payloads + align_up(slots * size_of::<TaskPayload>() as u64);
-    let completion_flags = slot_states + align_up(slots * size_of::<TaskSlotState>() as u64);
-    SmSegments {
+pub(crate) const fn offsets_for(slots: u64) -> lrt_sm_segments {
+    let descriptors = align_up(size_of::<lrt_sm_header>() as u64);
+    let payloads = descriptors + align_up(slots * size_of::<lrt_task_descriptor>() as u64);
+    let slot_states = payloads + align_up(slots * size_of::<lrt_task_payload>() as u64);
+    let completion_flags = slot_states + align_up(slots * size_of::<lrt_task_slot_state>() as u64);
+    lrt_sm_segments {
         header: 0,
         descriptors,
         payloads,
         slot_states,
         completion_flags,
         end: completion_flags + align_up(slots),
+    }
+}
+
+/// Bytes a bounded upload ships per live slot: descriptor, payload, slot
+/// state and completion flag.
+pub(crate) const BYTES_PER_LIVE_SLOT: u64 = (size_of::<lrt_task_descriptor>()
+    + size_of::<lrt_task_payload>()
+    + size_of::<lrt_task_slot_state>()
+    + 1) as u64;
+
+/// One contiguous run of bytes copied from one image layout to another:
+/// `len` bytes from offset `from` to offset `to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Part {
+    pub from: u64,
+    pub to: u64,
+    pub len: u64,
+}
+
+/// The parts of an image that hold its first `n` slots, from layout `src`
+/// to layout `dst` (full or compact): the header with descriptors `[0, n)`
+/// (adjacent in every layout: descriptors start at 320), then the payload,
+/// slot-state and completion-flag prefixes `[0, n)`.
+pub(crate) fn live_parts(src: &lrt_sm_segments, dst: &lrt_sm_segments, n: u64) -> [Part; 4] {
+    let part = |from, to, elem: usize| Part {
+        from,
+        to,
+        len: n * elem as u64,
+    };
+    [
+        Part {
+            from: 0,
+            to: 0,
+            len: src.descriptors + n * size_of::<lrt_task_descriptor>() as u64,
+        },
+        part(src.payloads, dst.payloads, size_of::<lrt_task_payload>()),
+        part(
+            src.slot_states,
+            dst.slot_states,
+            size_of::<lrt_task_slot_state>(),
+        ),
+        part(src.completion_flags, dst.completion_flags, 1),
+    ]
+}
+
+/// Byte offsets of slot `i`'s four elements in one image.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlotOffsets {
+    pub descriptor: u64,
+    pub payload: u64,
+    pub slot_state: u64,
+    pub completion_flag: u64,
+}
+
+impl lrt_sm_segments {
+    /// The addresses of the four arrays (descriptors, payloads, slot states,
+    /// completion flags) of this layout in an image that starts at `base`:
+    /// what the header's array pointers hold.
+    pub(crate) fn arrays_at(&self, base: usize) -> [usize; 4] {
+        [
+            base + self.descriptors as usize,
+            base + self.payloads as usize,
+            base + self.slot_states as usize,
+            base + self.completion_flags as usize,
+        ]
+    }
+
+    /// Where slot `i`'s elements are in this layout.
+    pub(crate) fn slot(&self, i: u64) -> SlotOffsets {
+        SlotOffsets {
+            descriptor: self.descriptors + i * size_of::<lrt_task_descriptor>() as u64,
+            payload: self.payloads + i * size_of::<lrt_task_payload>() as u64,
+            slot_state: self.slot_states + i * size_of::<lrt_task_slot_state>() as u64,
+            completion_flag: self.completion_flags + i,
+        }
     }
 }
 
@@ -240,7 +317,7 @@ const_assert!(offsets_for(2 * MAX_TASK_WINDOW).end > i32::MAX as u64);
 /// image at most `i32::MAX` bytes, so `W <= 262144`: the reference runtime's
 /// images are addressed with 32-bit offsets, and its current code refuses
 /// larger ones. Anything else is `ErrorKind::InvalidArgument`.
-pub fn segment_offsets(task_window: u64) -> Result<SmSegments> {
+pub fn segment_offsets(task_window: u64) -> Result<lrt_sm_segments> {
     if task_window < 4 || task_window > i32::MAX as u64 {
         return Err(Error::invalid_argument(format!(
             "task window {task_window} is outside [4, {}]",
@@ -267,22 +344,6 @@ pub fn segment_offsets(task_window: u64) -> Result<SmSegments> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn goldens_at_16384() {
-        let s = segment_offsets(16384).unwrap();
-        assert_eq!(
-            (
-                s.header,
-                s.descriptors,
-                s.payloads,
-                s.slot_states,
-                s.completion_flags,
-                s.end
-            ),
-            (0, 320, 655_680, 80_347_456, 81_396_032, 81_412_416)
-        );
-    }
 
     #[test]
     fn rejects_bad_windows() {

@@ -1,9 +1,17 @@
-//! Staging: the runtime maker. See `README.md` in this folder and
-//! `docs/STAGING.md` for the init-on-write and copy contracts.
+//! Staging: the runtime maker (C: `lrt_runtime_maker_*`; the CLI's `bind`
+//! command measures it, after the reference runtime's name for this step).
+//! See `README.md` in this folder for the cross-file design and
+//! `docs/STAGING.md` for the concepts.
 //!
+//! * [`abi`]: the maker's C-visible data (config, claim descriptor, slot,
+//!   upload report and policy, `LRT_*` constants).
 //! * [`layout`]: the byte-compatible SM image structs and `segment_offsets`.
 //! * `mirror`: the untouched, reusable anonymous host mirror.
-//! * `maker`: [`RuntimeMaker`] and its config, slot and report types.
+//! * `pin`: page-locking that follows the runs, and the maker's policy.
+//! * `maker`: [`RuntimeMaker`].
+//! * [`layout_v2`], `image_v2`: the reference's current image (layout v2)
+//!   and a v2 run in the mirror (claims, compaction).
+pub mod abi;
 mod image_v2;
 pub mod layout;
 pub mod layout_v2;
@@ -11,11 +19,11 @@ mod maker;
 mod mirror;
 mod pin;
 
-pub use image_v2::{lrt_v2_task_slot, TensorRecord, V2ClaimDesc, V2PoolUse};
+pub use abi::*;
+pub use image_v2::{TensorRecord, V2ClaimDesc, V2PoolUse};
 pub use layout::*;
 pub use layout_v2::*;
-pub(crate) use maker::DEFAULT_HEAP_SIZE;
 pub use maker::{
-    ClaimDesc, CostModel, MakerConfig, RuntimeMaker, TaskSlot, UploadPolicy, UploadReport,
-    COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV, TASK_WINDOW_ENV,
+    ClaimDesc, CostModel, MakerConfig, RuntimeMaker, COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV,
+    TASK_WINDOW_ENV,
 };

@@ -16,6 +16,11 @@
 //! then stops pinning (the regions it still holds stay pinned until it is
 //! dropped) and the copies read pageable memory, which is slower but
 //! correct.
+//!
+//! [`MakerPins`] is the maker's policy over its two mappings (the mirror
+//! and the staging buffer): what to pin at create, before each upload's
+//! copies, and for a fresh mirror.
+use super::layout::{live_parts, lrt_sm_segments, offsets_for};
 use super::mirror::Mapping;
 use crate::device::{Device, PinnedRegion};
 
@@ -168,3 +173,187 @@ impl Pins {
 // SAFETY: `base` is an address into a mapping the owner owns and moves with
 // this value; the regions are Send.
 unsafe impl Send for Pins {}
+
+/// The fewest slots whose prefixes are pinned: a maker pins at least this
+/// much of each segment at create, so that small runs never grow the pins.
+const MIN_PIN_SLOTS: u64 = 64;
+
+/// What the copies of one upload read.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum CopySource {
+    /// The whole mirror.
+    WholeMirror,
+    /// The mirror's live prefixes.
+    MirrorPrefixes,
+    /// The mirror's live prefixes, gathered into `[0, end)` of the staging
+    /// buffer, which the copy reads.
+    Gathered { end: u64 },
+}
+
+/// The maker's pinning policy (`pin_mirror`; everything here is a no-op
+/// without it):
+///
+/// * create: the header and `MIN_PIN_SLOTS`-slot prefixes of the four
+///   segments (the whole mirror when `whole`, i.e. FULL);
+/// * before an upload's copies: each prefix grows to the next power of two
+///   of slots at or above N (at most W), so a steady workload pins nothing
+///   after its first run and growing runs re-pin O(log W) times; the
+///   staging buffer from its start as far as a gather of that many slots
+///   fills it;
+/// * a fresh mirror: pinned at once as far as the last one had grown (the
+///   old one's regions are released before it is unmapped);
+/// * drop: every region is released, which the maker does before the
+///   mappings are unmapped.
+///
+/// Nothing is unpinned while a mapping lives, except ranges merged into a
+/// larger one, before any copy of the upload. Invariant: with pinning on
+/// and no pin failed, every copy reads from within one pinned range.
+pub(super) struct MakerPins {
+    mirror: Option<Pins>,
+    staging: Option<Pins>,
+    /// Slots whose prefixes are pinned in every segment of the mirror: the
+    /// next power of two at or above the largest N uploaded (at least
+    /// `MIN_PIN_SLOTS`, at most W).
+    slots: u64,
+    /// Pin the whole mirror, not prefixes (FULL zeroes and ships all of it).
+    whole: bool,
+    window: u64,
+    seg: lrt_sm_segments,
+}
+
+impl MakerPins {
+    /// The policy for a maker of window `window` (full layout `seg`); with
+    /// `enabled`, it pins what create pins.
+    ///
+    /// # Safety
+    /// The caller calls [`MakerPins::release`] (or drops this value) before
+    /// `mirror` or `staging` is unmapped, and [`MakerPins::attach_mirror`]
+    /// for a new mirror only after `release_mirror`.
+    pub(super) unsafe fn new(
+        enabled: bool,
+        whole: bool,
+        seg: lrt_sm_segments,
+        window: u64,
+        mirror: &Mapping,
+        staging: Option<&Mapping>,
+        device: &dyn Device,
+    ) -> Self {
+        let mut pins = MakerPins {
+            // SAFETY: the caller's contract above.
+            mirror: enabled.then(|| unsafe { Pins::new(mirror, "host mirror") }),
+            // SAFETY: as above.
+            staging: staging
+                .filter(|_| enabled)
+                .map(|s| unsafe { Pins::new(s, "staging buffer") }),
+            slots: MIN_PIN_SLOTS.min(window),
+            whole,
+            window,
+            seg,
+        };
+        pins.pin_mirror_prefixes(device);
+        pins
+    }
+
+    /// Pins `[start, end)` of the mirror (AUTO's measurement copies from
+    /// its start).
+    pub(super) fn ensure_mirror(&mut self, device: &dyn Device, start: usize, end: usize) {
+        if let Some(pins) = &mut self.mirror {
+            pins.ensure(device, start, end);
+        }
+    }
+
+    /// The mirror's parts a copy of `slots` live slots reads, as
+    /// `(offset, length)`: all of `[0, end)` at the whole window.
+    fn mirror_parts(&self, slots: u64) -> impl Iterator<Item = (u64, u64)> {
+        let whole = slots >= self.window;
+        let parts = live_parts(&self.seg, &self.seg, slots.min(self.window));
+        let end = self.seg.end;
+        parts
+            .into_iter()
+            .enumerate()
+            .map(move |(i, p)| match (whole, i) {
+                (true, 0) => (0, end),
+                (true, _) => (0, 0),
+                (false, _) => (p.from, p.len),
+            })
+    }
+
+    /// Pins the mirror as far as `slots` (`whole`: all of it).
+    fn pin_mirror_prefixes(&mut self, device: &dyn Device) {
+        let slots = if self.whole { self.window } else { self.slots };
+        let parts: Vec<(u64, u64)> = self.mirror_parts(slots).collect();
+        if let Some(pins) = &mut self.mirror {
+            for (off, len) in parts {
+                pins.ensure(device, off as usize, (off + len) as usize);
+            }
+        }
+    }
+
+    /// Before the copies of an upload of `n` slots that read `source`:
+    /// grows the pinned ranges so that every byte the copies read is pinned.
+    pub(super) fn grow_for(&mut self, device: &dyn Device, n: u64, source: CopySource) {
+        if self.mirror.is_none() {
+            return;
+        }
+        let want = n.max(MIN_PIN_SLOTS).next_power_of_two().min(self.window);
+        self.slots = self.slots.max(want);
+        match source {
+            CopySource::WholeMirror => self.ensure_mirror(device, 0, self.seg.end as usize),
+            CopySource::MirrorPrefixes => self.pin_mirror_prefixes(device),
+            CopySource::Gathered { end } => {
+                self.pin_mirror_prefixes(device);
+                // Pin the staging buffer as far as the compact image of
+                // `slots` slots (at least what this gather fills).
+                let end = offsets_for(self.slots).end.max(end);
+                if let Some(pins) = &mut self.staging {
+                    pins.ensure(device, 0, end as usize);
+                }
+            }
+        }
+    }
+
+    /// Releases the mirror's regions (before the mirror is unmapped).
+    pub(super) fn release_mirror(&mut self) {
+        if let Some(pins) = &mut self.mirror {
+            pins.ranges.clear();
+        }
+    }
+
+    /// Follows a new mirror: pins it at once as far as the last one had
+    /// grown.
+    ///
+    /// # Safety
+    /// As [`MakerPins::new`] for `mirror`.
+    pub(super) unsafe fn attach_mirror(&mut self, mirror: &Mapping, device: &dyn Device) {
+        if self.mirror.is_some() {
+            // SAFETY: the caller's contract.
+            self.mirror = Some(unsafe { Pins::new(mirror, "host mirror") });
+            self.pin_mirror_prefixes(device);
+        }
+    }
+
+    /// Releases every region (before the mappings are unmapped).
+    pub(super) fn release(&mut self) {
+        self.mirror = None;
+        self.staging = None;
+    }
+
+    fn each(&self) -> impl Iterator<Item = &Pins> {
+        self.mirror.iter().chain(self.staging.iter())
+    }
+
+    /// Bytes page-locked now.
+    pub(super) fn bytes(&self) -> u64 {
+        self.each().map(Pins::bytes).sum::<usize>() as u64
+    }
+
+    /// Successful pin calls so far.
+    pub(super) fn pin_calls(&self) -> u32 {
+        self.each().map(Pins::pin_calls).sum()
+    }
+
+    /// Whether pinning was asked for and a pin failed.
+    pub(super) fn failed(&self) -> bool {
+        self.each().any(Pins::failed)
+    }
+}

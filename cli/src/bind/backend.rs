@@ -6,7 +6,7 @@ use super::model::{Policy, RunSample};
 use leanrt::device::cuda::{self, CudaDevice};
 use leanrt::device::host::HostDevice;
 use leanrt::device::PinnedRegion;
-use leanrt::staging::{self, MakerConfig, RuntimeMaker, UploadPolicy};
+use leanrt::staging::{self, lrt_upload_policy, MakerConfig, RuntimeMaker};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Instant;
@@ -95,11 +95,11 @@ impl Device {
     /// mirror when `pin`).
     pub fn maker(&self, policy: Policy, window: u64, pin: bool) -> Result<Maker<'_>, String> {
         let (upload, fresh_mirror) = match policy {
-            Policy::FullFresh => (UploadPolicy::Full, true),
-            Policy::Full => (UploadPolicy::Full, false),
-            Policy::Bounded => (UploadPolicy::Bounded, false),
-            Policy::Compact => (UploadPolicy::Compact, false),
-            Policy::Auto => (UploadPolicy::Auto, false),
+            Policy::FullFresh => (lrt_upload_policy::LRT_UPLOAD_FULL, true),
+            Policy::Full => (lrt_upload_policy::LRT_UPLOAD_FULL, false),
+            Policy::Bounded => (lrt_upload_policy::LRT_UPLOAD_BOUNDED, false),
+            Policy::Compact => (lrt_upload_policy::LRT_UPLOAD_COMPACT, false),
+            Policy::Auto => (lrt_upload_policy::LRT_UPLOAD_AUTO, false),
         };
         let config = MakerConfig {
             task_window: window,
@@ -235,10 +235,10 @@ impl Maker<'_> {
             copies: r.copies,
             total_tasks: r.total_tasks,
             path: match r.path {
-                UploadPolicy::Full => "full",
-                UploadPolicy::Bounded => "bounded",
-                UploadPolicy::Compact => "compact",
-                UploadPolicy::Auto => "auto",
+                lrt_upload_policy::LRT_UPLOAD_FULL => "full",
+                lrt_upload_policy::LRT_UPLOAD_BOUNDED => "bounded",
+                lrt_upload_policy::LRT_UPLOAD_COMPACT => "compact",
+                lrt_upload_policy::LRT_UPLOAD_AUTO => "auto",
             },
             sync_ns,
             h2d_ns,
@@ -248,7 +248,7 @@ impl Maker<'_> {
 
 /// Writes what a host writes into a claimed task: a few counts, scalars and
 /// the descriptor's kernel id.
-fn write_task(slot: &staging::TaskSlot, i: u64) {
+fn write_task(slot: &staging::lrt_task_slot, i: u64) {
     // SAFETY: claim_slot returned pointers into the maker's mirror for slot
     // `slot.index`, valid for writes until the next begin_run; nothing else
     // accesses them meanwhile (the maker is used by this thread only).

@@ -1,0 +1,177 @@
+//! The maker's C-visible plain data, under the names C sees: the config,
+//! the claim descriptor, the claimed slot, the upload report and policy,
+//! and the `LRT_*` constants of the task image. The image structs
+//! themselves are in [`super::layout`]. cbindgen reads this file directly;
+//! the core uses these types as they are (no copies, no conversions), and
+//! `src/ffi/staging.rs` only converts the two that a C caller fills
+//! (`lrt_maker_config`, `lrt_claim_desc`) into the core's Rust forms.
+#![allow(non_camel_case_types)]
+
+use std::ffi::c_void;
+
+use super::layout::{lrt_task_descriptor, lrt_task_payload, lrt_task_slot_state};
+
+/// How lrt_runtime_maker_upload ships the image. docs/STAGING.md compares
+/// them ("Upload policies").
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum lrt_upload_policy {
+    /// The old path, a baseline: zero the whole mirror every run, ship the
+    /// whole image in one copy.
+    LRT_UPLOAD_FULL = 0,
+    /// Init-on-write; ship the header and descriptors[0,N), payloads[0,N),
+    /// slot_states[0,N) and flags[0,N) at their full-window offsets:
+    /// 320 + 4969*N bytes in at most 4 copies.
+    #[default]
+    LRT_UPLOAD_BOUNDED = 1,
+    /// The live prefixes as one image laid out for N slots (the offsets of
+    /// lrt_sm_ring_segment_offsets for a window of N), at the start of the
+    /// device image: gathered on the host and shipped in one copy while that
+    /// image is at most 192 KiB, copied straight to its
+    /// compact offsets (at most 4 copies) beyond.
+    LRT_UPLOAD_COMPACT = 2,
+    /// Per run, BOUNDED or COMPACT (one gathered copy), whichever a cost
+    /// model says is cheaper: a copy costs a fixed latency plus bytes over
+    /// the device's bandwidth, a gather bytes over the host's gather
+    /// bandwidth. The device's figures are the backend's own where it gives
+    /// them, else measured once at create (the fastest of five 64-byte
+    /// copies and one copy and one gather of up to 1 MiB into the not yet
+    /// meaningful device image). lrt_upload_report.path says which ran.
+    LRT_UPLOAD_AUTO = 3,
+}
+
+/// lrt_maker_config flag: page-lock the host memory the uploads copy from, so
+/// that copies are direct DMA. Create locks the header and the first 64
+/// slots of each segment (LRT_UPLOAD_FULL: the whole mirror); an upload of N
+/// tasks first grows each segment's locked prefix to the next power of two
+/// at or above N, so a steady workload locks nothing after its first run.
+/// Everything is unlocked at destroy. A device that cannot pin leaves the
+/// memory pageable (one warning through leanrt's log channel; the maker then
+/// stops trying); it is never an error.
+pub const LRT_MAKER_PIN_MIRROR: u32 = 1;
+/// lrt_maker_config flag: map a fresh mirror for every run instead of
+/// reusing one (the baseline's behaviour; for measurements).
+pub const LRT_MAKER_FRESH_MIRROR: u32 = 2;
+
+/// lrt_task_slot_state.task_state: submitted, waiting to run (the
+/// reference's PTO2_TASK_PENDING).
+pub const LRT_TASK_PENDING: i32 = 0;
+/// lrt_task_slot_state.task_state: finished (PTO2_TASK_COMPLETED).
+pub const LRT_TASK_COMPLETED: i32 = 1;
+/// lrt_task_slot_state.task_state: output fully consumed (PTO2_TASK_CONSUMED).
+pub const LRT_TASK_CONSUMED: i32 = 2;
+/// lrt_task_slot_state.task_kind: a task with at least one active subtask.
+pub const LRT_TASK_KIND_KERNEL: u8 = 0;
+/// lrt_task_slot_state.task_kind: a dependency-only task (no active subtask).
+pub const LRT_TASK_KIND_DUMMY: u8 = 1;
+/// lrt_task_slot_state.task_kind: a graph submission.
+pub const LRT_TASK_KIND_GRAPH: u8 = 2;
+/// lrt_task_slot_state.task_kind: a node of a graph.
+pub const LRT_TASK_KIND_GRAPH_NODE: u8 = 3;
+/// active_mask bit: the AIC subtask slot.
+pub const LRT_SUBTASK_AIC: u8 = 1;
+/// active_mask bit: the first AIV subtask slot.
+pub const LRT_SUBTASK_AIV0: u8 = 2;
+/// active_mask bit: the second AIV subtask slot.
+pub const LRT_SUBTASK_AIV1: u8 = 4;
+/// task_attrs bit: the task may be resolved early (set for hidden
+/// allocation tasks).
+pub const LRT_TASK_ATTR_EARLY_RESOLVE: u8 = 1;
+/// task_attrs bit: the task's cores start together.
+pub const LRT_TASK_ATTR_SYNC_START: u8 = 2;
+/// task_attrs bit: the task carries a dispatch predicate.
+pub const LRT_TASK_ATTR_HAS_PREDICATE: u8 = 4;
+/// task_attrs bit: bits 4-7 hold a timing tag.
+pub const LRT_TASK_ATTR_TIMED: u8 = 8;
+/// lrt_claim_desc flag: the task is complete before the run starts (like
+/// the reference's hidden allocation tasks): task_state LRT_TASK_COMPLETED
+/// and completion flag 1.
+pub const LRT_CLAIM_COMPLETED: u32 = 1;
+/// lrt_maker_config.heap_size when neither the config nor the environment
+/// variable PTO2_RING_HEAP sets one: 256 MiB, the reference's default.
+pub const LRT_DEFAULT_HEAP_SIZE: u64 = 268_435_456;
+
+/// Maker configuration. Fill it with lrt_maker_config_init, then change the
+/// members you need.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct lrt_maker_config {
+    /// Slots in the ring: a power of two in [4, 262144]. 0 (the default):
+    /// the environment variable PTO2_RING_TASK_WINDOW, else 16384.
+    pub task_window: u64,
+    /// Default LRT_UPLOAD_BOUNDED.
+    pub policy: lrt_upload_policy,
+    /// LRT_MAKER_PIN_MIRROR and/or LRT_MAKER_FRESH_MIRROR; default 0.
+    pub flags: u32,
+    /// The header's heap_size, at least 1024. 0 (the default): the
+    /// environment variable PTO2_RING_HEAP, else LRT_DEFAULT_HEAP_SIZE.
+    pub heap_size: u64,
+}
+
+/// What lrt_runtime_maker_claim_slot_ex writes for a task: the fields the
+/// reference runtime's submit path sets per task. Fill it with
+/// lrt_claim_desc_init (a root kernel task on one AIV core), then change
+/// what differs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct lrt_claim_desc {
+    /// Active subtask slots (LRT_SUBTASK_AIC | LRT_SUBTASK_AIV0 |
+    /// LRT_SUBTASK_AIV1). 0 makes a dependency-only task (task_kind
+    /// LRT_TASK_KIND_DUMMY). Default LRT_SUBTASK_AIV0.
+    pub active_mask: u8,
+    /// The reference's task-attribute byte (LRT_TASK_ATTR_*, timing tag in
+    /// bits 4-7). Default 0.
+    pub task_attrs: u8,
+    /// Logical blocks, at least 1; total_required_subtasks is this times the
+    /// number of active subtask slots and must fit in int16_t. Default 1.
+    pub logical_block_num: i16,
+    /// LRT_CLAIM_COMPLETED or 0 (the default).
+    pub flags: u32,
+    /// Kernel per subtask slot (AIC, AIV0, AIV1); -1 = none (the default).
+    pub kernel_id: [i32; 3],
+    /// Number of producers in fanin_local_ids, in [0, LRT_MAX_FANIN].
+    pub fanin_count: i32,
+    /// Local ids (slot indices) of producers claimed earlier in this run;
+    /// duplicates count once. May be NULL when fanin_count is 0. Read only
+    /// during the call.
+    pub fanin_local_ids: *const i32,
+    /// Written to the descriptor unchanged (device addresses of the task's
+    /// packed output buffer; upload never rewrites them). Default NULL.
+    pub packed_buffer_base: *mut c_void,
+    pub packed_buffer_end: *mut c_void,
+}
+
+/// A claimed slot: its index and the host-mirror addresses of its
+/// descriptor, payload and slot state, which the host writes the task's
+/// content through. The pointers stay valid until the next
+/// lrt_runtime_maker_begin_run or lrt_runtime_maker_destroy.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct lrt_task_slot {
+    pub index: i32,
+    pub descriptor: *mut lrt_task_descriptor,
+    pub payload: *mut lrt_task_payload,
+    pub slot_state: *mut lrt_task_slot_state,
+}
+
+/// What one lrt_runtime_maker_upload did.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct lrt_upload_report {
+    /// current_task_index at upload: the live slots [0, N).
+    pub total_tasks: i32,
+    /// copy_to_device calls made.
+    pub copies: u32,
+    /// Bytes shipped.
+    pub bytes: u64,
+    /// Nanoseconds the run's begin_run spent zeroing.
+    pub zero_ns: u64,
+    /// Nanoseconds spent validating and rewriting host pointers to device
+    /// addresses.
+    pub relocate_ns: u64,
+    /// Nanoseconds spent gathering (COMPACT) and copying to the device.
+    pub copy_ns: u64,
+    /// The layout shipped: LRT_UPLOAD_FULL, LRT_UPLOAD_BOUNDED or
+    /// LRT_UPLOAD_COMPACT (under LRT_UPLOAD_AUTO, the one it chose).
+    pub path: lrt_upload_policy,
+}

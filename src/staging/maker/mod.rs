@@ -1,0 +1,379 @@
+//! The runtime maker: builds a run's SM image in an init-on-write host mirror
+//! and ships to the device only what the device will read.
+//!
+//! Lifecycle of one run (one thread at a time, enforced by `&mut self`):
+//! `begin_run` (zero the header, stamp the constants) -> `claim_slot` x N
+//! (initialize slot i's device-read fields) -> the host writes the tasks ->
+//! `upload` (validate N, relocate, ship per policy, restore) -> the device
+//! runs -> `read_status`.
+//!
+//! Invariants:
+//! * The mirror is never pre-touched. A reused mirror's slots hold whatever
+//!   an earlier run left; only the header and claimed slots are written, so
+//!   nothing outside `[0, N)` may be shipped or trusted (init-on-write).
+//! * Between calls the mirror holds *host* addresses (header arrays, slot
+//!   `payload`/`task`); `upload` rewrites them to device addresses only for
+//!   the duration of the copy and restores them before returning, on success
+//!   and on failure alike.
+//! * `upload` validates everything (`N`, every live slot pointer) before it
+//!   changes or copies a byte; a rejected upload leaves the mirror and the
+//!   device image as they were.
+//!
+//! The files, one job each: `config` (the settings and where they come
+//! from), `claim` (the reference's claim semantics), `upload` (route choice
+//! and cost model, relocation, the copies); the pinning policy is
+//! `super::pin::MakerPins`. What is specific to the v1 image is its layout
+//! (`super::layout`), `claim` and the relocation and parts in `upload`; a
+//! second image layout is a layout file of its own with its claim and
+//! upload beside these, selected once per maker at create.
+use std::ffi::c_void;
+use std::mem::size_of;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::abi::{lrt_task_slot, lrt_upload_policy, lrt_upload_report};
+use super::layout::{lrt_sm_header, lrt_sm_segments, segment_offsets};
+use super::mirror::Mapping;
+use super::pin::MakerPins;
+use crate::device::Device;
+use crate::{Error, ErrorKind, Result};
+
+mod claim;
+mod config;
+mod upload;
+
+pub use claim::ClaimDesc;
+pub use config::{MakerConfig, HEAP_SIZE_ENV, TASK_WINDOW_ENV};
+pub use upload::{CostModel, COMPACT_GATHER_MAX_BYTES};
+
+/// `kind` for a device failure, unless the device reports itself
+/// unavailable (e.g. a CUDA device inherited across `fork`).
+fn device_kind(e: &Error, kind: ErrorKind) -> ErrorKind {
+    if e.kind() == ErrorKind::Unavailable {
+        ErrorKind::Unavailable
+    } else {
+        kind
+    }
+}
+
+fn elapsed_ns(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The runtime maker (C: `lrt_runtime_maker`). `Send` (a maker may move
+/// between threads) but not `Sync`: one thread uses it at a time.
+pub struct RuntimeMaker {
+    device: Arc<dyn Device>,
+    window: u64,
+    policy: lrt_upload_policy,
+    fresh_mirror: bool,
+    heap_size: u64,
+    /// The full image's layout (the mirror's).
+    seg: lrt_sm_segments,
+    mirror: Mapping,
+    /// COMPACT's and AUTO's gather buffer (same size as the mirror,
+    /// untouched until used).
+    staging: Option<Mapping>,
+    /// What is page-locked of the mirror and the staging buffer; released
+    /// before either is unmapped.
+    pins: MakerPins,
+    /// AUTO's cost model.
+    model: CostModel,
+    /// The device image, from `device.alloc`.
+    image: *mut u8,
+    /// `begin_run` has been called (claim/upload allowed).
+    run_open: bool,
+    /// The last upload succeeded (the device holds a complete image).
+    uploaded: bool,
+    /// Nanoseconds the last `begin_run` spent zeroing.
+    last_zero_ns: u64,
+}
+
+// SAFETY: every pointer the maker holds (mirror, staging, device image) is
+// owned by it and reached only through `&mut self` or `&self` reads of plain
+// addresses; the device is `Send + Sync`. Not Sync: no `&self` method is
+// meant to run concurrently with another call.
+unsafe impl Send for RuntimeMaker {}
+
+impl RuntimeMaker {
+    /// Resolves the window, maps the (untouched) mirror, allocates the device
+    /// image once through `device` and pins the mirror if asked. On error
+    /// nothing is leaked. A failed device allocation is
+    /// `ErrorKind::NoMemory` (or `Unavailable` when the device says so),
+    /// with the device's message.
+    pub fn new(cfg: &MakerConfig, device: Arc<dyn Device>) -> Result<Self> {
+        let resolved = cfg.resolve()?;
+        let window = resolved.window;
+        let seg = segment_offsets(window)?;
+        let len = seg.end as usize;
+        let mirror = Mapping::new(len)?;
+        let staging = match cfg.policy {
+            lrt_upload_policy::LRT_UPLOAD_COMPACT | lrt_upload_policy::LRT_UPLOAD_AUTO => {
+                Some(Mapping::new(len)?)
+            }
+            _ => None,
+        };
+        let image = device.alloc(len).map_err(|e| {
+            Error::new(
+                device_kind(&e, ErrorKind::NoMemory),
+                format!("device allocation of the {len}-byte image failed: {e}"),
+            )
+        })?;
+        // SAFETY: the maker releases its pins before the mappings they
+        // cover are unmapped (Drop, and begin_run for a fresh mirror).
+        let pins = unsafe {
+            MakerPins::new(
+                cfg.pin_mirror,
+                cfg.policy == lrt_upload_policy::LRT_UPLOAD_FULL,
+                seg,
+                window,
+                &mirror,
+                staging.as_ref(),
+                &*device,
+            )
+        };
+        let mut maker = RuntimeMaker {
+            device,
+            window,
+            policy: cfg.policy,
+            fresh_mirror: cfg.fresh_mirror,
+            heap_size: resolved.heap_size,
+            seg,
+            mirror,
+            staging,
+            pins,
+            model: CostModel::FALLBACK,
+            image,
+            run_open: false,
+            uploaded: false,
+            last_zero_ns: 0,
+        };
+        if maker.policy == lrt_upload_policy::LRT_UPLOAD_AUTO {
+            maker.model = maker.measure_model();
+        }
+        Ok(maker)
+    }
+
+    /// Segment offsets of the full image.
+    pub fn segments(&self) -> lrt_sm_segments {
+        self.seg
+    }
+    /// The resolved task window.
+    pub fn task_window(&self) -> u64 {
+        self.window
+    }
+    /// The upload policy.
+    pub fn policy(&self) -> lrt_upload_policy {
+        self.policy
+    }
+    /// The resolved heap size written to the header.
+    pub fn heap_size(&self) -> u64 {
+        self.heap_size
+    }
+    /// The device image (its header is at offset 0 under every policy).
+    pub fn device_image(&self) -> *mut c_void {
+        self.image.cast::<c_void>()
+    }
+
+    fn header_ptr(&self) -> *mut lrt_sm_header {
+        self.mirror.as_ptr().cast::<lrt_sm_header>()
+    }
+
+    fn mirror_at<T>(&self, offset: u64) -> *mut T {
+        self.mirror
+            .as_ptr()
+            .wrapping_add(offset as usize)
+            .cast::<T>()
+    }
+
+    /// Slot `i`'s host-mirror addresses (`i` in `[0, W)`).
+    fn slot_at(&self, i: i32) -> lrt_task_slot {
+        let at = self.seg.slot(i as u64);
+        lrt_task_slot {
+            index: i,
+            descriptor: self.mirror_at(at.descriptor),
+            payload: self.mirror_at(at.payload),
+            slot_state: self.mirror_at(at.slot_state),
+        }
+    }
+
+    /// Starts a run: zeroes the header (FULL: the whole mirror; FRESH: on a
+    /// newly mapped mirror) and writes every header field as the reference's
+    /// `init_per_ring` does on the host (the list is
+    /// `lrt_runtime_maker_begin_run`'s contract). Returns the mirror's
+    /// header.
+    pub fn begin_run(&mut self) -> Result<*mut lrt_sm_header> {
+        let t0 = Instant::now();
+        if self.fresh_mirror {
+            // The baseline's "allocate a new image every run".
+            let fresh = Mapping::new(self.seg.end as usize)?;
+            self.pins.release_mirror();
+            self.mirror = fresh;
+            // SAFETY: as in `new`; the old mirror's regions were released
+            // before it was unmapped.
+            unsafe { self.pins.attach_mirror(&self.mirror, &*self.device) };
+        }
+        let zero_len = match self.policy {
+            lrt_upload_policy::LRT_UPLOAD_FULL => self.mirror.len(),
+            _ => size_of::<lrt_sm_header>(),
+        };
+        // SAFETY: the mirror is a live read/write mapping of at least
+        // `seg.end >= zero_len` bytes owned by self.
+        unsafe { std::ptr::write_bytes(self.mirror.as_ptr(), 0, zero_len) };
+        self.last_zero_ns = elapsed_ns(t0);
+        let host = self.seg.arrays_at(self.mirror.as_ptr() as usize);
+        // SAFETY: the header lies at the start of the mapping, suitably
+        // aligned (page-aligned), and every bit pattern is a valid header;
+        // no other reference to it is live during this call.
+        let h = unsafe { &mut *self.header_ptr() };
+        self.stamp_header(h, host, self.seg.end);
+        h.current_task_index = 0;
+        h.last_task_alive = 0;
+        h.completed_watermark = -1;
+        h.orchestrator_done = 0;
+        h.heap_size = self.heap_size;
+        h.orch_error_code = 0;
+        h.sched_error_bitmap = 0;
+        h.sched_error_code = 0;
+        h.sched_error_thread = -1;
+        self.run_open = true;
+        Ok(self.header_ptr())
+    }
+
+    /// Writes the window constants, the four array pointers and the size of
+    /// the image they describe.
+    fn stamp_header(&self, h: &mut lrt_sm_header, arrays: [usize; 4], total_size: u64) {
+        h.task_window_size = self.window;
+        // The window is at most MAX_TASK_WINDOW, so the mask fits an i32.
+        h.task_window_mask = (self.window - 1) as i32;
+        h.task_descriptors_offset = self.seg.descriptors;
+        h.task_descriptors = arrays[0] as *mut _;
+        h.task_payloads = arrays[1] as *mut _;
+        h.slot_states = arrays[2] as *mut _;
+        h.completion_flags = arrays[3] as *mut u8;
+        h.total_size = total_size;
+    }
+
+    /// Reads `current_task_index` from the mirror.
+    fn current_index(&self) -> i32 {
+        // SAFETY: in-bounds, aligned read of plain data in the owned mapping.
+        unsafe { (*self.header_ptr()).current_task_index }
+    }
+
+    /// Validates `total_tasks = current_task_index` and every live slot
+    /// pointer, relocates, ships the image per policy and restores the
+    /// mirror's host pointers.
+    pub fn upload(&mut self) -> Result<lrt_upload_report> {
+        if !self.run_open {
+            return Err(Error::state("upload before begin_run"));
+        }
+        let t_reloc = Instant::now();
+        let total = self.current_index();
+        if total < 0 || total as u64 > self.window {
+            return Err(Error::out_of_range(format!(
+                "total_tasks (current_task_index) {total} is outside [0, {}]",
+                self.window
+            )));
+        }
+        let plan = self.plan(total as u64)?;
+        // Everything is valid: relocate.
+        // SAFETY: the header is plain data at the start of the mapping.
+        let saved_header = unsafe { *self.header_ptr() };
+        let dev_arrays = plan.dev.arrays_at(self.image as usize);
+        // SAFETY: as in begin_run.
+        let h = unsafe { &mut *self.header_ptr() };
+        self.stamp_header(h, dev_arrays, plan.dev.end);
+        // Uploading ends the orchestration: the shipped header says so (the
+        // reference's host marks it done before its copy to the device). The
+        // mirror gets back what the host left there, as for the pointers.
+        h.orchestrator_done = 1;
+        self.relocate_slots(&plan, true);
+        let relocate_ns = elapsed_ns(t_reloc);
+
+        let t_copy = Instant::now();
+        let shipped = self.ship(&plan);
+        let copy_ns = elapsed_ns(t_copy);
+
+        // Restore the host view, whatever the copy did.
+        self.relocate_slots(&plan, false);
+        // SAFETY: as in begin_run.
+        unsafe { *self.header_ptr() = saved_header };
+
+        let (copies, bytes) = match shipped {
+            Ok(v) => v,
+            Err(e) => {
+                self.uploaded = false;
+                return Err(e);
+            }
+        };
+        self.uploaded = true;
+        Ok(lrt_upload_report {
+            total_tasks: total,
+            copies,
+            bytes,
+            zero_ns: self.last_zero_ns,
+            relocate_ns,
+            copy_ns,
+            path: plan.route.policy(),
+        })
+    }
+
+    /// Bytes of the mirror and the staging buffer page-locked now (0 without
+    /// `pin_mirror`, or where the device cannot pin).
+    pub fn pinned_bytes(&self) -> u64 {
+        self.pins.bytes()
+    }
+
+    /// Pin calls made so far (at create, growths, fresh mirrors).
+    pub fn pin_calls(&self) -> u32 {
+        self.pins.pin_calls()
+    }
+
+    /// Whether pinning was asked for and a pin failed (the copies then read
+    /// pageable memory where nothing was pinned).
+    pub fn pin_failed(&self) -> bool {
+        self.pins.failed()
+    }
+
+    /// Copies the device header back: 0, or the negated `orch_error_code`,
+    /// else the negated `sched_error_code`.
+    pub fn read_status(&mut self) -> Result<i32> {
+        if !self.uploaded {
+            return Err(Error::state("read_status before a successful upload"));
+        }
+        let mut h = std::mem::MaybeUninit::<lrt_sm_header>::zeroed();
+        // SAFETY: reads size_of::<lrt_sm_header>() bytes from the start of
+        // the device image into a local buffer of that size.
+        unsafe {
+            self.device.copy_from(
+                h.as_mut_ptr().cast(),
+                self.image,
+                size_of::<lrt_sm_header>(),
+            )
+        }
+        .map_err(|e| {
+            Error::new(
+                device_kind(&e, ErrorKind::Device),
+                format!("copy of the header from the device failed: {e}"),
+            )
+        })?;
+        // SAFETY: zero-initialized, then overwritten with plain data; any bit
+        // pattern is a valid header.
+        let h = unsafe { h.assume_init() };
+        Ok(if h.orch_error_code != 0 {
+            h.orch_error_code.wrapping_neg()
+        } else {
+            h.sched_error_code.wrapping_neg()
+        })
+    }
+}
+
+impl Drop for RuntimeMaker {
+    fn drop(&mut self) {
+        // Unpin before the mappings are unmapped (fields drop afterwards).
+        self.pins.release();
+        // SAFETY: the device image came from this device's alloc and is
+        // freed exactly once, here.
+        unsafe { self.device.free(self.image) };
+    }
+}
