@@ -1,5 +1,6 @@
 //! Generates the C header with cbindgen from the C surface (src/ffi/) and
-//! the core's C-visible data (src/staging/abi.rs, src/staging/layout.rs).
+//! the core's C-visible data (src/staging/abi.rs, src/staging/layout.rs,
+//! src/staging/layout_v2.rs).
 //!
 //! The header is always written to `$OUT_DIR/leanrt.h`; the test
 //! `header_is_fresh` compares it with the checked-in `include/leanrt.h`.
@@ -32,6 +33,7 @@ fn main() {
         .with_src(crate_dir.join("src/ffi/mod.rs"))
         .with_src(crate_dir.join("src/staging/abi.rs"))
         .with_src(crate_dir.join("src/staging/layout.rs"))
+        .with_src(crate_dir.join("src/staging/layout_v2.rs"))
         .with_config(config)
         .generate()
         .expect("cbindgen could not generate the header");

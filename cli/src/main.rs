@@ -395,7 +395,12 @@ fn cmd_bind(a: &BindArgs) -> Result<(), String> {
         pin_mirror: a.pin_mirror,
     };
     if a.layout == "v2" {
-        print!("{}", bind::table_v2(&bind::run_v2(&plan, &|m| if !a.out.quiet { eprintln!("{m}") })?));
+        print!(
+            "{}",
+            bind::table_v2(&bind::run_v2(&plan, &|m| if !a.out.quiet {
+                eprintln!("{m}")
+            })?)
+        );
         return Ok(());
     }
     let cells = run_bind(&plan, a.out.quiet)?;

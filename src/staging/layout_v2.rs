@@ -34,15 +34,17 @@ use std::mem::{align_of, size_of};
 
 use static_assertions::{const_assert, const_assert_eq};
 
-use super::layout::{TaskDescriptor, MAX_FANIN, MAX_SCALARS, MAX_TASK_WINDOW, MAX_TENSORS};
+use super::layout::{
+    lrt_task_descriptor, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS, MAX_TASK_WINDOW,
+};
 use crate::{Error, Result};
 
 /// Bytes of one tensor record in the tensor pool (opaque to leanrt).
-pub const V2_TENSOR_BYTES: usize = 128;
+pub const LRT_V2_TENSOR_BYTES: usize = 128;
 /// A task's fanin region is rounded up to this many ids (one cache line).
-pub const V2_FANIN_ROUND: u64 = 16;
+pub const LRT_V2_FANIN_ROUND: u64 = 16;
 /// A task's scalar region is rounded up to this many scalars (one cache line).
-pub const V2_SCALAR_ROUND: u64 = 8;
+pub const LRT_V2_SCALAR_ROUND: u64 = 8;
 
 /// The v2 SM header (256 bytes): ring flow control, each counter on its own
 /// cache line, the window constants, the four array pointers (host-side
@@ -63,7 +65,7 @@ pub struct lrt_v2_sm_header {
     pub heap_size: u64,
     /// Byte offset of the descriptor segment from the header (256).
     pub task_descriptors_offset: u64,
-    pub task_descriptors: *mut TaskDescriptor,
+    pub task_descriptors: *mut lrt_task_descriptor,
     pub task_payloads: *mut lrt_v2_task_payload,
     pub slot_states: *mut lrt_v2_task_slot_state,
     pub completion_flags: *mut u8,
@@ -90,11 +92,11 @@ pub struct lrt_v2_task_payload {
     pub scalar_count: i32,
     /// Distinct producers, listed in the fanin region.
     pub fanin_count: i32,
-    /// Self-relative offset of the task's first tensor record (0 = unbound).
+    /// The self-relative offset of the task's first tensor record (0 = unbound).
     pub tensors: i32,
-    /// Self-relative offset of the task's first scalar (0 = unbound).
+    /// The self-relative offset of the task's first scalar (0 = unbound).
     pub scalars: i32,
-    /// Self-relative offset of the task's first fanin id (0 = unbound).
+    /// The self-relative offset of the task's first fanin id (0 = unbound).
     pub fanin: i32,
     pub _pad0: [u8; 40],
     /// Early-dispatch state (cache line 1), zeroed by a claim.
@@ -131,9 +133,9 @@ pub struct lrt_v2_task_slot_state {
     pub last_consumer_local_id: i32,
     /// Pending 0, completed 1, consumed 2.
     pub task_state: i32,
-    /// Self-relative offset of the slot's payload.
+    /// The self-relative offset of the slot's payload.
     pub payload: i32,
-    /// Self-relative offset of the slot's descriptor.
+    /// The self-relative offset of the slot's descriptor.
     pub task: i32,
     pub wake_list_head: *mut lrt_v2_task_slot_state,
     pub next_in_wake_list: *mut lrt_v2_task_slot_state,
@@ -238,10 +240,10 @@ assert_offset!(lrt_v2_task_slot_state, graph_context, 48);
 
 const_assert_eq!(size_of::<lrt_v2_segments>(), 72);
 // Every region starts on a cache line: the caps' strides are whole lines.
-const_assert_eq!((MAX_FANIN as u64 * 4) % 64, 0);
-const_assert_eq!((MAX_SCALARS as u64 * 8) % 64, 0);
-const_assert_eq!(V2_FANIN_ROUND * 4, 64);
-const_assert_eq!(V2_SCALAR_ROUND * 8, 64);
+const_assert_eq!((LRT_MAX_FANIN as u64 * 4) % 64, 0);
+const_assert_eq!((LRT_MAX_SCALARS as u64 * 8) % 64, 0);
+const_assert_eq!(LRT_V2_FANIN_ROUND * 4, 64);
+const_assert_eq!(LRT_V2_SCALAR_ROUND * 8, 64);
 
 const SEGMENT_ALIGN: u64 = 64;
 
@@ -265,13 +267,13 @@ pub(crate) const fn v2_offsets(
     scalars: u64,
 ) -> lrt_v2_segments {
     let descriptors = align_up(size_of::<lrt_v2_sm_header>() as u64);
-    let payloads = descriptors + align_up(slots * size_of::<TaskDescriptor>() as u64);
+    let payloads = descriptors + align_up(slots * size_of::<lrt_task_descriptor>() as u64);
     let slot_states = payloads + align_up(slots * size_of::<lrt_v2_task_payload>() as u64);
     let completion_flags =
         slot_states + align_up(slots * size_of::<lrt_v2_task_slot_state>() as u64);
     let fanin_pool = completion_flags + align_up(slots);
     let tensor_pool = fanin_pool + align_up(fanin_ids * 4);
-    let scalar_pool = tensor_pool + align_up(tensors * V2_TENSOR_BYTES as u64);
+    let scalar_pool = tensor_pool + align_up(tensors * LRT_V2_TENSOR_BYTES as u64);
     lrt_v2_segments {
         header: 0,
         descriptors,
@@ -285,14 +287,20 @@ pub(crate) const fn v2_offsets(
     }
 }
 
+/// The pools of a window's mirror with every task at its cap (the
+/// reference's `mirror_extents`).
+pub(crate) const fn v2_mirror_extents(window: u64) -> V2PoolUse {
+    V2PoolUse {
+        fanin_ids: window * LRT_MAX_FANIN as u64,
+        tensors: window * LRT_MAX_TENSORS as u64,
+        scalars: window * LRT_MAX_SCALARS as u64,
+    }
+}
+
 /// The mirror of a window at every task's cap, unvalidated.
 pub(crate) const fn v2_mirror_offsets(window: u64) -> lrt_v2_segments {
-    v2_offsets(
-        window,
-        window * MAX_FANIN as u64,
-        window * MAX_TENSORS as u64,
-        window * MAX_SCALARS as u64,
-    )
+    let e = v2_mirror_extents(window);
+    v2_offsets(window, e.fanin_ids, e.tensors, e.scalars)
 }
 
 // The largest window whose mirror stays inside an i32 offset's reach is
@@ -344,9 +352,9 @@ pub fn v2_image_segments(
         )));
     }
     for (what, used, cap) in [
-        ("fanin ids", fanin_ids, MAX_FANIN),
-        ("tensors", tensors, MAX_TENSORS),
-        ("scalars", scalars, MAX_SCALARS),
+        ("fanin ids", fanin_ids, LRT_MAX_FANIN),
+        ("tensors", tensors, LRT_MAX_TENSORS),
+        ("scalars", scalars, LRT_MAX_SCALARS),
     ] {
         if used > n * cap as u64 {
             return Err(Error::invalid_argument(format!(
@@ -371,6 +379,14 @@ pub fn rel_encode(field: usize, target: usize) -> i32 {
 /// The address an offset stored at `field` names: `None` when unbound (0).
 pub fn rel_decode(field: usize, delta: i32) -> Option<usize> {
     (delta != 0).then(|| (field as isize).wrapping_add(delta as isize) as usize)
+}
+
+/// Element counts of the three pools (capacities or cursors).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct V2PoolUse {
+    pub fanin_ids: u64,
+    pub tensors: u64,
+    pub scalars: u64,
 }
 
 #[cfg(test)]

@@ -9,10 +9,9 @@
 //! * `mirror`: the untouched, reusable anonymous host mirror.
 //! * `pin`: page-locking that follows the runs, and the maker's policy.
 //! * `maker`: [`RuntimeMaker`].
-//! * [`layout_v2`], `image_v2`: the reference's current image (layout v2)
-//!   and a v2 run in the mirror (claims, compaction).
+//! * [`layout_v2`]: the reference's current image (layout v2); its claims
+//!   and image assembly are `maker/claim_v2.rs` and `maker/upload_v2.rs`.
 pub mod abi;
-mod image_v2;
 pub mod layout;
 pub mod layout_v2;
 mod maker;
@@ -20,10 +19,9 @@ mod mirror;
 mod pin;
 
 pub use abi::*;
-pub use image_v2::{TensorRecord, V2ClaimDesc, V2PoolUse};
 pub use layout::*;
 pub use layout_v2::*;
 pub use maker::{
-    ClaimDesc, CostModel, MakerConfig, RuntimeMaker, COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV,
-    TASK_WINDOW_ENV,
+    ClaimDesc, CostModel, MakerConfig, RuntimeMaker, TensorRecord, V2ClaimDesc,
+    COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV, TASK_WINDOW_ENV,
 };

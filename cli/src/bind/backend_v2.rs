@@ -179,9 +179,7 @@ impl<'a> V2Maker<'a> {
         };
         let t1 = Instant::now();
         out[..RUNTIME_BLOCK_BYTES].copy_from_slice(&self.block);
-        let compacted = self
-            .maker
-            .v2_compact_into(&mut out[RUNTIME_BLOCK_BYTES..]);
+        let compacted = self.maker.v2_compact_into(&mut out[RUNTIME_BLOCK_BYTES..]);
         let t2 = Instant::now();
         let copied = match (&compacted, &self.reference) {
             (Ok(_), Some(r)) => r.device.copy_from(out),

@@ -24,9 +24,9 @@ pub use bandwidth::{bandwidth, bandwidth_charts, bandwidth_table, BandwidthCell}
 pub use model::Policy;
 pub use policies::{pairs, parse_window, run, BindCell, BindPlan};
 pub use report::{charts, headline, table};
-pub use v2::{run_v2, table_v2, V2Cell};
 #[cfg(test)]
 pub use report::{fmt_bytes, fmt_ns, times};
+pub use v2::{run_v2, table_v2};
 
 #[cfg(test)]
 mod tests {

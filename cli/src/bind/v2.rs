@@ -161,7 +161,8 @@ pub fn table_v2(cells: &[V2Cell]) -> String {
 /// A ratio with two significant digits below 1 (0.031×), as `times` above.
 fn ratio(x: f64) -> String {
     if x < 1.0 {
-        format!("{x:.2$}×", 0, if x < 0.1 { 3 } else { 2 })
+        let digits = if x < 0.1 { 3 } else { 2 };
+        format!("{x:.digits$}×")
     } else {
         times(x)
     }

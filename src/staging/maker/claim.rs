@@ -66,6 +66,7 @@ impl RuntimeMaker {
     /// is not an earlier slot of this run; `OutOfRange` when the window is
     /// full; `State` before `begin_run`.
     pub fn claim_slot_with(&mut self, desc: &ClaimDesc<'_>) -> Result<lrt_task_slot> {
+        self.v1_only("claim_slot")?;
         if !self.run_open {
             return Err(Error::state("claim_slot before begin_run"));
         }

@@ -27,22 +27,26 @@
 //! second image layout is a layout file of its own with its claim and
 //! upload beside these, selected once per maker at create.
 use std::ffi::c_void;
-use std::mem::size_of;
+use std::mem::{offset_of, size_of};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::abi::{lrt_task_slot, lrt_upload_policy, lrt_upload_report};
+use super::abi::{lrt_layout, lrt_task_slot, lrt_upload_policy, lrt_upload_report};
 use super::layout::{lrt_sm_header, lrt_sm_segments, segment_offsets};
+use super::layout_v2::lrt_v2_sm_header;
 use super::mirror::Mapping;
 use super::pin::MakerPins;
 use crate::device::Device;
 use crate::{Error, ErrorKind, Result};
 
 mod claim;
+mod claim_v2;
 mod config;
 mod upload;
+mod upload_v2;
 
 pub use claim::ClaimDesc;
+pub use claim_v2::{TensorRecord, V2ClaimDesc};
 pub use config::{MakerConfig, HEAP_SIZE_ENV, TASK_WINDOW_ENV};
 pub use upload::{CostModel, COMPACT_GATHER_MAX_BYTES};
 
@@ -87,6 +91,9 @@ pub struct RuntimeMaker {
     uploaded: bool,
     /// Nanoseconds the last `begin_run` spent zeroing.
     last_zero_ns: u64,
+    /// A layout-v2 maker's own state (`None`: layout v1). The mirror, the
+    /// staging buffer and the device image above are then v2's.
+    v2: Option<claim_v2::V2State>,
 }
 
 // SAFETY: every pointer the maker holds (mirror, staging, device image) is
@@ -102,6 +109,9 @@ impl RuntimeMaker {
     /// `ErrorKind::NoMemory` (or `Unavailable` when the device says so),
     /// with the device's message.
     pub fn new(cfg: &MakerConfig, device: Arc<dyn Device>) -> Result<Self> {
+        if cfg.layout == lrt_layout::LRT_LAYOUT_V2 {
+            return Self::new_v2(cfg, device);
+        }
         let resolved = cfg.resolve()?;
         let window = resolved.window;
         let seg = segment_offsets(window)?;
@@ -147,6 +157,7 @@ impl RuntimeMaker {
             run_open: false,
             uploaded: false,
             last_zero_ns: 0,
+            v2: None,
         };
         if maker.policy == lrt_upload_policy::LRT_UPLOAD_AUTO {
             maker.model = maker.measure_model();
@@ -170,9 +181,31 @@ impl RuntimeMaker {
     pub fn heap_size(&self) -> u64 {
         self.heap_size
     }
-    /// The device image (its header is at offset 0 under every policy).
+    /// The device image (its header is at offset 0 under every policy; v2:
+    /// the compact image, after the room for the frame before it).
     pub fn device_image(&self) -> *mut c_void {
-        self.image.cast::<c_void>()
+        let off = self.v2.as_ref().map_or(0, |v| v.image_off as usize);
+        self.image.wrapping_add(off).cast::<c_void>()
+    }
+    /// The image layout the maker builds.
+    pub fn layout(&self) -> lrt_layout {
+        if self.v2.is_some() {
+            lrt_layout::LRT_LAYOUT_V2
+        } else {
+            lrt_layout::LRT_LAYOUT_V1
+        }
+    }
+
+    /// `InvalidArgument` unless this is a layout-v1 maker: the v1 calls
+    /// (`what`) do not apply to the v2 image.
+    fn v1_only(&self, what: &str) -> Result<()> {
+        match self.v2 {
+            None => Ok(()),
+            Some(_) => Err(Error::invalid_argument(format!(
+                "{what} builds the v1 image; this maker was created with layout v2 \
+                 (use the v2 calls)"
+            ))),
+        }
     }
 
     fn header_ptr(&self) -> *mut lrt_sm_header {
@@ -203,6 +236,7 @@ impl RuntimeMaker {
     /// `lrt_runtime_maker_begin_run`'s contract). Returns the mirror's
     /// header.
     pub fn begin_run(&mut self) -> Result<*mut lrt_sm_header> {
+        self.v1_only("begin_run")?;
         let t0 = Instant::now();
         if self.fresh_mirror {
             // The baseline's "allocate a new image every run".
@@ -264,6 +298,7 @@ impl RuntimeMaker {
     /// pointer, relocates, ships the image per policy and restores the
     /// mirror's host pointers.
     pub fn upload(&mut self) -> Result<lrt_upload_report> {
+        self.v1_only("upload")?;
         if !self.run_open {
             return Err(Error::state("upload before begin_run"));
         }
@@ -321,35 +356,49 @@ impl RuntimeMaker {
     /// Bytes of the mirror and the staging buffer page-locked now (0 without
     /// `pin_mirror`, or where the device cannot pin).
     pub fn pinned_bytes(&self) -> u64 {
-        self.pins.bytes()
+        self.pins.bytes() + self.v2.as_ref().map_or(0, |v| v.pinned_bytes())
     }
 
     /// Pin calls made so far (at create, growths, fresh mirrors).
     pub fn pin_calls(&self) -> u32 {
-        self.pins.pin_calls()
+        self.pins.pin_calls() + self.v2.as_ref().map_or(0, |v| v.pin_calls())
     }
 
     /// Whether pinning was asked for and a pin failed (the copies then read
     /// pageable memory where nothing was pinned).
     pub fn pin_failed(&self) -> bool {
-        self.pins.failed()
+        self.pins.failed() || self.v2.as_ref().is_some_and(|v| v.pin_failed())
     }
 
-    /// Copies the device header back: 0, or the negated `orch_error_code`,
-    /// else the negated `sched_error_code`.
+    /// Copies the device header's error words back: 0, or the negated
+    /// `orch_error_code`, else the negated `sched_error_code` (the v2
+    /// header's, for a v2 maker).
     pub fn read_status(&mut self) -> Result<i32> {
         if !self.uploaded {
             return Err(Error::state("read_status before a successful upload"));
         }
-        let mut h = std::mem::MaybeUninit::<lrt_sm_header>::zeroed();
-        // SAFETY: reads size_of::<lrt_sm_header>() bytes from the start of
-        // the device image into a local buffer of that size.
+        // (header's device offset, bytes from it to the two words, where
+        // they are)
+        let (at, orch, sched) = match &self.v2 {
+            None => (
+                0,
+                offset_of!(lrt_sm_header, orch_error_code),
+                offset_of!(lrt_sm_header, sched_error_code),
+            ),
+            Some(v) => (
+                v.image_off as usize,
+                offset_of!(lrt_v2_sm_header, orch_error_code),
+                offset_of!(lrt_v2_sm_header, sched_error_code),
+            ),
+        };
+        let mut words = [0u8; size_of::<lrt_sm_header>()];
+        let len = sched + 4;
+        // SAFETY: reads `len` (< 320) bytes of the header at device offset
+        // `at` into a local buffer at least that long; the device image
+        // holds a whole header there.
         unsafe {
-            self.device.copy_from(
-                h.as_mut_ptr().cast(),
-                self.image,
-                size_of::<lrt_sm_header>(),
-            )
+            self.device
+                .copy_from(words.as_mut_ptr(), self.image.wrapping_add(at), len)
         }
         .map_err(|e| {
             Error::new(
@@ -357,13 +406,13 @@ impl RuntimeMaker {
                 format!("copy of the header from the device failed: {e}"),
             )
         })?;
-        // SAFETY: zero-initialized, then overwritten with plain data; any bit
-        // pattern is a valid header.
-        let h = unsafe { h.assume_init() };
-        Ok(if h.orch_error_code != 0 {
-            h.orch_error_code.wrapping_neg()
+        let word =
+            |o: usize| i32::from_ne_bytes([words[o], words[o + 1], words[o + 2], words[o + 3]]);
+        let (orch, sched) = (word(orch), word(sched));
+        Ok(if orch != 0 {
+            orch.wrapping_neg()
         } else {
-            h.sched_error_code.wrapping_neg()
+            sched.wrapping_neg()
         })
     }
 }
@@ -372,6 +421,9 @@ impl Drop for RuntimeMaker {
     fn drop(&mut self) {
         // Unpin before the mappings are unmapped (fields drop afterwards).
         self.pins.release();
+        if let Some(v) = &mut self.v2 {
+            v.release_pins();
+        }
         // SAFETY: the device image came from this device's alloc and is
         // freed exactly once, here.
         unsafe { self.device.free(self.image) };

@@ -1,6 +1,6 @@
-//! A v2 run in the host mirror: the header a run starts with, claims that
-//! write what the reference's submit path writes and bump the argument
-//! pools, and the compact image gathered for the one copy to the device.
+//! A v2 run in the host mirror (the reference's current image, layout v2):
+//! the header a run starts with and claims that write what the
+//! reference's submit path writes and bump the argument pools.
 //!
 //! Claim semantics (the reference's `prepare_task`, `payload.init`, the
 //! fanin builder, the graph-submission path and `alloc_tensors`):
@@ -23,43 +23,37 @@
 //! * A claim checks everything before it writes: nothing is written when it
 //!   fails (a full pool is `OutOfRange`; a latched `orch_error_code` is
 //!   `State`).
-//!
-//! Compaction (the reference's `compact_live_image`): the header copied with
-//! its four pointers NULL and `orchestrator_done = 1`; the live prefix of each
-//! segment and the used prefix of each pool copied to the image pitched to
-//! `P = max(N, 1)`; padding up to each next segment zeroed (the shipped bytes
-//! are fully determined); every slot's `payload`/`task` re-taken for element
-//! i of the image; every bound region offset re-taken by its pool's shift
-//! (a region keeps its position in its pool), unbound ones stay 0. Every
-//! live payload's regions are checked against the used pools (a host that
-//! wrote through the returned pointers may have broken them) before the
-//! image is considered valid; the mirror itself is never changed.
 #![allow(non_camel_case_types)]
 
 use std::ffi::c_void;
 use std::mem::size_of;
 
-use super::layout::{TaskDescriptor, MAX_FANIN, MAX_SCALARS, MAX_TENSORS};
-use super::layout_v2::{
-    lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state, rel_decode,
-    rel_encode, round_up, v2_offsets, V2_FANIN_ROUND, V2_SCALAR_ROUND, V2_TENSOR_BYTES,
+use super::super::abi::{
+    lrt_upload_policy, lrt_v2_task_slot, LRT_SUBTASK_AIC, LRT_SUBTASK_AIV0, LRT_SUBTASK_AIV1,
+    LRT_TASK_COMPLETED, LRT_TASK_KIND_DUMMY, LRT_TASK_KIND_GRAPH, LRT_TASK_KIND_KERNEL,
+    LRT_TASK_PENDING,
 };
-use super::maker::ClaimDesc;
-use super::mirror::Mapping;
-use crate::{Error, Result};
+use super::super::layout::{
+    lrt_task_descriptor, segment_offsets, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS,
+};
+use super::super::layout_v2::{
+    lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state, rel_encode,
+    round_up, v2_mirror_extents, v2_offsets, v2_ring_segment_offsets, V2PoolUse,
+    LRT_V2_FANIN_ROUND, LRT_V2_SCALAR_ROUND, LRT_V2_TENSOR_BYTES,
+};
+use super::super::mirror::Mapping;
+use super::super::pin::{MakerPins, Pins};
+use super::{device_kind, elapsed_ns, ClaimDesc, CostModel, MakerConfig, RuntimeMaker};
+use crate::device::Device;
+use crate::{Error, ErrorKind, Result};
+use std::sync::Arc;
+use std::time::Instant;
 
-/// `task_state` of a slot that waits to run.
-const TASK_PENDING: i32 = 0;
-/// `task_state` of a finished slot.
-const TASK_COMPLETED: i32 = 1;
-const TASK_KIND_KERNEL: u8 = 0;
-const TASK_KIND_DUMMY: u8 = 1;
-const TASK_KIND_GRAPH: u8 = 2;
 /// The subtask bits of `active_mask` (AIC, AIV0, AIV1).
-const SUBTASK_BITS: u8 = 0x07;
+const SUBTASK_BITS: u8 = LRT_SUBTASK_AIC | LRT_SUBTASK_AIV0 | LRT_SUBTASK_AIV1;
 
 /// One tensor record, opaque to leanrt.
-pub type TensorRecord = [u8; V2_TENSOR_BYTES];
+pub type TensorRecord = [u8; LRT_V2_TENSOR_BYTES];
 
 /// What a v2 claim writes for a task: v1's per-task fields plus its
 /// arguments.
@@ -84,30 +78,181 @@ pub struct V2ClaimDesc<'a> {
     pub graph_shell: bool,
 }
 
-/// A claimed v2 slot: its index and the host-mirror addresses of its
-/// descriptor, payload, slot state and argument regions, which the host may
-/// write the task's content through until the next begin_run.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct lrt_v2_task_slot {
-    pub index: i32,
-    pub descriptor: *mut TaskDescriptor,
-    pub payload: *mut lrt_v2_task_payload,
-    pub slot_state: *mut lrt_v2_task_slot_state,
-    /// The task's tensor region (NULL for a graph shell).
-    pub tensors: *mut c_void,
-    /// The task's scalar region (NULL for a graph shell).
-    pub scalars: *mut u64,
-    /// The task's fanin region (the distinct producers).
-    pub fanin: *mut i32,
+/// A v2 maker's own state beside the shared fields of [`RuntimeMaker`]
+/// (whose mirror, staging buffer and device image are then v2's):
+/// * device image: `image_off` (the frame before it, rounded up to 64
+///   bytes) + the mirror's size (no compact image is larger) + the frame
+///   after it;
+/// * staging buffer: the same layout as the device image, so the framed
+///   image is one contiguous source for the one copy;
+/// * the staging buffer's pins, grown with the runs (`upload_v2`).
+pub(super) struct V2State {
+    pub(super) run: V2Run,
+    pub(super) image_off: u64,
+    pub(super) frame_before: u64,
+    pub(super) frame_after: u64,
+    pub(super) staging_pins: Option<Pins>,
 }
 
-/// Element counts of the three pools (capacities or cursors).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct V2PoolUse {
-    pub fanin_ids: u64,
-    pub tensors: u64,
-    pub scalars: u64,
+impl V2State {
+    pub(super) fn pinned_bytes(&self) -> u64 {
+        self.staging_pins.as_ref().map_or(0, Pins::bytes) as u64
+    }
+    pub(super) fn pin_calls(&self) -> u32 {
+        self.staging_pins.as_ref().map_or(0, Pins::pin_calls)
+    }
+    pub(super) fn pin_failed(&self) -> bool {
+        self.staging_pins.as_ref().is_some_and(Pins::failed)
+    }
+    /// Releases the staging buffer's regions (before it is unmapped).
+    pub(super) fn release_pins(&mut self) {
+        self.staging_pins = None;
+    }
+}
+
+/// The largest frame before or after a v2 image.
+const MAX_FRAME: u64 = 1 << 30;
+
+impl RuntimeMaker {
+    /// Creates a layout-v2 maker (`RuntimeMaker::new` with
+    /// `cfg.layout = LRT_LAYOUT_V2`): resolves the window and the heap size as
+    /// for v1, maps the untouched mirror (pools of `cfg.v2_pools`, 0 = the
+    /// reference's) and staging buffer, allocates the device image once
+    /// (frames + the mirror's size). `InvalidArgument` for the FULL policy,
+    /// a frame above 2^30 bytes or a pool above the reference's.
+    pub(super) fn new_v2(cfg: &MakerConfig, device: Arc<dyn Device>) -> Result<Self> {
+        let resolved = cfg.resolve()?;
+        let window = resolved.window;
+        if cfg.policy == lrt_upload_policy::LRT_UPLOAD_FULL {
+            return Err(Error::invalid_argument(
+                "LRT_UPLOAD_FULL ships v1's whole image; a v2 maker ships the compact image",
+            ));
+        }
+        if cfg.frame_before > MAX_FRAME || cfg.frame_after > MAX_FRAME {
+            return Err(Error::invalid_argument(format!(
+                "frames of {} and {} bytes: at most {MAX_FRAME} each",
+                cfg.frame_before, cfg.frame_after
+            )));
+        }
+        let reference = v2_ring_segment_offsets(window)?;
+        let full = v2_mirror_extents(window);
+        let pick = |what: &str, asked: u64, cap: u64| -> Result<u64> {
+            match asked {
+                0 => Ok(cap),
+                a if a <= cap => Ok(a),
+                a => Err(Error::invalid_argument(format!(
+                    "a {what} pool of {a} elements is larger than the reference's {cap}"
+                ))),
+            }
+        };
+        let caps = V2PoolUse {
+            fanin_ids: pick("fanin", cfg.v2_pools.fanin_ids, full.fanin_ids)?,
+            tensors: pick("tensor", cfg.v2_pools.tensors, full.tensors)?,
+            scalars: pick("scalar", cfg.v2_pools.scalars, full.scalars)?,
+        };
+        let run = V2Run::new(window, caps, reference.end);
+        let mirror_len = run.segments().end;
+        // No compact image is larger than the reference's mirror.
+        let image_off = round_up(cfg.frame_before, 64);
+        let len = (image_off + reference.end + cfg.frame_after) as usize;
+        let mirror = Mapping::new(mirror_len as usize)?;
+        let staging = Mapping::new(len)?;
+        let image = device.alloc(len).map_err(|e| {
+            Error::new(
+                device_kind(&e, ErrorKind::NoMemory),
+                format!("device allocation of the {len}-byte v2 image failed: {e}"),
+            )
+        })?;
+        let seg = segment_offsets(window)?;
+        // SAFETY: the maker releases its pins before the mappings they
+        // cover are unmapped (Drop); v1's policy pins nothing here.
+        let pins = unsafe { MakerPins::new(false, false, seg, window, &mirror, None, &*device) };
+        // SAFETY: as above: `release_pins` runs in Drop before the staging
+        // buffer is unmapped.
+        let staging_pins = cfg
+            .pin_mirror
+            .then(|| unsafe { Pins::new(&staging, "staging buffer") });
+        Ok(RuntimeMaker {
+            device,
+            window,
+            policy: cfg.policy,
+            fresh_mirror: cfg.fresh_mirror,
+            heap_size: resolved.heap_size,
+            seg,
+            mirror,
+            staging: Some(staging),
+            pins,
+            model: CostModel::FALLBACK,
+            image,
+            run_open: false,
+            uploaded: false,
+            last_zero_ns: 0,
+            v2: Some(V2State {
+                run,
+                image_off,
+                frame_before: cfg.frame_before,
+                frame_after: cfg.frame_after,
+                staging_pins,
+            }),
+        })
+    }
+
+    /// The v2 state, or `InvalidArgument` naming the v2 call `what` on a
+    /// v1 maker.
+    pub(super) fn v2_state(&self, what: &str) -> Result<&V2State> {
+        self.v2.as_ref().ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "{what} builds the v2 image; this maker was created with layout v1"
+            ))
+        })
+    }
+
+    /// Starts a v2 run: a fresh mirror with `fresh_mirror`, then the header
+    /// as the reference's `init_per_ring` writes it (zeroed, then every
+    /// field; the list is `lrt_runtime_maker_v2_begin_run`'s contract); the
+    /// pools' cursors reset. Returns the mirror's header.
+    pub fn v2_begin_run(&mut self) -> Result<*mut lrt_v2_sm_header> {
+        self.v2_state("v2_begin_run")?;
+        let t0 = Instant::now();
+        if self.fresh_mirror {
+            // The baseline's "allocate a new image every run".
+            self.mirror = Mapping::new(self.mirror.len())?;
+        }
+        let heap_size = self.heap_size;
+        let Some(v2) = self.v2.as_mut() else {
+            return Err(Error::internal("v2 state vanished"));
+        };
+        let h = v2.run.begin(&self.mirror, heap_size);
+        self.last_zero_ns = elapsed_ns(t0);
+        self.run_open = true;
+        Ok(h)
+    }
+
+    /// Claims slot `current_task_index` for the task `d` describes (the
+    /// claim semantics of this module; the field list is
+    /// `lrt_runtime_maker_v2_claim_slot`'s contract). `State` before
+    /// `v2_begin_run` or with an orchestrator error latched; the rest as
+    /// `V2Run::claim`.
+    pub fn v2_claim_slot(&mut self, d: &V2ClaimDesc<'_>) -> Result<lrt_v2_task_slot> {
+        self.v2_state("v2_claim_slot")?;
+        if !self.run_open {
+            return Err(Error::state("v2_claim_slot before v2_begin_run"));
+        }
+        let Some(v2) = self.v2.as_mut() else {
+            return Err(Error::internal("v2 state vanished"));
+        };
+        v2.run.claim(&self.mirror, d)
+    }
+
+    /// The v2 mirror's segments (pools at this maker's capacities).
+    pub fn v2_mirror_segments(&self) -> Result<lrt_v2_segments> {
+        Ok(self.v2_state("v2_mirror_segments")?.run.segments())
+    }
+
+    /// The pools' capacities in elements (`cfg.v2_pools` resolved).
+    pub fn v2_pool_capacities(&self) -> Result<V2PoolUse> {
+        Ok(self.v2_state("v2_pool_capacities")?.run.capacities())
+    }
 }
 
 /// The v2 side of a maker: the mirror's layout, the pools' capacities and
@@ -115,16 +260,13 @@ pub struct V2PoolUse {
 /// mirror mapping it describes (at least `segments().end` bytes).
 #[derive(Debug)]
 pub(crate) struct V2Run {
-    window: u64,
-    seg: lrt_v2_segments,
+    pub(super) window: u64,
+    pub(super) seg: lrt_v2_segments,
     caps: V2PoolUse,
-    used: V2PoolUse,
+    pub(super) used: V2PoolUse,
     /// The header's `total_size`: the reference's mirror size for W.
     reference_size: u64,
 }
-
-/// The chunk of payloads/slot states copied and then patched while hot.
-const PATCH_CHUNK: usize = 128;
 
 impl V2Run {
     /// The layout of a window whose pools hold `caps` elements (the
@@ -150,6 +292,7 @@ impl V2Run {
     }
 
     /// This run's pool cursors.
+    #[cfg(test)]
     pub(crate) fn used(&self) -> V2PoolUse {
         self.used
     }
@@ -162,10 +305,10 @@ impl V2Run {
         m.as_ptr().cast::<lrt_v2_sm_header>()
     }
 
-    fn descriptor(&self, m: &Mapping, i: u64) -> *mut TaskDescriptor {
+    fn descriptor(&self, m: &Mapping, i: u64) -> *mut lrt_task_descriptor {
         Self::at(
             m,
-            self.seg.descriptors + i * size_of::<TaskDescriptor>() as u64,
+            self.seg.descriptors + i * size_of::<lrt_task_descriptor>() as u64,
         )
     }
 
@@ -267,9 +410,9 @@ impl V2Run {
                 i16::MAX
             ))
         })?;
-        if t.fanins.len() > MAX_FANIN {
+        if t.fanins.len() > LRT_MAX_FANIN {
             return Err(Error::invalid_argument(format!(
-                "{} fanins, more than {MAX_FANIN}",
+                "{} fanins, more than {LRT_MAX_FANIN}",
                 t.fanins.len()
             )));
         }
@@ -278,9 +421,9 @@ impl V2Run {
                 "fanin {bad} is not an earlier slot of this run [0, {idx})"
             )));
         }
-        if d.tensor_count > MAX_TENSORS || d.scalar_count > MAX_SCALARS {
+        if d.tensor_count > LRT_MAX_TENSORS || d.scalar_count > LRT_MAX_SCALARS {
             return Err(Error::invalid_argument(format!(
-                "{} tensors and {} scalars: at most {MAX_TENSORS} and {MAX_SCALARS}",
+                "{} tensors and {} scalars: at most {LRT_MAX_TENSORS} and {LRT_MAX_SCALARS}",
                 d.tensor_count, d.scalar_count
             )));
         }
@@ -296,7 +439,7 @@ impl V2Run {
                 "a graph shell has no tensor or scalar region (its arguments travel in its submission)",
             ));
         }
-        let mut ids = [0i32; MAX_FANIN];
+        let mut ids = [0i32; LRT_MAX_FANIN];
         let mut distinct = 0usize;
         for &p in t.fanins {
             if !ids[..distinct].contains(&p) {
@@ -304,8 +447,8 @@ impl V2Run {
                 distinct += 1;
             }
         }
-        let fanin_span = round_up(distinct as u64, V2_FANIN_ROUND);
-        let scalar_span = round_up(d.scalar_count as u64, V2_SCALAR_ROUND);
+        let fanin_span = round_up(distinct as u64, LRT_V2_FANIN_ROUND);
+        let scalar_span = round_up(d.scalar_count as u64, LRT_V2_SCALAR_ROUND);
         let tensors = d.tensor_count as u64;
         let u = self.used;
         for (what, cursor, need, cap) in [
@@ -333,7 +476,10 @@ impl V2Run {
             (std::ptr::null_mut(), std::ptr::null_mut())
         } else {
             (
-                Self::at(m, self.seg.tensor_pool + V2_TENSOR_BYTES as u64 * u.tensors),
+                Self::at(
+                    m,
+                    self.seg.tensor_pool + LRT_V2_TENSOR_BYTES as u64 * u.tensors,
+                ),
                 Self::at(m, self.seg.scalar_pool + 8 * u.scalars),
             )
         };
@@ -344,7 +490,7 @@ impl V2Run {
         // any bit pattern, pairwise disjoint, and no other reference to them
         // is live during this call.
         unsafe {
-            *desc_p = TaskDescriptor {
+            *desc_p = lrt_task_descriptor {
                 task_id: i,
                 kernel_id: if d.graph_shell { [-1; 3] } else { t.kernel_id },
                 _pad0: [0; 4],
@@ -375,9 +521,9 @@ impl V2Run {
             *state_p = lrt_v2_task_slot_state {
                 last_consumer_local_id: idx,
                 task_state: if t.completed {
-                    TASK_COMPLETED
+                    LRT_TASK_COMPLETED
                 } else {
-                    TASK_PENDING
+                    LRT_TASK_PENDING
                 },
                 payload: rel_encode(state_addr + 8, pay_p as usize),
                 task: rel_encode(state_addr + 12, desc_p as usize),
@@ -387,11 +533,11 @@ impl V2Run {
                 task_attrs: attrs,
                 any_subtask_deferred: 0,
                 task_kind: if d.graph_shell {
-                    TASK_KIND_GRAPH
+                    LRT_TASK_KIND_GRAPH
                 } else if mask != 0 {
-                    TASK_KIND_KERNEL
+                    LRT_TASK_KIND_KERNEL
                 } else {
-                    TASK_KIND_DUMMY
+                    LRT_TASK_KIND_DUMMY
                 },
                 completed_subtasks: 0,
                 total_required_subtasks: if d.graph_shell { 0 } else { total_required },
@@ -424,245 +570,12 @@ impl V2Run {
             fanin: fanin_p,
         })
     }
-
-    /// The compact image of this run's `n` tasks as the pools stand.
-    pub(crate) fn image_segments(&self, n: u64) -> lrt_v2_segments {
-        v2_offsets(
-            n.max(1),
-            self.used.fanin_ids,
-            self.used.tensors,
-            self.used.scalars,
-        )
-    }
-
-    /// Checks that a live payload's region offset (stored at mirror address
-    /// `field`) is unbound with a zero count, or names an element of its
-    /// pool `[pool, pool + used * elem)` with `count` elements inside the
-    /// used part.
-    #[allow(clippy::too_many_arguments)]
-    fn check_region(
-        i: u64,
-        what: &str,
-        field: usize,
-        delta: i32,
-        count: i32,
-        pool: usize,
-        elem: usize,
-        used: u64,
-        cap: usize,
-    ) -> Result<()> {
-        let bad = |why: String| {
-            Err(Error::invalid_argument(format!(
-                "slot {i}: the {what} region {why}"
-            )))
-        };
-        if count < 0 || count as usize > cap {
-            return bad(format!("has count {count}, outside [0, {cap}]"));
-        }
-        let Some(target) = rel_decode(field, delta) else {
-            return if count == 0 {
-                Ok(())
-            } else {
-                bad(format!("is unbound with count {count}"))
-            };
-        };
-        let off = target.wrapping_sub(pool);
-        if target < pool || off % elem != 0 || (off / elem) as u64 + count as u64 > used {
-            return bad(format!(
-                "(offset {delta}, count {count}) is not inside the {used} used elements of its pool"
-            ));
-        }
-        Ok(())
-    }
-
-    /// Writes the compact image of the run's `n = current_task_index` tasks
-    /// to `out` (64-aligned, at least `image_segments(n).end` bytes, not
-    /// overlapping the mirror) and returns its segments. `OutOfRange` for
-    /// `n` outside `[0, W]`, `InvalidArgument` for a live payload whose
-    /// regions are not inside the used pools (the module's rules); the
-    /// mirror is never changed, `out` may be partly written on failure.
-    ///
-    /// # Safety
-    /// `out` must be valid for writes of `image_segments(n).end` bytes and
-    /// not overlap `m`.
-    pub(crate) unsafe fn compact_into(
-        &self,
-        m: &Mapping,
-        n: u64,
-        out: *mut u8,
-    ) -> Result<lrt_v2_segments> {
-        if n > self.window {
-            return Err(Error::out_of_range(format!(
-                "total_tasks (current_task_index) {n} is outside [0, {}]",
-                self.window
-            )));
-        }
-        let c = self.image_segments(n);
-        let ms = self.seg;
-        let base = m.as_ptr();
-        let u = self.used;
-        let nn = n as usize;
-        // (mirror offset, image offset, live bytes, image segment end)
-        let parts = [
-            (0, 0, size_of::<lrt_v2_sm_header>() as u64, c.descriptors),
-            (
-                ms.descriptors,
-                c.descriptors,
-                n * size_of::<TaskDescriptor>() as u64,
-                c.payloads,
-            ),
-            (
-                ms.payloads,
-                c.payloads,
-                n * size_of::<lrt_v2_task_payload>() as u64,
-                c.slot_states,
-            ),
-            (
-                ms.slot_states,
-                c.slot_states,
-                n * size_of::<lrt_v2_task_slot_state>() as u64,
-                c.completion_flags,
-            ),
-            (ms.completion_flags, c.completion_flags, n, c.fanin_pool),
-            (ms.fanin_pool, c.fanin_pool, 4 * u.fanin_ids, c.tensor_pool),
-            (
-                ms.tensor_pool,
-                c.tensor_pool,
-                V2_TENSOR_BYTES as u64 * u.tensors,
-                c.scalar_pool,
-            ),
-            (ms.scalar_pool, c.scalar_pool, 8 * u.scalars, c.end),
-        ];
-        let pay_size = size_of::<lrt_v2_task_payload>();
-        let state_size = size_of::<lrt_v2_task_slot_state>();
-        // Shifts of each pool relative to the payloads: a region's offset in
-        // the image is its offset in the mirror plus this.
-        let shift = |pool_m: u64, pool_c: u64| -> i64 {
-            (pool_c as i64 - pool_m as i64) - (c.payloads as i64 - ms.payloads as i64)
-        };
-        let k_tensors = shift(ms.tensor_pool, c.tensor_pool);
-        let k_scalars = shift(ms.scalar_pool, c.scalar_pool);
-        let k_fanin = shift(ms.fanin_pool, c.fanin_pool);
-        let retake = |delta: i32, k: i64| -> i32 {
-            if delta == 0 {
-                0
-            } else {
-                i32::try_from(i64::from(delta) + k).unwrap_or(0)
-            }
-        };
-        let pools = [
-            (
-                base as usize + ms.tensor_pool as usize,
-                V2_TENSOR_BYTES,
-                u.tensors,
-                MAX_TENSORS,
-            ),
-            (
-                base as usize + ms.scalar_pool as usize,
-                8,
-                u.scalars,
-                MAX_SCALARS,
-            ),
-            (
-                base as usize + ms.fanin_pool as usize,
-                4,
-                u.fanin_ids,
-                MAX_FANIN,
-            ),
-        ];
-        for (k, &(from, to, len, seg_end)) in parts.iter().enumerate() {
-            // SAFETY: `from + len` is inside the mirror (n <= W, the cursors
-            // within the capacities) and `to + len <= seg_end <= c.end`
-            // inside `out`, per the caller's contract; the two do not overlap.
-            unsafe {
-                match k {
-                    // Payloads: copied and re-taken a chunk at a time.
-                    2 => {
-                        for lo in (0..nn).step_by(PATCH_CHUNK) {
-                            let hi = (lo + PATCH_CHUNK).min(nn);
-                            let src = base.add(from as usize + lo * pay_size);
-                            let dst = out.add(to as usize + lo * pay_size);
-                            std::ptr::copy_nonoverlapping(src, dst, (hi - lo) * pay_size);
-                            let dst = dst.cast::<lrt_v2_task_payload>();
-                            for j in 0..hi - lo {
-                                let i = (lo + j) as u64;
-                                let p = &mut *dst.add(j);
-                                let field = src as usize + j * pay_size;
-                                for (r, (delta, count, (pool, elem, used, cap), name)) in [
-                                    (p.tensors, p.tensor_count, pools[0], "tensor"),
-                                    (p.scalars, p.scalar_count, pools[1], "scalar"),
-                                    (p.fanin, p.fanin_count, pools[2], "fanin"),
-                                ]
-                                .into_iter()
-                                .enumerate()
-                                {
-                                    Self::check_region(
-                                        i,
-                                        name,
-                                        field + 12 + 4 * r,
-                                        delta,
-                                        count,
-                                        pool,
-                                        elem,
-                                        used,
-                                        cap,
-                                    )?;
-                                }
-                                p.tensors = retake(p.tensors, k_tensors);
-                                p.scalars = retake(p.scalars, k_scalars);
-                                p.fanin = retake(p.fanin, k_fanin);
-                            }
-                        }
-                    }
-                    // Slot states: copied, then bound to element i of the
-                    // image.
-                    3 => {
-                        std::ptr::copy_nonoverlapping(
-                            base.add(from as usize),
-                            out.add(to as usize),
-                            len as usize,
-                        );
-                        let states = out.add(to as usize).cast::<lrt_v2_task_slot_state>();
-                        let pay0 = c.payloads as i64 - c.slot_states as i64 - 8;
-                        let task0 = c.descriptors as i64 - c.slot_states as i64 - 12;
-                        for i in 0..nn {
-                            let s = &mut *states.add(i);
-                            let i = i as i64;
-                            // |delta| < image size <= i32::MAX.
-                            s.payload = (pay0 + i * (pay_size as i64 - state_size as i64)) as i32;
-                            s.task = (task0
-                                + i * (size_of::<TaskDescriptor>() as i64 - state_size as i64))
-                                as i32;
-                        }
-                    }
-                    _ => std::ptr::copy_nonoverlapping(
-                        base.add(from as usize),
-                        out.add(to as usize),
-                        len as usize,
-                    ),
-                }
-                std::ptr::write_bytes(
-                    out.add((to + len) as usize),
-                    0,
-                    (seg_end - to - len) as usize,
-                );
-            }
-        }
-        // SAFETY: out holds at least the 256-byte header, 64-aligned.
-        let h = unsafe { &mut *out.cast::<lrt_v2_sm_header>() };
-        h.task_descriptors = std::ptr::null_mut();
-        h.task_payloads = std::ptr::null_mut();
-        h.slot_states = std::ptr::null_mut();
-        h.completion_flags = std::ptr::null_mut();
-        h.orchestrator_done = 1;
-        Ok(c)
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::layout::MAX_TASK_WINDOW;
-    use super::super::layout_v2::{v2_image_segments, v2_ring_segment_offsets};
+    use super::super::super::layout::MAX_TASK_WINDOW;
+    use super::super::super::layout_v2::{rel_decode, v2_image_segments, v2_ring_segment_offsets};
     use super::*;
     use crate::ErrorKind;
 
@@ -670,9 +583,9 @@ mod tests {
 
     fn reference_caps(w: u64) -> V2PoolUse {
         V2PoolUse {
-            fanin_ids: w * MAX_FANIN as u64,
-            tensors: w * MAX_TENSORS as u64,
-            scalars: w * MAX_SCALARS as u64,
+            fanin_ids: w * LRT_MAX_FANIN as u64,
+            tensors: w * LRT_MAX_TENSORS as u64,
+            scalars: w * LRT_MAX_SCALARS as u64,
         }
     }
 
@@ -683,7 +596,7 @@ mod tests {
     }
 
     fn record(tag: u64) -> TensorRecord {
-        let mut r = [0u8; V2_TENSOR_BYTES];
+        let mut r = [0u8; LRT_V2_TENSOR_BYTES];
         for (k, b) in r.iter_mut().enumerate() {
             *b = (tag as u8).wrapping_mul(31).wrapping_add(k as u8);
         }
@@ -819,7 +732,7 @@ mod tests {
             // SAFETY: element i of each device segment, i < n.
             let (d_desc, d_pay, d_state, d_flag) = unsafe {
                 (
-                    &*((dev + c.descriptors as usize + 40 * i) as *const TaskDescriptor),
+                    &*((dev + c.descriptors as usize + 40 * i) as *const lrt_task_descriptor),
                     &*((dev + c.payloads as usize + 192 * i) as *const lrt_v2_task_payload),
                     &*((dev + c.slot_states as usize + 64 * i) as *const lrt_v2_task_slot_state),
                     *((dev + c.completion_flags as usize + i) as *const u8),
