@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "counting_api.h"
+#include "../hardening/common_device.h"
 
 #define OFF(T, f, v) _Static_assert(offsetof(T, f) == (v), #T "." #f)
 
@@ -138,8 +138,8 @@ static void record(unsigned char *r, int i, int k) {
 }
 
 static void check_shipped_image(void) {
-  counting_ctx ctx;
-  lrt_host_api api = counting_api(&ctx);
+  test_device ctx;
+  lrt_host_api api = test_device_init(&ctx);
   lrt_maker_config cfg;
   lrt_maker_config_init(&cfg);
   cfg.task_window = W;
@@ -196,7 +196,7 @@ static void check_shipped_image(void) {
   memset(before, 0x11, sizeof before);
   memset(after, 0x22, sizeof after);
   lrt_upload_report r;
-  ctx.copies = 0;
+  test_device_reset_copies(&ctx);
   CHECK_STATUS(lrt_runtime_maker_v2_upload(m, before, sizeof before, after, sizeof after, &r), LRT_OK);
   /* One copy: [before | image | after], contiguous. */
   CHECK(ctx.copies == 1);
@@ -205,7 +205,8 @@ static void check_shipped_image(void) {
   CHECK(r.total_tasks == N);
   const unsigned char *dev = (const unsigned char *)lrt_runtime_maker_device_image(m);
   CHECK(dev != NULL && ((uintptr_t)dev & 63) == 0);
-  CHECK(ctx.base + ctx.off[0] == dev - 704 && ctx.len[0] == 704 + want.end + 100);
+  CHECK((const unsigned char *)ctx.live[0] + ctx.off[0] == dev - 704);
+  CHECK(ctx.len[0] == 704 + want.end + 100);
   CHECK(memcmp(dev - 704, before, 704) == 0);
   CHECK(memcmp(dev + want.end, after, 100) == 0);
 
@@ -271,7 +272,7 @@ static void check_shipped_image(void) {
   CHECK_STATUS(lrt_runtime_maker_read_status(m, &st), LRT_OK);
   CHECK(st == 0);
   lrt_runtime_maker_destroy(m);
-  CHECK(ctx.live == 0);
+  CHECK(test_device_live(&ctx) == 0 && ctx.violations == 0);
 }
 
 int main(void) {

@@ -80,15 +80,18 @@ pub struct V2ClaimDesc<'a> {
 
 /// A v2 maker's own state beside the shared fields of [`RuntimeMaker`]
 /// (whose mirror, staging buffer and device image are then v2's):
-/// * device image: `image_off` (the frame before it, rounded up to 64
-///   bytes) + the mirror's size (no compact image is larger) + the frame
-///   after it;
-/// * staging buffer: the same layout as the device image, so the framed
-///   image is one contiguous source for the one copy;
+/// * device allocation: room for the frame before the image, the image at
+///   `image_off`, the first 64-aligned address past that room (the device
+///   reads the image's structs aligned), the mirror's size (no compact
+///   image is larger), the frame after it;
+/// * staging buffer: the frame before's room rounded up to 64 bytes
+///   (`stage_off`, the image's start there), the mirror's size, the frame
+///   after: the framed image is one contiguous source for the one copy;
 /// * the staging buffer's pins, grown with the runs (`upload_v2`).
 pub(super) struct V2State {
     pub(super) run: V2Run,
     pub(super) image_off: u64,
+    pub(super) stage_off: u64,
     pub(super) frame_before: u64,
     pub(super) frame_after: u64,
     pub(super) staging_pins: Option<Pins>,
@@ -153,16 +156,22 @@ impl RuntimeMaker {
         let run = V2Run::new(window, caps, reference.end);
         let mirror_len = run.segments().end;
         // No compact image is larger than the reference's mirror.
-        let image_off = round_up(cfg.frame_before, 64);
-        let len = (image_off + reference.end + cfg.frame_after) as usize;
+        let stage_off = round_up(cfg.frame_before, 64);
+        let len = (stage_off + reference.end + cfg.frame_after) as usize;
         let mirror = Mapping::new(mirror_len as usize)?;
         let staging = Mapping::new(len)?;
-        let image = device.alloc(len).map_err(|e| {
+        // 64 bytes more on the device, for aligning an allocation that is
+        // not.
+        let image = device.alloc(len + 64).map_err(|e| {
             Error::new(
                 device_kind(&e, ErrorKind::NoMemory),
-                format!("device allocation of the {len}-byte v2 image failed: {e}"),
+                format!(
+                    "device allocation of the {}-byte v2 image failed: {e}",
+                    len + 64
+                ),
             )
         })?;
+        let image_off = round_up(image as u64 + cfg.frame_before, 64) - image as u64;
         let seg = segment_offsets(window)?;
         // SAFETY: the maker releases its pins before the mappings they
         // cover are unmapped (Drop); v1's policy pins nothing here.
@@ -190,6 +199,7 @@ impl RuntimeMaker {
             v2: Some(V2State {
                 run,
                 image_off,
+                stage_off,
                 frame_before: cfg.frame_before,
                 frame_after: cfg.frame_after,
                 staging_pins,

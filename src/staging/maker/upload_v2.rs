@@ -318,10 +318,12 @@ impl RuntimeMaker {
             .staging
             .as_ref()
             .ok_or_else(|| Error::internal("v2 maker without staging buffer"))?;
-        let at = v2.image_off as usize;
-        // SAFETY: the staging buffer holds image_off + the reference's
-        // mirror size + frame_after bytes, and no compact image is larger
-        // than that mirror; it is distinct from the mirror.
+        let at = v2.stage_off as usize;
+        let dev_start = v2.image_off as usize - before.len();
+        // SAFETY: the staging buffer holds stage_off + the reference's
+        // mirror size + frame_after bytes, no compact image is larger than
+        // that mirror, and stage_off is 64-aligned in the page-aligned
+        // mapping; it is distinct from the mirror.
         let seg = unsafe {
             v2.run
                 .compact_into(&self.mirror, n, staging.as_ptr().add(at))
@@ -352,9 +354,11 @@ impl RuntimeMaker {
             }
         }
         let src = staging.as_ptr().wrapping_add(start);
-        let dst = self.image.wrapping_add(start);
-        // SAFETY: the device image has the staging buffer's layout and
-        // length, so [start, start + len) lies inside both.
+        let dst = self.image.wrapping_add(dev_start);
+        // SAFETY: [start, start + len) lies inside the staging buffer
+        // (above); the device allocation holds image_off (at most the frame
+        // before's room + 64) + the mirror's size + the frame after's room,
+        // so [dev_start, dev_start + len) lies inside it.
         let copied = unsafe { self.device.copy_to(dst, src, len) }.map_err(|e| {
             Error::new(
                 device_kind(&e, ErrorKind::Device),
