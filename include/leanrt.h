@@ -14,21 +14,6 @@
 #endif
 
 /**
- * Most threads a pool may have (`lrt_pool_options_set_num_threads`).
- */
-#define LRT_POOL_MAX_THREADS 1024
-
-/**
- * Largest spin budget in microseconds (`lrt_pool_options_set_spin_duration_us`), 10 s.
- */
-#define LRT_POOL_MAX_SPIN_US 10000000
-
-/**
- * Largest backoff cap (`lrt_pool_options_set_spin_backoff_max`); larger values are capped to it.
- */
-#define LRT_POOL_MAX_BACKOFF 64
-
-/**
  * lrt_maker_config flag: page-lock the host memory the uploads copy from, so
  * that copies are direct DMA. Create locks the header and the first 64
  * slots of each segment (LRT_UPLOAD_FULL: the whole mirror); an upload of N
@@ -170,6 +155,21 @@
  * A task's scalar region is rounded up to this many scalars (one cache line).
  */
 #define LRT_V2_SCALAR_ROUND 8
+
+/**
+ * Most threads a pool may have (`lrt_pool_options_set_num_threads`).
+ */
+#define LRT_POOL_MAX_THREADS 1024
+
+/**
+ * Largest spin budget in microseconds (`lrt_pool_options_set_spin_duration_us`), 10 s.
+ */
+#define LRT_POOL_MAX_SPIN_US 10000000
+
+/**
+ * Largest backoff cap (`lrt_pool_options_set_spin_backoff_max`); larger values are capped to it.
+ */
+#define LRT_POOL_MAX_BACKOFF 64
 
 /**
  * What a leanrt call returns: LRT_OK (0) on success, otherwise the kind of
@@ -353,32 +353,6 @@ typedef struct lrt_host_api {
 typedef void (*lrt_log_fn)(void *ctx, enum lrt_log_level level, const char *message);
 
 /**
- * A custom thread's handle, as the create function returns it (ONNX
- * Runtime's OrtCustomThreadHandle).
- */
-typedef const struct lrt_custom_thread_handle_t *lrt_custom_thread_handle;
-
-/**
- * The function a custom thread must run once, with its parameter (ONNX
- * Runtime's OrtThreadWorkerFn).
- */
-typedef void (*lrt_thread_worker_fn)(void *param);
-
-/**
- * Starts a thread that calls `worker(param)` once; returns its handle, or
- * NULL when no thread was started (ONNX Runtime's OrtCustomCreateThreadFn).
- */
-typedef lrt_custom_thread_handle (*lrt_custom_create_thread_fn)(void *options,
-                                                                lrt_thread_worker_fn worker,
-                                                                void *param);
-
-/**
- * Waits until a thread made by the create function has finished (ONNX
- * Runtime's OrtCustomJoinThreadFn).
- */
-typedef void (*lrt_custom_join_thread_fn)(lrt_custom_thread_handle handle);
-
-/**
  * Loop body over a block of indices `[first, last)`.
  */
 typedef void (*lrt_range_fn)(void *ctx, ptrdiff_t first, ptrdiff_t last);
@@ -447,6 +421,32 @@ typedef struct lrt_pool_stats {
    */
   uint64_t workers_asleep;
 } lrt_pool_stats;
+
+/**
+ * A custom thread's handle, as the create function returns it (ONNX
+ * Runtime's OrtCustomThreadHandle).
+ */
+typedef const struct lrt_custom_thread_handle_t *lrt_custom_thread_handle;
+
+/**
+ * The function a custom thread must run once, with its parameter (ONNX
+ * Runtime's OrtThreadWorkerFn).
+ */
+typedef void (*lrt_thread_worker_fn)(void *param);
+
+/**
+ * Starts a thread that calls `worker(param)` once; returns its handle, or
+ * NULL when no thread was started (ONNX Runtime's OrtCustomCreateThreadFn).
+ */
+typedef lrt_custom_thread_handle (*lrt_custom_create_thread_fn)(void *options,
+                                                                lrt_thread_worker_fn worker,
+                                                                void *param);
+
+/**
+ * Waits until a thread made by the create function has finished (ONNX
+ * Runtime's OrtCustomJoinThreadFn).
+ */
+typedef void (*lrt_custom_join_thread_fn)(lrt_custom_thread_handle handle);
 
 /**
  * Byte offsets of the segments of an image for one window.
@@ -1035,6 +1035,200 @@ void lrt_host_api_release(struct lrt_host_api *api);
 enum lrt_status lrt_set_log_callback(lrt_log_fn callback, void *ctx);
 
 /**
+ * Creates a pool from `opts` (which stay owned by the caller). On success
+ * `*out` is the pool, or NULL when the resolved thread count is 1 (a NULL
+ * pool runs everything on the caller). Failure to start a worker thread:
+ * `LRT_ERR_NO_MEMORY`, `*out` untouched.
+ */
+enum lrt_status lrt_pool_create(const struct lrt_pool_options *opts, struct lrt_pool **out);
+
+/**
+ * Runs every task still scheduled, joins the workers and frees the pool.
+ * NULL does nothing. A parallel section still open on the pool is ended
+ * (its `lrt_pool_section_end` then only frees the handle). Called from one
+ * of the pool's own worker threads, or from a loop body or task running on
+ * this pool, it does nothing and records `LRT_ERR_STATE` for
+ * `lrt_last_error`: the pool stays intact and usable, and must be
+ * destroyed from elsewhere. In a forked child, destroying an inherited
+ * pool returns at once (its threads do not exist there; see docs/POOL.md).
+ */
+void lrt_pool_destroy(struct lrt_pool *pool);
+
+/**
+ * ONNX Runtime's TryParallelFor with `cost_per_unit` compute cycles per
+ * iteration: calls `func(ctx, first, last)` over blocks that cover [0,
+ * total) exactly once, on the calling thread and the workers; returns when
+ * all are done. `func` must be safe to call from several threads at once.
+ * NULL `func`: nothing runs, and the error is recorded for `lrt_last_error`.
+ */
+void lrt_pool_try_parallel_for(struct lrt_pool *pool,
+                               ptrdiff_t total,
+                               double cost_per_unit,
+                               lrt_range_fn func,
+                               void *ctx);
+
+/**
+ * As `lrt_pool_try_parallel_for`, with the cost of one iteration given as
+ * bytes loaded, bytes stored and compute cycles (`cost` must not be NULL).
+ */
+void lrt_pool_try_parallel_for_cost(struct lrt_pool *pool,
+                                    ptrdiff_t total,
+                                    const struct lrt_tensor_op_cost *cost,
+                                    lrt_range_fn func,
+                                    void *ctx);
+
+/**
+ * ONNX Runtime's TrySimpleParallelFor: `func(ctx, i)` once for every i in
+ * [0, total), from several threads at once.
+ */
+void lrt_pool_try_simple_parallel_for(struct lrt_pool *pool,
+                                      ptrdiff_t total,
+                                      lrt_index_fn func,
+                                      void *ctx);
+
+/**
+ * ONNX Runtime's TryBatchParallelFor: [0, total) split into `num_batches`
+ * batches as `lrt_partition_work` splits it (<= 0: the degree of
+ * parallelism; never more batches than items), each batch calling
+ * `func(ctx, i)` for its indices.
+ */
+void lrt_pool_try_batch_parallel_for(struct lrt_pool *pool,
+                                     ptrdiff_t total,
+                                     lrt_index_fn func,
+                                     void *ctx,
+                                     ptrdiff_t num_batches);
+
+/**
+ * ONNX Runtime's PartitionWork: writes to `*start` and `*end` the index
+ * range [start, end) of batch `batch_idx` when `total` items are split
+ * into `num_batches` batches; the first `total % num_batches` batches get
+ * one item more. Needs `num_batches > 0`, `0 <= batch_idx < num_batches`,
+ * `total >= 0` and non-NULL `start` and `end`; otherwise
+ * `LRT_ERR_INVALID_ARGUMENT` and nothing is written.
+ */
+enum lrt_status lrt_partition_work(ptrdiff_t batch_idx,
+                                   ptrdiff_t num_batches,
+                                   ptrdiff_t total,
+                                   ptrdiff_t *start,
+                                   ptrdiff_t *end);
+
+/**
+ * ONNX Runtime's Schedule: runs `func(ctx)` on a worker thread; on the
+ * calling thread instead when `pool` is NULL or the chosen queue is full.
+ * Destroying the pool runs every task still queued.
+ */
+void lrt_pool_schedule(struct lrt_pool *pool, lrt_task_fn func, void *ctx);
+
+/**
+ * ONNX Runtime's KernelContext_ParallelFor: `func(usr_data, i)` for every i
+ * in [0, total); `num_batch` 0 = one index at a time
+ * (TrySimpleParallelFor), else TryBatchParallelFor with `num_batch`
+ * batches. NULL `func`, or a count above PTRDIFF_MAX:
+ * `LRT_ERR_INVALID_ARGUMENT`, nothing runs.
+ */
+enum lrt_status lrt_kernel_parallel_for(struct lrt_pool *pool,
+                                        lrt_kernel_fn func,
+                                        size_t total,
+                                        size_t num_batch,
+                                        void *usr_data);
+
+/**
+ * Opens a parallel section (ONNX Runtime's ThreadPool::ParallelSection) on
+ * the calling thread: until `lrt_pool_section_end`, the loops this thread
+ * runs on `pool` reuse one team of workers that wait for the next loop
+ * instead of going back to sleep. On success `*out` is the section; end it
+ * on the same thread with `lrt_pool_section_end`, before or after
+ * destroying the pool. A NULL pool (or a 1-thread pool, which is NULL):
+ * `*out = NULL` and `LRT_OK`, a section with nothing to do. Sections do
+ * not nest: when this thread already has one open (on any pool),
+ * `LRT_ERR_STATE` and `*out` untouched. Allowed from a worker thread and
+ * from a loop body; when another thread's loop or section holds the pool's
+ * hand-off slot, the section is still opened but its loops run as loops
+ * outside a section do. `out` NULL: `LRT_ERR_INVALID_ARGUMENT`.
+ */
+enum lrt_status lrt_pool_section_begin(struct lrt_pool *pool, struct lrt_pool_section **out);
+
+/**
+ * Ends a section from `lrt_pool_section_begin` and frees it; NULL does
+ * nothing. Must be called on the thread that began the section; on
+ * another thread it does nothing and records `LRT_ERR_STATE` for
+ * `lrt_last_error` (the section stays open and the handle valid). After
+ * the pool was destroyed it only frees the handle.
+ */
+void lrt_pool_section_end(struct lrt_pool_section *section);
+
+/**
+ * Starts (or restarts) profiling `pool`: `lrt_pool_stop_profiling`
+ * reports what each thread did from now on. NULL pool:
+ * `LRT_ERR_INVALID_ARGUMENT`. A pool inherited across fork():
+ * `LRT_ERR_STATE`.
+ */
+enum lrt_status lrt_pool_start_profiling(struct lrt_pool *pool);
+
+/**
+ * Stops profiling and writes to `*json_out` a NUL-terminated JSON string
+ * with the figures of each thread since `lrt_pool_start_profiling`
+ * (schema in docs/POOL.md: blocks run, tasks, steals, spin iterations,
+ * parks and nanoseconds in loops per worker; blocks, loops and
+ * nanoseconds for the calling threads together). The caller owns the
+ * string and frees it with `lrt_string_free`. Profiling not started:
+ * `LRT_ERR_STATE`, `*json_out` untouched.
+ */
+enum lrt_status lrt_pool_stop_profiling(struct lrt_pool *pool, char **json_out);
+
+/**
+ * Frees a string leanrt returned (`lrt_pool_stop_profiling`); NULL does
+ * nothing.
+ */
+void lrt_string_free(char *s);
+
+/**
+ * Degree of parallelism (thread count, times 4 on hybrid CPUs); 1 for
+ * NULL.
+ */
+int lrt_pool_degree_of_parallelism(const struct lrt_pool *pool);
+
+/**
+ * 1 if loops may run in parallel (degree of parallelism > 1), else 0.
+ */
+int lrt_pool_should_parallelize(const struct lrt_pool *pool);
+
+/**
+ * Worker threads (ONNX Runtime's NumThreads): thread count - 1; 0 for NULL.
+ */
+int lrt_pool_num_threads(const struct lrt_pool *pool);
+
+/**
+ * 0 .. lrt_pool_num_threads() - 1 when called on a worker thread of
+ * `pool`, -1 on any other thread (and for NULL).
+ */
+int lrt_pool_current_thread_id(const struct lrt_pool *pool);
+
+/**
+ * A request starts (ONNX Runtime's spinning switch): restores the
+ * configured spin policy and wakes sleeping workers at once (the caller
+ * does not wait for them), so they are spinning when the request's first
+ * loop comes. Calls are counted: spinning stays on until each has been
+ * matched by `lrt_pool_disable_spinning`. NULL does nothing.
+ */
+void lrt_pool_enable_spinning(struct lrt_pool *pool);
+
+/**
+ * A request ends: once every `lrt_pool_enable_spinning` has been matched
+ * (or when there was none), spinning workers go to sleep at once and idle
+ * workers sleep without spinning until the next
+ * `lrt_pool_enable_spinning`. Extra calls are harmless. NULL does nothing.
+ */
+void lrt_pool_disable_spinning(struct lrt_pool *pool);
+
+/**
+ * Writes the pool's counters to `*out` (all zero for a NULL pool). Named
+ * `_get_stats` because C does not allow a function and the struct
+ * `lrt_pool_stats` to share a name.
+ */
+enum lrt_status lrt_pool_get_stats(const struct lrt_pool *pool, struct lrt_pool_stats *out);
+
+/**
  * Creates pool options with ONNX Runtime's defaults (thread count 0 =
  * one per physical core, spinning allowed with the legacy budget, no
  * backoff, fixed blocks). On success `*out` owns them; free them with
@@ -1134,200 +1328,6 @@ enum lrt_status lrt_pool_options_set_custom_thread_fns(struct lrt_pool_options *
                                                        lrt_custom_create_thread_fn create,
                                                        void *create_options,
                                                        lrt_custom_join_thread_fn join);
-
-/**
- * Creates a pool from `opts` (which stay owned by the caller). On success
- * `*out` is the pool, or NULL when the resolved thread count is 1 (a NULL
- * pool runs everything on the caller). Failure to start a worker thread:
- * `LRT_ERR_NO_MEMORY`, `*out` untouched.
- */
-enum lrt_status lrt_pool_create(const struct lrt_pool_options *opts, struct lrt_pool **out);
-
-/**
- * Runs every task still scheduled, joins the workers and frees the pool.
- * NULL does nothing. A parallel section still open on the pool is ended
- * (its `lrt_pool_section_end` then only frees the handle). Called from one
- * of the pool's own worker threads, or from a loop body or task running on
- * this pool, it does nothing and records `LRT_ERR_STATE` for
- * `lrt_last_error`: the pool stays intact and usable, and must be
- * destroyed from elsewhere. In a forked child, destroying an inherited
- * pool returns at once (its threads do not exist there; see docs/POOL.md).
- */
-void lrt_pool_destroy(struct lrt_pool *pool);
-
-/**
- * ONNX Runtime's TryParallelFor with `cost_per_unit` compute cycles per
- * iteration: calls `fn(ctx, first, last)` over blocks that cover [0,
- * total) exactly once, on the calling thread and the workers; returns when
- * all are done. `fn` must be safe to call from several threads at once.
- * NULL `fn`: nothing runs, and the error is recorded for `lrt_last_error`.
- */
-void lrt_pool_try_parallel_for(struct lrt_pool *pool,
-                               ptrdiff_t total,
-                               double cost_per_unit,
-                               lrt_range_fn func,
-                               void *ctx);
-
-/**
- * As `lrt_pool_try_parallel_for`, with the cost of one iteration given as
- * bytes loaded, bytes stored and compute cycles (`cost` must not be NULL).
- */
-void lrt_pool_try_parallel_for_cost(struct lrt_pool *pool,
-                                    ptrdiff_t total,
-                                    const struct lrt_tensor_op_cost *cost,
-                                    lrt_range_fn func,
-                                    void *ctx);
-
-/**
- * ONNX Runtime's TrySimpleParallelFor: `fn(ctx, i)` once for every i in
- * [0, total), from several threads at once.
- */
-void lrt_pool_try_simple_parallel_for(struct lrt_pool *pool,
-                                      ptrdiff_t total,
-                                      lrt_index_fn func,
-                                      void *ctx);
-
-/**
- * ONNX Runtime's TryBatchParallelFor: [0, total) split into `num_batches`
- * batches as `lrt_partition_work` splits it (<= 0: the degree of
- * parallelism; never more batches than items), each batch calling
- * `fn(ctx, i)` for its indices.
- */
-void lrt_pool_try_batch_parallel_for(struct lrt_pool *pool,
-                                     ptrdiff_t total,
-                                     lrt_index_fn func,
-                                     void *ctx,
-                                     ptrdiff_t num_batches);
-
-/**
- * ONNX Runtime's PartitionWork: writes to `*start` and `*end` the index
- * range [start, end) of batch `batch_idx` when `total` items are split
- * into `num_batches` batches; the first `total % num_batches` batches get
- * one item more. Needs `num_batches > 0`, `0 <= batch_idx < num_batches`,
- * `total >= 0` and non-NULL `start` and `end`; otherwise
- * `LRT_ERR_INVALID_ARGUMENT` and nothing is written.
- */
-enum lrt_status lrt_partition_work(ptrdiff_t batch_idx,
-                                   ptrdiff_t num_batches,
-                                   ptrdiff_t total,
-                                   ptrdiff_t *start,
-                                   ptrdiff_t *end);
-
-/**
- * ONNX Runtime's Schedule: runs `fn(ctx)` on a worker thread; on the
- * calling thread instead when `pool` is NULL or the chosen queue is full.
- * Destroying the pool runs every task still queued.
- */
-void lrt_pool_schedule(struct lrt_pool *pool, lrt_task_fn func, void *ctx);
-
-/**
- * ONNX Runtime's KernelContext_ParallelFor: `fn(usr_data, i)` for every i
- * in [0, total); `num_batch` 0 = one index at a time
- * (TrySimpleParallelFor), else TryBatchParallelFor with `num_batch`
- * batches. NULL `fn`, or a count above PTRDIFF_MAX:
- * `LRT_ERR_INVALID_ARGUMENT`, nothing runs.
- */
-enum lrt_status lrt_kernel_parallel_for(struct lrt_pool *pool,
-                                        lrt_kernel_fn func,
-                                        size_t total,
-                                        size_t num_batch,
-                                        void *usr_data);
-
-/**
- * Opens a parallel section (ONNX Runtime's ThreadPool::ParallelSection) on
- * the calling thread: until `lrt_pool_section_end`, the loops this thread
- * runs on `pool` reuse one team of workers that wait for the next loop
- * instead of going back to sleep. On success `*out` is the section; end it
- * on the same thread with `lrt_pool_section_end`, before or after
- * destroying the pool. A NULL pool (or a 1-thread pool, which is NULL):
- * `*out = NULL` and `LRT_OK`, a section with nothing to do. Sections do
- * not nest: when this thread already has one open (on any pool),
- * `LRT_ERR_STATE` and `*out` untouched. Allowed from a worker thread and
- * from a loop body; when another thread's loop or section holds the pool's
- * hand-off slot, the section is still opened but its loops run as loops
- * outside a section do. `out` NULL: `LRT_ERR_INVALID_ARGUMENT`.
- */
-enum lrt_status lrt_pool_section_begin(struct lrt_pool *pool, struct lrt_pool_section **out);
-
-/**
- * Ends a section from `lrt_pool_section_begin` and frees it; NULL does
- * nothing. Must be called on the thread that began the section; on
- * another thread it does nothing and records `LRT_ERR_STATE` for
- * `lrt_last_error` (the section stays open and the handle valid). After
- * the pool was destroyed it only frees the handle.
- */
-void lrt_pool_section_end(struct lrt_pool_section *section);
-
-/**
- * Starts (or restarts) profiling `pool`: `lrt_pool_stop_profiling`
- * reports what each thread did from now on. NULL pool:
- * `LRT_ERR_INVALID_ARGUMENT`. A pool inherited across fork():
- * `LRT_ERR_STATE`.
- */
-enum lrt_status lrt_pool_start_profiling(struct lrt_pool *pool);
-
-/**
- * Stops profiling and writes to `*json_out` a NUL-terminated JSON string
- * with the figures of each thread since `lrt_pool_start_profiling`
- * (schema in docs/POOL.md: blocks run, tasks, steals, spin iterations,
- * parks and nanoseconds in loops per worker; blocks, loops and
- * nanoseconds for the calling threads together). The caller owns the
- * string and frees it with `lrt_string_free`. Profiling not started:
- * `LRT_ERR_STATE`, `*json_out` untouched.
- */
-enum lrt_status lrt_pool_stop_profiling(struct lrt_pool *pool, char **json_out);
-
-/**
- * Frees a string leanrt returned (`lrt_pool_stop_profiling`); NULL does
- * nothing.
- */
-void lrt_string_free(char *s);
-
-/**
- * Degree of parallelism (thread count, times 4 on hybrid CPUs); 1 for
- * NULL.
- */
-int lrt_pool_degree_of_parallelism(const struct lrt_pool *pool);
-
-/**
- * 1 if loops may run in parallel (degree of parallelism > 1), else 0.
- */
-int lrt_pool_should_parallelize(const struct lrt_pool *pool);
-
-/**
- * Worker threads (ONNX Runtime's NumThreads): thread count - 1; 0 for NULL.
- */
-int lrt_pool_num_threads(const struct lrt_pool *pool);
-
-/**
- * 0 .. lrt_pool_num_threads() - 1 when called on a worker thread of
- * `pool`, -1 on any other thread (and for NULL).
- */
-int lrt_pool_current_thread_id(const struct lrt_pool *pool);
-
-/**
- * A request starts (ONNX Runtime's spinning switch): restores the
- * configured spin policy and wakes sleeping workers at once (the caller
- * does not wait for them), so they are spinning when the request's first
- * loop comes. Calls are counted: spinning stays on until each has been
- * matched by `lrt_pool_disable_spinning`. NULL does nothing.
- */
-void lrt_pool_enable_spinning(struct lrt_pool *pool);
-
-/**
- * A request ends: once every `lrt_pool_enable_spinning` has been matched
- * (or when there was none), spinning workers go to sleep at once and idle
- * workers sleep without spinning until the next
- * `lrt_pool_enable_spinning`. Extra calls are harmless. NULL does nothing.
- */
-void lrt_pool_disable_spinning(struct lrt_pool *pool);
-
-/**
- * Writes the pool's counters to `*out` (all zero for a NULL pool).
- * The natural name lrt_pool_stats is the struct's; C does
- * not allow a type and a function with one name, hence lrt_pool_get_stats.
- */
-enum lrt_status lrt_pool_get_stats(const struct lrt_pool *pool, struct lrt_pool_stats *out);
 
 /**
  * Writes to `*out` the byte offsets of the segments of the image for a

@@ -48,7 +48,9 @@ cargo test --workspace --no-fail-fast
 done_stage
 
 if [ -f tests/pool_loom.rs ]; then
-  stage "loom model of the pool's sleep/wake protocol"
+  # The pool's protocol models, plus the expected failure: the broken-gate
+  # model runs in a child process and must fail with loom's deadlock report.
+  stage "loom models of the pool's protocols (and the broken gate, which must deadlock)"
   RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \
     cargo test -p leanrt --release --test pool_loom
   done_stage

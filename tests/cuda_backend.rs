@@ -3,9 +3,12 @@
 //!
 //! Two sets of tests share the bodies below:
 //! * `mock_*`: against `c_tests/cuda/mock/mock_cuda.c`, a strict mock of the
-//!   driver API on host memory (built here with `cc` into the target dir, or
-//!   taken from `$LEANRT_MOCK_CUDA_LIB`), with failure injection. They run
-//!   everywhere a C compiler is present and skip visibly otherwise.
+//!   driver API on host memory, with failure injection: the library at
+//!   `$LEANRT_MOCK_CUDA_LIB`, else built once from its one build definition
+//!   (`c_tests/cuda/mock/CMakeLists.txt`, the one ctest uses) in the cargo
+//!   target dir. Where it cannot be built they fail, saying why, unless
+//!   `LEANRT_SKIP_CUDA_MOCK=1` asks to skip them (then each prints
+//!   "skipped: no CUDA mock").
 //! * `gpu_*`: against the real driver (`libcuda.so.1`, or
 //!   `$LEANRT_CUDA_LIBRARY`); they print "skipped: no CUDA device" and return
 //!   where there is none. `scripts/gpu_check.sh` runs them on a GPU machine.
@@ -80,32 +83,45 @@ impl Mock {
     }
 }
 
+/// Runs `cmd`; its output on failure.
+fn run(mut cmd: std::process::Command) -> Result<(), String> {
+    let shown = format!("{cmd:?}");
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {shown}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "{shown} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ))
+}
+
+/// The mock's path: `$LEANRT_MOCK_CUDA_LIB`, else built with CMake from
+/// `c_tests/cuda/mock/` into the target dir (configured once; later runs only
+/// rebuild what changed).
 fn build_mock() -> Result<String, String> {
     if let Ok(p) = std::env::var("LEANRT_MOCK_CUDA_LIB") {
         if !p.is_empty() {
             return Ok(p);
         }
     }
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/c_tests/cuda/mock/mock_cuda.c");
-    if !std::path::Path::new(src).exists() {
-        return Err(format!("{src} is not here"));
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/c_tests/cuda/mock");
+    let dir = concat!(env!("CARGO_TARGET_TMPDIR"), "/mock_cuda");
+    let mut configure = std::process::Command::new("cmake");
+    configure.args(["-S", src, "-B", dir]);
+    if let Err(e) = run(configure) {
+        // A failed configuration is not cached: the next run starts afresh.
+        let _ = std::fs::remove_dir_all(dir);
+        return Err(e);
     }
-    let out = format!(
-        "{}/libleanrt_mock_cuda_{}.so",
-        env!("CARGO_TARGET_TMPDIR"),
-        std::process::id()
-    );
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = std::process::Command::new(&cc)
-        .args([
-            "-std=c11", "-O1", "-shared", "-fPIC", "-pthread", "-o", &out, src,
-        ])
-        .status()
-        .map_err(|e| format!("cannot run {cc}: {e}"))?;
-    if !status.success() {
-        return Err(format!("{cc} failed to build the mock: {status}"));
-    }
-    Ok(out)
+    let mut build = std::process::Command::new("cmake");
+    build.args(["--build", dir]);
+    run(build)?;
+    Ok(format!("{dir}/libleanrt_mock_cuda.so"))
 }
 
 fn load_mock(path: String) -> Result<Mock, String> {
@@ -136,7 +152,11 @@ fn load_mock(path: String) -> Result<Mock, String> {
     }
 }
 
-/// The mock, reset; `None` (with a printed skip line) where it cannot be built.
+/// Set to 1 to skip the `mock_*` tests where the mock cannot be built.
+const SKIP_MOCK_ENV: &str = "LEANRT_SKIP_CUDA_MOCK";
+
+/// The mock, reset. Where it cannot be built: a failure saying why, or,
+/// with `LEANRT_SKIP_CUDA_MOCK=1`, `None` and a printed skip line.
 fn mock() -> Option<&'static Mock> {
     static MOCK: OnceLock<Result<Mock, String>> = OnceLock::new();
     match MOCK.get_or_init(|| build_mock().and_then(load_mock)) {
@@ -144,10 +164,14 @@ fn mock() -> Option<&'static Mock> {
             m.reset();
             Some(m)
         }
-        Err(e) => {
-            println!("skipped: no CUDA mock ({e})");
+        Err(e) if std::env::var(SKIP_MOCK_ENV).is_ok_and(|v| v == "1") => {
+            println!("skipped: no CUDA mock ({SKIP_MOCK_ENV}=1): {e}");
             None
         }
+        Err(e) => panic!(
+            "the CUDA mock cannot be built, so this test cannot run: {e}\n\
+             (set {SKIP_MOCK_ENV}=1 to skip the mock tests instead)"
+        ),
     }
 }
 

@@ -21,7 +21,7 @@ mod fuzz_common;
 
 use std::ffi::{c_char, c_void, CString};
 use std::ptr::{null, null_mut};
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fuzz_common::*;
@@ -229,48 +229,13 @@ unsafe extern "C" fn task_cb(ctx: *mut c_void) {
     unsafe { &*(ctx as *const AtomicU64) }.fetch_add(1, Ordering::SeqCst);
 }
 
-// ---------------------------------------------------------------------------
 // Custom thread functions: each worker on a std::thread; counted.
-
-static CUSTOM_CREATES: AtomicI64 = AtomicI64::new(0);
-static CUSTOM_JOINS: AtomicI64 = AtomicI64::new(0);
-/// When > 0, the create call with this number (1-based) returns NULL.
-static CUSTOM_FAIL_AT: AtomicI64 = AtomicI64::new(0);
-static CUSTOM_CALLS: AtomicI64 = AtomicI64::new(0);
-
-struct Worker(std::thread::JoinHandle<()>);
-struct SendPtr(*mut c_void);
-// SAFETY: the worker's param is handed to the worker thread by contract.
-unsafe impl Send for SendPtr {}
-
-unsafe extern "C" fn custom_create(
-    options: *mut c_void,
-    worker: Option<unsafe extern "C" fn(*mut c_void)>,
-    param: *mut c_void,
-) -> ffi::lrt_custom_thread_handle {
-    assert_eq!(options as usize, 0xAB, "create_options not passed through");
-    let n = CUSTOM_CALLS.fetch_add(1, Ordering::SeqCst) + 1;
-    if CUSTOM_FAIL_AT.load(Ordering::SeqCst) == n {
-        return null();
-    }
-    let worker = worker.expect("worker fn");
-    let param = SendPtr(param);
-    let handle = std::thread::spawn(move || {
-        let p = param;
-        // SAFETY: leanrt's worker function with its own param.
-        unsafe { worker(p.0) };
-    });
-    CUSTOM_CREATES.fetch_add(1, Ordering::SeqCst);
-    Box::into_raw(Box::new(Worker(handle))).cast()
-}
-
-unsafe extern "C" fn custom_join(h: ffi::lrt_custom_thread_handle) {
-    assert!(!h.is_null(), "join of NULL handle");
-    // SAFETY: h came from custom_create's Box::into_raw and is joined once.
-    let w = unsafe { Box::from_raw(h as *mut Worker) };
-    w.0.join().expect("worker panicked");
-    CUSTOM_JOINS.fetch_add(1, Ordering::SeqCst);
-}
+#[path = "pool_support/custom_threads.rs"]
+mod custom_threads;
+use custom_threads::{
+    create as custom_create, join as custom_join, CALLS as CUSTOM_CALLS, CREATES as CUSTOM_CREATES,
+    FAIL_AT as CUSTOM_FAIL_AT, JOINS as CUSTOM_JOINS,
+};
 
 // ---------------------------------------------------------------------------
 
@@ -578,6 +543,13 @@ impl Fuzz {
         let dop = unsafe { ffi::lrt_pool_degree_of_parallelism(out) };
         self.calls += 1;
         assert!(dop >= n, "DOP {dop} < num_threads {n}");
+        if custom_made > 0 {
+            assert_eq!(
+                custom_threads::LAST_OPTIONS.load(Ordering::SeqCst),
+                0xAB,
+                "create_options not passed through"
+            );
+        }
         self.pools.push(Pool {
             h: out,
             scheduled: 0,

@@ -5,20 +5,23 @@
 //! a parallel section's join/stay/leave protocol. The shipped files are
 //! the ones model-checked.
 //!
-//! Run (CI does): `RUSTFLAGS="--cfg loom" cargo test -p leanrt --test pool_loom
-//! --target-dir target/loom`
+//! Run (CI does): `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom
+//! cargo test -p leanrt --release --test pool_loom`
 //!
 //! The sleep models are the worker's sleep sequence (check for work,
 //! prepare, re-check, cancel or wait) against producers that publish work
 //! and then notify. A lost wake-up would leave a thread blocked forever,
 //! which loom reports as a deadlock in some interleaving; a use of a loop's
 //! state outside its gate is a data race on a loom `UnsafeCell`. The last
-//! model (ignored, run by hand) compiles `gate.rs` a second time against a
-//! deliberately broken facade (its mutex excludes nothing): loom finds the
-//! lost wake-up, which shows the models can fail.
+//! model compiles `gate.rs` a second time against a deliberately broken
+//! facade (its mutex excludes nothing); it is ignored in a plain run, and
+//! `the_broken_gate_fails_with_a_deadlock` runs it in a child process and
+//! passes only if loom reports the lost wake-up as a deadlock, which shows
+//! the models can fail.
 #![cfg(loom)]
 
 mod sync {
+    pub use crossbeam_utils::CachePadded;
     pub use loom::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
     pub use loom::sync::{Condvar, Mutex, MutexGuard};
 
@@ -436,15 +439,50 @@ fn section_team_stays_between_loops() {
     });
 }
 
+/// The expected failure: runs [`broken_gate_loses_the_owner_wakeup`] in a
+/// child process (this test binary, that one test alone) and passes only if
+/// it fails with loom's deadlock report. A child, because loom aborts the
+/// process while unwinding the blocked execution, so the model cannot be a
+/// `should_panic` test.
+#[test]
+fn the_broken_gate_fails_with_a_deadlock() {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args([
+            "--ignored",
+            "--exact",
+            "broken_gate_loses_the_owner_wakeup",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .expect("run the broken model in a child");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("running 1 test"),
+        "the child did not run the broken model:\n{text}"
+    );
+    assert!(
+        !out.status.success(),
+        "the broken gate passed the model: the models cannot fail\n{text}"
+    );
+    assert!(
+        text.contains("deadlock"),
+        "the broken gate failed, but not with loom's deadlock report:\n{text}"
+    );
+}
+
 /// The broken gate (see the module docs) must fail the model: the owner
 /// can block after the last helper's signal went out, forever. Loom reports
-/// "deadlock; threads = [(Id(0), Blocked ..), (Id(1), Terminated)]" and
-/// then aborts the process while unwinding the blocked execution, so this
-/// model cannot be a `should_panic` test; it is run by hand:
-/// `RUSTFLAGS="--cfg loom" cargo test -p leanrt --test pool_loom
-/// --target-dir target/loom -- --ignored broken` must fail.
+/// "deadlock; threads = [(Id(0), Blocked ..), (Id(1), Terminated)]".
+/// Ignored in a plain run; [`the_broken_gate_fails_with_a_deadlock`] runs
+/// it in a child process and requires that failure.
 #[test]
-#[ignore = "deliberately broken gate: must fail (deadlock); run by hand"]
+#[ignore = "deliberately broken gate: must fail (deadlock); run by the_broken_gate_fails_with_a_deadlock"]
 fn broken_gate_loses_the_owner_wakeup() {
     // The losing interleaving needs three preemptions (helper enters; owner
     // closes and marks itself parked; helper leaves and signals; owner

@@ -497,37 +497,13 @@ fn forced_hybrid_multiplies_dop() {
     assert_eq!(pool::degree_of_parallelism(None), 1);
 }
 
-mod custom_threads {
+#[path = "pool_support/custom_threads.rs"]
+mod custom_threads;
+
+mod custom_thread_fns {
+    use super::custom_threads::{create, join, CREATES, JOINS, LAST_OPTIONS};
     use super::*;
-    use leanrt::pool::{CustomThreadHandle, ThreadWorkerFn};
     use std::ffi::c_void;
-
-    static CREATED: AtomicUsize = AtomicUsize::new(0);
-    static JOINED: AtomicUsize = AtomicUsize::new(0);
-    static HANDLES: Mutex<Vec<(usize, std::thread::JoinHandle<()>)>> = Mutex::new(Vec::new());
-
-    unsafe extern "C" fn create(
-        options: *mut c_void,
-        worker: ThreadWorkerFn,
-        param: *mut c_void,
-    ) -> CustomThreadHandle {
-        assert_eq!(options as usize, 0x1234);
-        let n = CREATED.fetch_add(1, Ordering::SeqCst) + 1;
-        let (worker, param) = (worker.unwrap(), param as usize);
-        // SAFETY: leanrt's worker entry with its own parameter, called once.
-        let h = std::thread::spawn(move || unsafe { worker(param as *mut c_void) });
-        HANDLES.lock().unwrap().push((n, h));
-        n as CustomThreadHandle
-    }
-
-    unsafe extern "C" fn join(handle: CustomThreadHandle) {
-        let mut hs = HANDLES.lock().unwrap();
-        let at = hs.iter().position(|(n, _)| *n == handle as usize).unwrap();
-        let (_, h) = hs.remove(at);
-        drop(hs);
-        h.join().unwrap();
-        JOINED.fetch_add(1, Ordering::SeqCst);
-    }
 
     #[test]
     fn called_n_minus_1_times_and_joined() {
@@ -543,15 +519,16 @@ mod custom_threads {
                 .unwrap();
         }
         let p = ThreadPool::create(&o).unwrap().unwrap();
-        assert_eq!(CREATED.load(Ordering::SeqCst), 3);
+        assert_eq!(CREATES.load(Ordering::SeqCst), 3);
+        assert_eq!(LAST_OPTIONS.load(Ordering::SeqCst), 0x1234);
         let ids = Mutex::new(HashSet::new());
         try_simple_parallel_for(Some(&p), 64, &|_| {
             ids.lock().unwrap().insert(p.current_thread_id());
             std::thread::sleep(Duration::from_millis(1));
         });
         assert!(ids.into_inner().unwrap().len() > 1);
-        assert_eq!(JOINED.load(Ordering::SeqCst), 0);
+        assert_eq!(JOINS.load(Ordering::SeqCst), 0);
         drop(p);
-        assert_eq!(JOINED.load(Ordering::SeqCst), 3);
+        assert_eq!(JOINS.load(Ordering::SeqCst), 3);
     }
 }

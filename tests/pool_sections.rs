@@ -12,6 +12,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
+/// Whether this thread has a section open (on any pool): then even the
+/// NULL pool's section is refused, as sections do not nest.
+fn section_open_here() -> bool {
+    pool::begin_section(None).is_err()
+}
+
 /// Runs `loops` loops of `total(k)` indices inside one section on `p` (None:
 /// the serial NULL pool; the section is opened here unless this thread has
 /// one open already), checking every index of every loop exactly once;
@@ -23,7 +29,7 @@ fn section_loops(
 ) -> BTreeSet<i32> {
     let ids = Mutex::new(BTreeSet::new());
     let _section = p
-        .filter(|_| !pool::section_open_on_this_thread())
+        .filter(|_| !section_open_here())
         .map(|p| p.parallel_section().unwrap());
     for k in 0..loops {
         let n = total(k);
@@ -77,7 +83,7 @@ fn sections_do_not_nest() {
     let p = pool(3).unwrap();
     let q = pool(2).unwrap();
     let s = p.parallel_section().unwrap();
-    assert!(pool::section_open_on_this_thread());
+    assert!(section_open_here());
     let e = p.parallel_section().err().unwrap();
     assert_eq!(e.kind(), ErrorKind::State);
     let e = q.parallel_section().err().unwrap();
@@ -95,7 +101,7 @@ fn sections_do_not_nest() {
         });
     });
     drop(s);
-    assert!(!pool::section_open_on_this_thread());
+    assert!(!section_open_here());
     drop(p.parallel_section().unwrap());
 }
 
@@ -166,7 +172,7 @@ fn a_section_left_open_at_pool_drop() {
     section_loops(Some(&p), 5, |_| 30);
     drop(p); // ends the section, joins the workers
     handle.end().unwrap(); // nothing left to do
-    assert!(!pool::section_open_on_this_thread());
+    assert!(!section_open_here());
 }
 
 #[test]

@@ -20,7 +20,7 @@ mod fuzz_common;
 
 use std::ffi::c_void;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -180,34 +180,11 @@ fn one_loop(rng: &mut Rng, pool: *mut ffi::lrt_pool) -> u64 {
     total as u64
 }
 
-static CUSTOM_CREATES: AtomicI64 = AtomicI64::new(0);
-static CUSTOM_JOINS: AtomicI64 = AtomicI64::new(0);
-struct SendPtr(*mut c_void);
-// SAFETY: the worker param is meant for the worker thread.
-unsafe impl Send for SendPtr {}
-
-unsafe extern "C" fn custom_create(
-    _options: *mut c_void,
-    worker: Option<unsafe extern "C" fn(*mut c_void)>,
-    param: *mut c_void,
-) -> ffi::lrt_custom_thread_handle {
-    let worker = worker.expect("worker fn");
-    let p = SendPtr(param);
-    let h = std::thread::spawn(move || {
-        let p = p;
-        // SAFETY: leanrt's worker with its own param.
-        unsafe { worker(p.0) }
-    });
-    CUSTOM_CREATES.fetch_add(1, Ordering::SeqCst);
-    Box::into_raw(Box::new(h)).cast()
-}
-
-unsafe extern "C" fn custom_join(h: ffi::lrt_custom_thread_handle) {
-    // SAFETY: made by custom_create, joined once.
-    let h = unsafe { Box::from_raw(h as *mut std::thread::JoinHandle<()>) };
-    h.join().expect("worker panicked");
-    CUSTOM_JOINS.fetch_add(1, Ordering::SeqCst);
-}
+#[path = "pool_support/custom_threads.rs"]
+mod custom_threads;
+use custom_threads::{
+    create as custom_create, join as custom_join, CREATES as CUSTOM_CREATES, JOINS as CUSTOM_JOINS,
+};
 
 fn make_pool(threads: i32, spin_us: i32, custom: bool) -> *mut ffi::lrt_pool {
     let mut o: *mut ffi::lrt_pool_options = null_mut();

@@ -303,6 +303,48 @@ fn a_failed_pin_warns_once_and_runs_pageable() {
     assert!(rec.with(|l| l.unpinned_copies) > 0);
     drop(m);
     assert!(rec.with(|l| l.pinned.is_empty()));
+
+    // One warning per maker whatever the policy or mirror mode: COMPACT has
+    // two mappings to pin, a fresh mirror is a new mapping every run; after
+    // the first refusal nothing is pinned again.
+    for (policy, fresh_mirror) in [
+        (lrt_upload_policy::LRT_UPLOAD_COMPACT, false),
+        (lrt_upload_policy::LRT_UPLOAD_BOUNDED, true),
+        (lrt_upload_policy::LRT_UPLOAD_COMPACT, true),
+        (lrt_upload_policy::LRT_UPLOAD_AUTO, true),
+    ] {
+        seen.lock().unwrap().clear();
+        leanrt::diag::set_sink(Some(Arc::new({
+            let sink = Arc::clone(&seen);
+            move |_, m: &str| sink.lock().unwrap().push(m.to_string())
+        })));
+        let rec = Recording::default();
+        let dev = Refusing {
+            inner: rec.clone(),
+            ok: Mutex::new(0),
+        };
+        let cfg = MakerConfig {
+            task_window: 1024,
+            policy,
+            pin_mirror: true,
+            fresh_mirror,
+            ..MakerConfig::default()
+        };
+        let mut m = RuntimeMaker::new(&cfg, Arc::new(dev)).unwrap();
+        for n in [3, 5, 300, 1024, 2] {
+            run(&mut m, n);
+        }
+        leanrt::diag::set_sink(None);
+        assert!(m.pin_failed());
+        assert_eq!(m.pinned_bytes(), 0);
+        let warnings = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| m.contains("could not pin"))
+            .count();
+        assert_eq!(warnings, 1, "{policy:?} fresh {fresh_mirror}");
+    }
 }
 
 #[test]

@@ -202,7 +202,7 @@ fn warm_runs_touch_no_new_pages() {
     let before = vec![7u8; 704];
     for (w, n) in [(1024u64, 1024u64), (16384, 2000)] {
         let mut m = RuntimeMaker::new(&v2_config(w, 704, 0), Arc::new(HostDevice)).unwrap();
-        let mut run = |m: &mut RuntimeMaker| {
+        let run = |m: &mut RuntimeMaker| {
             m.v2_begin_run().unwrap();
             claim_chain(m, n, &recs);
             m.v2_upload(&before, &[]).unwrap();

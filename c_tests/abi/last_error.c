@@ -21,8 +21,8 @@ int main(void) {
   CHECK_STATUS(lrt_host_api_host(NULL), LRT_ERR_INVALID_ARGUMENT);
   size_t n = lrt_last_error(buf, sizeof buf);
   CHECK(n == strlen(buf));
-  CHECK(strstr(buf, "lrt_host_api_host") != NULL);
-  CHECK(strstr(buf, "NULL") != NULL);
+  CHECK(error_contains("lrt_host_api_host"));
+  CHECK(error_contains("NULL"));
 
   /* Asking for the length only, then truncation like snprintf. */
   CHECK_EQ_U64(lrt_last_error(NULL, 0), n);

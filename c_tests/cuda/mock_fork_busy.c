@@ -35,9 +35,7 @@ static int child(lrt_host_api *inherited) {
   alarm(10); /* a hang ends as SIGALRM, which the parent reports */
   lrt_host_api fresh;
   if (lrt_host_api_cuda(0, &fresh) != LRT_ERR_UNAVAILABLE) return 2;
-  char msg[512];
-  lrt_last_error(msg, sizeof msg);
-  if (strstr(msg, "fork") == NULL) return 3;
+  if (!error_contains("fork")) return 3;
   if (inherited->ops->device_malloc(inherited->ctx, 64) != NULL) return 4;
   lrt_host_api_release(inherited);
   if (inherited->ops != NULL) return 5;

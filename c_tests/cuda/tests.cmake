@@ -1,8 +1,9 @@
 # CUDA backend tests. The mock driver (mock/mock_cuda.c) is a shared library
 # that LEANRT_CUDA_LIBRARY points leanrt at, so the dlopen/callback/error
-# paths run on machines without a GPU.
-add_library(leanrt_mock_cuda SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cuda/mock/mock_cuda.c)
-target_link_libraries(leanrt_mock_cuda PRIVATE Threads::Threads)
+# paths run on machines without a GPU. Its build is defined once, in
+# mock/CMakeLists.txt (tests/cuda_backend.rs builds the same directory).
+add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/cuda/mock ${CMAKE_CURRENT_BINARY_DIR}/cuda_mock)
+set_target_properties(leanrt_mock_cuda PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 leanrt_test_flags(leanrt_mock_cuda)
 
 # cuda.mock_backend links the mock for its control functions (mock_cuda_set/get).

@@ -1,6 +1,7 @@
-/* Custom thread functions for the pool tests, with ORT's signatures, made
- * with pthreads: creates and joins are counted, and create fails (returns
- * NULL, starting nothing) on its call number `fail_at` (0: never). */
+/* Custom thread functions for the pool's C tests, with ORT's signatures,
+ * made with pthreads: creates and joins are counted, the last `options`
+ * pointer create got is kept, and create fails (returns NULL, starting
+ * nothing) on its call number `fail_at` (0: never). */
 #ifndef LEANRT_TEST_CUSTOM_THREADS_H
 #define LEANRT_TEST_CUSTOM_THREADS_H
 
@@ -11,6 +12,7 @@
 #include "leanrt.h"
 
 static atomic_int creates, joins, create_calls, fail_at;
+static void *_Atomic last_create_options;
 
 typedef struct {
   pthread_t t;
@@ -25,7 +27,7 @@ static void *custom_main(void *arg) {
 }
 
 static lrt_custom_thread_handle custom_create(void *options, lrt_thread_worker_fn fn, void *param) {
-  (void)options;
+  atomic_store(&last_create_options, options);
   if (atomic_fetch_add(&create_calls, 1) + 1 == atomic_load(&fail_at)) return NULL;
   custom_thread *c = (custom_thread *)malloc(sizeof *c);
   if (!c) return NULL;

@@ -21,6 +21,16 @@ static inline lrt_pool *make_pool(int threads) {
   return p;
 }
 
+/* The thread count of a pool made from `o` (1 for the NULL pool; -100 when
+ * it cannot be made). */
+static inline int threads_of(const lrt_pool_options *o) {
+  lrt_pool *p = NULL;
+  if (lrt_pool_create(o, &p) != LRT_OK) return -100;
+  int n = p ? lrt_pool_num_threads(p) + 1 : 1;
+  lrt_pool_destroy(p);
+  return n;
+}
+
 /* Per-index hit counters. */
 typedef struct hits {
   atomic_uchar *h;

@@ -43,7 +43,18 @@ static int wait_asleep(lrt_pool *p, uint64_t want, double limit_s) {
   return 0;
 }
 
-static void nop(void *ctx) { (void)ctx; }
+/* A task that counts itself in the atomic_int its ctx points to. */
+static void count_task(void *ctx) { atomic_fetch_add((atomic_int *)ctx, 1); }
+
+/* Waits until `*n` reaches `want` (at most `limit_s`). */
+static int wait_count(atomic_int *n, int want, double limit_s) {
+  double t0 = now_s();
+  while (atomic_load(n) < want) {
+    if (now_s() - t0 >= limit_s) return 0;
+    sleep_ms(1);
+  }
+  return 1;
+}
 
 int main(void) {
   const char *us[] = {"-1", "0", "100", "1000"};
@@ -75,12 +86,17 @@ int main(void) {
     lrt_pool_try_parallel_for(p, 10000, 1e5, range_cb, &h);
     CHECK(hits_once(&h));
   }
-  for (int r = 0; r < 1000; r++) lrt_pool_schedule(p, nop, NULL);
+  /* The tasks run on the workers (not inline: no queue is full); wait for
+   * all of them first, since a worker that was woken but has not run yet
+   * still counts as asleep. */
+  static atomic_int ran;
+  for (int r = 0; r < 1000; r++) lrt_pool_schedule(p, count_task, &ran);
+  CHECK(wait_count(&ran, 1000, 10.0));
   CHECK(wait_asleep(p, 2, 5.0));
   lrt_pool_stats s;
   CHECK_STATUS(lrt_pool_get_stats(p, &s), LRT_OK);
   CHECK(s.parks >= 2);
-  CHECK(s.tasks_run >= 1);
+  CHECK(s.tasks_run >= 1000);
   hits h;
   hits_init(&h, 1000);
   lrt_pool_try_simple_parallel_for(p, 1000, index_cb, &h);

@@ -2,11 +2,13 @@
 //! through, and the two backends leanrt ships (`host`: device memory is host
 //! memory; `cuda`: the CUDA driver, loaded at run time).
 //!
-//! A third kind of device, a host's own callback table, is adapted to this
-//! trait by the C surface; the core never sees C types or knows which
-//! backend it talks to.
+//! `abi` holds the device's C-visible plain data (`lrt_host_api`). A third
+//! kind of device, a host's own callback table, is adapted to the trait by
+//! the C surface; the maker never sees C types or knows which backend it
+//! talks to.
 use crate::{Error, Result};
 
+pub mod abi;
 pub mod cuda;
 pub mod host;
 

@@ -12,7 +12,7 @@
 //! 4. A failure records `"<function>: <message>"` in a thread-local slot read
 //!    by `lrt_last_error`; a success leaves the slot alone.
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::status::{describe, lrt_status};
@@ -151,6 +151,24 @@ impl<T> OutPtr<T> {
         unsafe { self.0.write(value) }
     }
 }
+
+/// The host's context pointer (a callback's `ctx`), handed back to the
+/// host's own callbacks untouched, from any thread.
+#[derive(Clone, Copy)]
+pub struct HostContext(pub *mut c_void);
+
+impl HostContext {
+    /// The pointer, to pass to the callback.
+    pub fn get(self) -> *mut c_void {
+        self.0
+    }
+}
+// SAFETY: leanrt never dereferences the pointer; it only passes it back to
+// the host's callbacks, whose C contracts (lrt_set_log_callback, the pool's
+// loop bodies and tasks) accept calls from any thread, at the same time.
+unsafe impl Send for HostContext {}
+// SAFETY: as above; shared access only copies the pointer value.
+unsafe impl Sync for HostContext {}
 
 /// Moves a core object to the heap and hands it to C as an opaque handle.
 pub fn into_handle<T>(value: T) -> *mut T {

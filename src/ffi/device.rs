@@ -1,88 +1,26 @@
 //! `lrt_host_api_*`: the device a runtime maker allocates its image on and
 //! copies it to.
 //!
-//! A device is described to C by an lrt_host_api: a context pointer and a
-//! table of four callbacks with the same order and signatures as the
-//! reference runtime's HostApiOps, so a host's existing functions plug in
-//! unchanged. leanrt provides two ready-made ones (`lrt_host_api_host`,
-//! `lrt_host_api_cuda`); a host may pass its own.
+//! The C types (`lrt_host_api`, `lrt_host_api_ops`) are the core's
+//! (`crate::device::abi`); leanrt provides two ready-made devices
+//! (`lrt_host_api_host`, `lrt_host_api_cuda`) and a host may pass its own.
 //!
-//! Rust side: the C types, the adapter that turns a foreign table into a
-//! core `Device` (`CallbackDevice`), leanrt's own tables over its core
-//! backends, and `device_for_api`, which recognizes leanrt's own tables so a
-//! maker created on one of them uses the core backend directly.
+//! Here: the adapter that turns a foreign table into a core `Device`
+//! (`CallbackDevice`), leanrt's own tables over its core backends (a CUDA
+//! api's `ctx` is a token of `cuda::DEVICES_BY_TOKEN`), and
+//! `device_for_api`, which recognizes leanrt's own tables so a maker created
+//! on one of them uses the core backend directly.
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use super::boundary::{arg_mut, run_value, OutPtr};
 use super::status::lrt_status;
-use crate::device::cuda::{self, CudaDevice};
+use crate::device::cuda::{self, CudaDevice, DEVICES_BY_TOKEN};
 use crate::device::host::HostDevice;
 use crate::device::{Device, PinnedRegion};
 use crate::{Error, Result};
 
-type MallocFn = unsafe extern "C" fn(ctx: *mut c_void, size: usize) -> *mut c_void;
-type FreeFn = unsafe extern "C" fn(ctx: *mut c_void, dev_ptr: *mut c_void);
-type CopyToFn = unsafe extern "C" fn(
-    ctx: *mut c_void,
-    dev_dst: *mut c_void,
-    host_src: *const c_void,
-    size: usize,
-) -> i32;
-type CopyFromFn = unsafe extern "C" fn(
-    ctx: *mut c_void,
-    host_dst: *mut c_void,
-    dev_src: *const c_void,
-    size: usize,
-) -> i32;
-
-/// The four device callbacks, in the same order and with the same
-/// signatures as the reference runtime's HostApiOps. None of them may be
-/// NULL when the table is given to lrt_runtime_maker_create. leanrt may call
-/// them from whichever thread calls the maker, so they must work from any
-/// thread. `ctx` is the lrt_host_api's `ctx`, passed through unchanged.
-#[repr(C)]
-#[allow(non_camel_case_types)]
-#[derive(Clone, Copy, Debug)]
-pub struct lrt_host_api_ops {
-    /// Allocates `size` bytes of device memory; returns NULL on failure.
-    pub device_malloc: Option<unsafe extern "C" fn(ctx: *mut c_void, size: usize) -> *mut c_void>,
-    /// Frees memory from this table's device_malloc; NULL is a no-op.
-    pub device_free: Option<unsafe extern "C" fn(ctx: *mut c_void, dev_ptr: *mut c_void)>,
-    /// Copies `size` bytes from host memory to device memory; returns 0 on
-    /// success, anything else on failure.
-    pub copy_to_device: Option<
-        unsafe extern "C" fn(
-            ctx: *mut c_void,
-            dev_dst: *mut c_void,
-            host_src: *const c_void,
-            size: usize,
-        ) -> i32,
-    >,
-    /// Copies `size` bytes from device memory to host memory; returns 0 on
-    /// success, anything else on failure.
-    pub copy_from_device: Option<
-        unsafe extern "C" fn(
-            ctx: *mut c_void,
-            host_dst: *mut c_void,
-            dev_src: *const c_void,
-            size: usize,
-        ) -> i32,
-    >,
-}
-
-/// A device: a context pointer and its callback table. Filled by
-/// lrt_host_api_host or lrt_host_api_cuda, or by the host with its own
-/// callbacks. The table must stay valid as long as a maker created on it
-/// lives. A plain struct: copying it copies the reference, not the device.
-#[repr(C)]
-#[allow(non_camel_case_types)]
-#[derive(Clone, Copy, Debug)]
-pub struct lrt_host_api {
-    pub ctx: *mut c_void,
-    pub ops: *const lrt_host_api_ops,
-}
+pub use crate::device::abi::{lrt_host_api, lrt_host_api_ops};
 
 // ---------------------------------------------------------------------------
 // A foreign callback table as a core Device
@@ -91,10 +29,9 @@ pub struct lrt_host_api {
 #[derive(Debug)]
 pub struct CallbackDevice {
     ctx: *mut c_void,
-    malloc: MallocFn,
-    free: FreeFn,
-    to: CopyToFn,
-    from: CopyFromFn,
+    /// A copy of the host's table; every callback is non-NULL (checked in
+    /// `new`).
+    ops: lrt_host_api_ops,
 }
 
 // SAFETY: `CallbackDevice::new`'s contract requires callbacks that may be
@@ -102,6 +39,11 @@ pub struct CallbackDevice {
 unsafe impl Send for CallbackDevice {}
 // SAFETY: as above.
 unsafe impl Sync for CallbackDevice {}
+
+/// The callback `f`, which `CallbackDevice::new` checked is not NULL.
+fn checked<F>(f: Option<F>) -> F {
+    f.expect("CallbackDevice::new refuses a NULL callback")
+}
 
 impl CallbackDevice {
     /// Adapts `api`'s table. A NULL `ops` or a NULL callback is
@@ -116,32 +58,25 @@ impl CallbackDevice {
     /// concurrently, and `api.ctx` is what they expect.
     pub unsafe fn new(api: &lrt_host_api) -> Result<Self> {
         // SAFETY: NULL or a valid table, per the contract.
-        let ops = unsafe { api.ops.as_ref() }
+        let ops = *unsafe { api.ops.as_ref() }
             .ok_or_else(|| Error::invalid_argument("host api has no ops table"))?;
-        match (
-            ops.device_malloc,
-            ops.device_free,
-            ops.copy_to_device,
-            ops.copy_from_device,
-        ) {
-            (Some(malloc), Some(free), Some(to), Some(from)) => Ok(CallbackDevice {
-                ctx: api.ctx,
-                malloc,
-                free,
-                to,
-                from,
-            }),
-            _ => Err(Error::invalid_argument(
+        if ops.device_malloc.is_none()
+            || ops.device_free.is_none()
+            || ops.copy_to_device.is_none()
+            || ops.copy_from_device.is_none()
+        {
+            return Err(Error::invalid_argument(
                 "host api ops table has a NULL callback",
-            )),
+            ));
         }
+        Ok(CallbackDevice { ctx: api.ctx, ops })
     }
 }
 
 impl Device for CallbackDevice {
     fn alloc(&self, size: usize) -> Result<*mut u8> {
         // SAFETY: the callback contract accepted in `new`.
-        let p = unsafe { (self.malloc)(self.ctx, size) };
+        let p = unsafe { checked(self.ops.device_malloc)(self.ctx, size) };
         if p.is_null() {
             return Err(Error::no_memory(format!(
                 "device_malloc({size}) returned NULL"
@@ -153,12 +88,12 @@ impl Device for CallbackDevice {
     unsafe fn free(&self, ptr: *mut u8) {
         // SAFETY: ptr came from device_malloc of this table (the trait's
         // contract).
-        unsafe { (self.free)(self.ctx, ptr.cast()) }
+        unsafe { checked(self.ops.device_free)(self.ctx, ptr.cast()) }
     }
 
     unsafe fn copy_to(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<()> {
         // SAFETY: the ranges are valid per the trait's contract.
-        let rc = unsafe { (self.to)(self.ctx, dst.cast(), src.cast(), len) };
+        let rc = unsafe { checked(self.ops.copy_to_device)(self.ctx, dst.cast(), src.cast(), len) };
         if rc != 0 {
             return Err(Error::device(format!("copy_to_device returned {rc}")));
         }
@@ -167,7 +102,8 @@ impl Device for CallbackDevice {
 
     unsafe fn copy_from(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<()> {
         // SAFETY: the ranges are valid per the trait's contract.
-        let rc = unsafe { (self.from)(self.ctx, dst.cast(), src.cast(), len) };
+        let rc =
+            unsafe { checked(self.ops.copy_from_device)(self.ctx, dst.cast(), src.cast(), len) };
         if rc != 0 {
             return Err(Error::device(format!("copy_from_device returned {rc}")));
         }
@@ -187,12 +123,12 @@ impl Device for CallbackDevice {
 
 /// Runs one of leanrt's callbacks: a failure (or a panic) is recorded for
 /// lrt_last_error as "<name>: <message>" and `fallback` is returned.
-fn callback<T>(name: &'static str, fallback: T, body: impl FnOnce() -> Result<T>) -> T {
+fn run_callback<T>(name: &'static str, fallback: T, body: impl FnOnce() -> Result<T>) -> T {
     run_value(name, |_| fallback, body)
 }
 
 unsafe extern "C" fn host_malloc(_ctx: *mut c_void, size: usize) -> *mut c_void {
-    callback("host device_malloc", std::ptr::null_mut(), || {
+    run_callback("host device_malloc", std::ptr::null_mut(), || {
         Ok(HostDevice.alloc(size)?.cast())
     })
 }
@@ -209,7 +145,7 @@ unsafe extern "C" fn host_copy_to(
     host_src: *const c_void,
     size: usize,
 ) -> i32 {
-    callback("host copy_to_device", -1, || {
+    run_callback("host copy_to_device", -1, || {
         // SAFETY: both ranges are valid for size bytes (the callback contract).
         unsafe { HostDevice.copy_to(dev_dst.cast(), host_src.cast(), size) }?;
         Ok(0)
@@ -222,7 +158,7 @@ unsafe extern "C" fn host_copy_from(
     dev_src: *const c_void,
     size: usize,
 ) -> i32 {
-    callback("host copy_from_device", -1, || {
+    run_callback("host copy_from_device", -1, || {
         // SAFETY: both ranges are valid for size bytes (the callback contract).
         unsafe { HostDevice.copy_from(host_dst.cast(), dev_src.cast(), size) }?;
         Ok(0)
@@ -237,55 +173,22 @@ static HOST_OPS: lrt_host_api_ops = lrt_host_api_ops {
     copy_from_device: Some(host_copy_from),
 };
 
-/// Live CUDA apis by token. Protocol: a token is issued once (counter, never
-/// reused) and names its device from lrt_host_api_cuda until
-/// lrt_host_api_release removes it. Users clone the `Arc` under the lock and
-/// use it outside, so a release racing with a callback on another thread
-/// never frees a device in use; a maker created on the api holds its own
-/// clone, so releasing the api before destroying the maker is safe.
-type CudaApis = Vec<(usize, Arc<CudaDevice>)>;
-static CUDA_APIS: Mutex<CudaApis> = Mutex::new(Vec::new());
-/// The process that first used the registry. A forked child must not take
-/// `CUDA_APIS`: a parent thread may have held it at the fork, and the
-/// devices in it are the parent's (CUDA does not survive fork).
-static CUDA_APIS_OWNER: AtomicU32 = AtomicU32::new(0);
-/// Tokens start at a recognisable odd value so that a zeroed or foreign
-/// `ctx` (NULL, a real pointer) never names a device by accident.
-static NEXT_TOKEN: AtomicUsize = AtomicUsize::new(0x1ea5_0001);
-
-/// The registry, for this process only: in a forked child of a process that
-/// used it, an error (and no lock taken).
-fn cuda_apis() -> Result<MutexGuard<'static, CudaApis>> {
-    cuda::claim_for_this_process(&CUDA_APIS_OWNER, "CUDA host api")?;
-    // Pushes and removals are single operations: a poisoned lock still
-    // guards consistent data.
-    Ok(CUDA_APIS.lock().unwrap_or_else(|e| e.into_inner()))
-}
-
-fn cuda_lookup(token: *mut c_void) -> Result<Arc<CudaDevice>> {
-    let token = token as usize;
-    cuda_apis()?
-        .iter()
-        .find(|(t, _)| *t == token)
-        .map(|(_, d)| Arc::clone(d))
-        .ok_or_else(|| {
-            Error::state(format!(
-                "CUDA host api context {token:#x} is not live (released, or not made by lrt_host_api_cuda)"
-            ))
-        })
+/// The CUDA device that a CUDA api's `ctx` (a token) names.
+fn cuda_device(ctx: *mut c_void) -> Result<Arc<CudaDevice>> {
+    DEVICES_BY_TOKEN.get(ctx as usize)
 }
 
 unsafe extern "C" fn cuda_malloc(ctx: *mut c_void, size: usize) -> *mut c_void {
-    callback("cuda device_malloc", std::ptr::null_mut(), || {
-        Ok(cuda_lookup(ctx)?.alloc(size)?.cast())
+    run_callback("cuda device_malloc", std::ptr::null_mut(), || {
+        Ok(cuda_device(ctx)?.alloc(size)?.cast())
     })
 }
 
 unsafe extern "C" fn cuda_free(ctx: *mut c_void, dev_ptr: *mut c_void) {
-    callback("cuda device_free", (), || {
+    run_callback("cuda device_free", (), || {
         // SAFETY: the driver validates the address; freeing is the caller's
         // decision (the callback contract).
-        unsafe { cuda_lookup(ctx)?.free_checked(dev_ptr.cast()) }
+        unsafe { cuda_device(ctx)?.free_checked(dev_ptr.cast()) }
     })
 }
 
@@ -295,8 +198,8 @@ unsafe extern "C" fn cuda_copy_to(
     host_src: *const c_void,
     size: usize,
 ) -> i32 {
-    callback("cuda copy_to_device", -1, || {
-        let d = cuda_lookup(ctx)?;
+    run_callback("cuda copy_to_device", -1, || {
+        let d = cuda_device(ctx)?;
         // SAFETY: host_src is valid for size bytes (the callback contract);
         // the driver validates the device range.
         unsafe { d.copy_to(dev_dst.cast(), host_src.cast(), size) }?;
@@ -310,8 +213,8 @@ unsafe extern "C" fn cuda_copy_from(
     dev_src: *const c_void,
     size: usize,
 ) -> i32 {
-    callback("cuda copy_from_device", -1, || {
-        let d = cuda_lookup(ctx)?;
+    run_callback("cuda copy_from_device", -1, || {
+        let d = cuda_device(ctx)?;
         // SAFETY: host_dst is valid for size bytes (the callback contract);
         // the driver validates the device range.
         unsafe { d.copy_from(host_dst.cast(), dev_src.cast(), size) }?;
@@ -337,8 +240,7 @@ pub fn host_api() -> lrt_host_api {
 
 /// Registers `device` and returns a C api naming it.
 pub fn cuda_api(device: CudaDevice) -> Result<lrt_host_api> {
-    let token = NEXT_TOKEN.fetch_add(2, Ordering::Relaxed);
-    cuda_apis()?.push((token, Arc::new(device)));
+    let token = DEVICES_BY_TOKEN.insert(device)?;
     Ok(lrt_host_api {
         ctx: token as *mut c_void,
         ops: &CUDA_OPS,
@@ -350,7 +252,7 @@ pub fn cuda_device_of(api: &lrt_host_api) -> Result<Arc<CudaDevice>> {
     if !std::ptr::eq(api.ops, &CUDA_OPS) {
         return Err(Error::invalid_argument("not a CUDA host api"));
     }
-    cuda_lookup(api.ctx)
+    cuda_device(api.ctx)
 }
 
 /// The core device for `api`: leanrt's own tables give their backend
@@ -364,7 +266,7 @@ pub unsafe fn device_for_api(api: &lrt_host_api) -> Result<Arc<dyn Device>> {
         return Ok(Arc::new(HostDevice));
     }
     if std::ptr::eq(api.ops, &CUDA_OPS) {
-        return Ok(cuda_lookup(api.ctx)?);
+        return Ok(cuda_device(api.ctx)?);
     }
     // SAFETY: forwarded under the same contract.
     Ok(Arc::new(unsafe { CallbackDevice::new(api) }?))
@@ -375,14 +277,9 @@ pub unsafe fn device_for_api(api: &lrt_host_api) -> Result<Arc<dyn Device>> {
 /// inherited from the parent is only cleared: its device is the parent's.
 pub fn release(api: &mut lrt_host_api) {
     if std::ptr::eq(api.ops, &CUDA_OPS) {
-        let token = api.ctx as usize;
-        let removed = cuda_apis().ok().and_then(|mut apis| {
-            apis.iter()
-                .position(|(t, _)| *t == token)
-                .map(|i| apis.swap_remove(i).1)
-        });
-        // Dropped outside the lock: the last reference calls the driver.
-        drop(removed);
+        // Dropped outside the registry's lock: the last reference calls the
+        // driver.
+        drop(DEVICES_BY_TOKEN.remove(api.ctx as usize));
     }
     api.ctx = std::ptr::null_mut();
     api.ops = std::ptr::null();
@@ -489,7 +386,7 @@ mod tests {
             ops: &CUDA_OPS,
         };
         assert_eq!(
-            cuda_lookup(forged.ctx).unwrap_err().kind(),
+            cuda_device(forged.ctx).unwrap_err().kind(),
             ErrorKind::State
         );
         // SAFETY: a dead token is refused before any pointer is used.

@@ -1,4 +1,5 @@
 //! `lrt_set_log_callback`: where leanrt's warnings go. Core: `crate::diag`.
+use super::boundary::HostContext;
 use super::status::lrt_status;
 use crate::diag::{self, Level};
 use std::ffi::{c_char, c_void, CString};
@@ -20,21 +21,6 @@ pub enum lrt_log_level {
 /// called from any thread, including the pool's workers, and concurrently.
 pub type LogFn =
     Option<unsafe extern "C" fn(ctx: *mut c_void, level: lrt_log_level, message: *const c_char)>;
-
-/// The host's context pointer, handed back to its callback untouched.
-struct HostContext(*mut c_void);
-
-impl HostContext {
-    fn get(&self) -> *mut c_void {
-        self.0
-    }
-}
-// SAFETY: leanrt never dereferences the pointer; it only passes it back to
-// the host's callback, whose contract (lrt_set_log_callback) is to accept
-// calls from any thread.
-unsafe impl Send for HostContext {}
-// SAFETY: as above; shared access only copies the pointer value.
-unsafe impl Sync for HostContext {}
 
 /// Sends leanrt's warnings to `callback(ctx, level, message)` instead of the
 /// default. By default leanrt prints nothing; with the environment variable

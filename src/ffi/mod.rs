@@ -1,4 +1,7 @@
-//! The C boundary: every `extern "C"` function of leanrt.
+//! The C boundary: every `extern "C"` function of leanrt, the opaque
+//! handles, the panic boundary and the adapters of a host's callbacks. The
+//! C-visible plain data (structs, callback types, constants) belongs to the
+//! core's `abi` files and is re-exported here, never copied.
 //!
 //! Each entry point is a few lines inside [`ffi_status!`] (functions that
 //! return `lrt_status`) or [`ffi_value!`] (functions that return a value or
@@ -7,7 +10,7 @@
 //! caught there and reported as `LRT_ERR_INTERNAL`. No logic lives here.
 //!
 //! Where to find the Rust behind a C function: `lrt_<area>_*` is in
-//! `src/ffi/<area>.rs`, which calls `crate::<area>`.
+//! `src/ffi/<area>.rs` (or `src/ffi/<area>/`), which calls `crate::<area>`.
 
 // The C surface documents its pointer rules in plain sentences for C
 // readers (they become the header's comments), not in `# Safety` sections.

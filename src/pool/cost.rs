@@ -6,16 +6,9 @@
 //! cycles to start plus 100000 per thread, a task should be about 40000
 //! cycles, and a loaded or stored byte costs 11/64 cycles.
 
-/// Cost of one loop iteration, as ORT's `TensorOpCost`.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct TensorOpCost {
-    /// Bytes read per iteration.
-    pub bytes_loaded: f64,
-    /// Bytes written per iteration.
-    pub bytes_stored: f64,
-    /// Compute cycles per iteration.
-    pub compute_cycles: f64,
-}
+/// Cost of one loop iteration, as ORT's `TensorOpCost` (defined for C in
+/// `super::abi`).
+pub use super::abi::lrt_tensor_op_cost as TensorOpCost;
 
 /// Cycles per loaded byte.
 pub(crate) const LOAD_CYCLES: f64 = 11.0 / 64.0;

@@ -12,10 +12,9 @@
 //! the engine's gate guarantees the body is never called after the loop
 //! returned.
 use super::cost::{self, TensorOpCost};
-use super::engine::{
-    nested_section_error, section_open_on_this_thread, Padded, SectionHandle, ThreadPool,
-};
+use super::engine::ThreadPool;
 use crate::{Error, Result};
+use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 /// At most this many counter shards (each on its own cache line).
@@ -46,7 +45,7 @@ struct Shard {
 struct Counter {
     /// Inline, so that a loop allocates nothing; only the first `n` are
     /// used.
-    shards: [Padded<Shard>; MAX_SHARDS],
+    shards: [CachePadded<Shard>; MAX_SHARDS],
     n: usize,
     total: isize,
     blocks: Blocks,
@@ -62,7 +61,7 @@ impl Counter {
         let n = participants.min(MAX_SHARDS).min(units as usize).max(1);
         let shards = std::array::from_fn(|i| {
             if i >= n {
-                return Padded(Shard {
+                return CachePadded::new(Shard {
                     next: AtomicIsize::new(0),
                     begin: 0,
                     end: 0,
@@ -73,7 +72,7 @@ impl Counter {
                 Blocks::Fixed(_) => 0,
                 Blocks::Dynamic { .. } => begin,
             };
-            Padded(Shard {
+            CachePadded::new(Shard {
                 next: AtomicIsize::new(next),
                 begin,
                 end,
@@ -131,7 +130,7 @@ impl Counter {
     fn claim(&self, cursor: &mut usize) -> Option<(isize, isize)> {
         let n = self.n;
         for _ in 0..n {
-            if let Some(r) = self.claim_in(&self.shards[*cursor].0) {
+            if let Some(r) = self.claim_in(&self.shards[*cursor]) {
                 return Some(r);
             }
             *cursor = (*cursor + 1) % n;
@@ -321,17 +320,6 @@ pub fn try_batch_parallel_for(
         let (start, end) = partition_work(b, batches, total);
         (start..end).for_each(f)
     })
-}
-
-/// ORT's `ParallelSection` on a nullable pool: `None` is a no-op section
-/// (`Ok(None)`), as in ORT. Sections do not nest, whatever the pool: a thread
-/// that already has one open is refused, also for `None`.
-pub fn begin_section(pool: Option<&ThreadPool>) -> Result<Option<SectionHandle>> {
-    match pool {
-        Some(p) => p.begin_section().map(Some),
-        None if section_open_on_this_thread() => Err(nested_section_error()),
-        None => Ok(None),
-    }
 }
 
 /// ORT's `Schedule`: on a worker, or inline when `pool` is `None`.

@@ -1,5 +1,6 @@
 //! The intra-op thread pool, with ONNX Runtime's semantics (the contract:
-//! `docs/POOL.md`; the protocol and its invariants: `src/pool/README.md`).
+//! `docs/POOL.md`; how the files fit together: `src/pool/README.md`; each
+//! protocol: the module doc of the file that implements it).
 //!
 //! Two layers, arrows pointing down:
 //! * `loops` — ORT's loops: the cost model decision ([`cost`]), block
@@ -14,9 +15,11 @@
 //!   runs a piece of work on the caller plus helpers. The thread that starts
 //!   a loop always takes part in it.
 //!
-//! Beside them: [`PoolOptions`] (ORT's options and session config keys),
+//! Beside them: [`abi`] (the C-visible plain data under its C names),
+//! [`PoolOptions`] (ORT's options and session config keys),
 //! [`spin`] (calibrated pause, spin budget, backoff), [`cpu`] (CPU facts),
 //! [`affinity`].
+pub mod abi;
 pub mod affinity;
 pub mod cost;
 pub mod cpu;
@@ -26,14 +29,10 @@ pub mod options;
 pub mod spin;
 
 pub use cost::TensorOpCost;
-pub use engine::{nested_section_error, section_open_on_this_thread};
-pub use engine::{ParallelSection, PoolStats, SectionHandle, ThreadPool};
+pub use engine::{begin_section, ParallelSection, SectionHandle, ThreadPool};
 pub use loops::{
-    begin_section, degree_of_parallelism, kernel_parallel_for, partition_work, schedule,
-    should_parallelize, try_batch_parallel_for, try_parallel_for, try_parallel_for_cost,
-    try_partition_work, try_simple_parallel_for,
+    degree_of_parallelism, kernel_parallel_for, partition_work, schedule, should_parallelize,
+    try_batch_parallel_for, try_parallel_for, try_parallel_for_cost, try_partition_work,
+    try_simple_parallel_for,
 };
-pub use options::{
-    CustomCreateThreadFn, CustomJoinThreadFn, CustomThreadHandle, CustomThreadHandleT, PoolOptions,
-    ThreadWorkerFn, FORCE_HYBRID_ENV,
-};
+pub use options::{PoolOptions, FORCE_HYBRID_ENV};

@@ -1,70 +1,34 @@
 //! Pool options: ONNX Runtime's defaults, setters that validate, and
 //! `set_config` with ORT's session config keys. Every setter leaves the
 //! options unchanged when it returns an error.
+use super::abi::{
+    lrt_custom_create_thread_fn, lrt_custom_join_thread_fn, LRT_POOL_MAX_BACKOFF,
+    LRT_POOL_MAX_SPIN_US, LRT_POOL_MAX_THREADS,
+};
 use super::affinity;
-use super::spin::MAX_BACKOFF;
 use crate::{Error, Result};
 use std::ffi::c_void;
 
-/// ORT's `OrtThreadWorkerFn`: the function a custom thread must run.
-pub type ThreadWorkerFn = Option<unsafe extern "C" fn(param: *mut c_void)>;
-
-/// The opaque type a custom thread handle points to (ORT's
-/// `OrtCustomHandleType`).
-pub struct CustomThreadHandleT {
-    _private: u8,
-}
-
-/// ORT's `OrtCustomThreadHandle`: what a custom create function returns.
-pub type CustomThreadHandle = *const CustomThreadHandleT;
-
-/// ORT's `OrtCustomCreateThreadFn`: starts a thread that calls
-/// `worker(param)` once; returns its handle, NULL on failure.
-pub type CustomCreateThreadFn = Option<
-    unsafe extern "C" fn(
-        options: *mut c_void,
-        worker: ThreadWorkerFn,
-        param: *mut c_void,
-    ) -> CustomThreadHandle,
->;
-
-/// The non-NULL form of [`CustomCreateThreadFn`].
-pub type CreateFnPtr = unsafe extern "C" fn(
-    options: *mut c_void,
-    worker: ThreadWorkerFn,
-    param: *mut c_void,
-) -> CustomThreadHandle;
-
-/// ORT's `OrtCustomJoinThreadFn`: waits for a thread made by the create
-/// function to finish.
-pub type CustomJoinThreadFn = Option<unsafe extern "C" fn(handle: CustomThreadHandle)>;
-
-/// The non-NULL form of [`CustomJoinThreadFn`].
-pub type JoinFnPtr = unsafe extern "C" fn(handle: CustomThreadHandle);
-
-/// Custom thread functions (both set).
+/// Custom thread functions; both are set (`set_custom_thread_fns` keeps
+/// none otherwise).
 #[derive(Clone, Copy, Debug)]
 pub struct CustomThreadFns {
     /// Called once per worker thread.
-    pub create: CreateFnPtr,
+    pub create: lrt_custom_create_thread_fn,
     /// The `options` argument of `create`, as an address.
     pub create_options: usize,
     /// Called for each created thread at destroy.
-    pub join: JoinFnPtr,
+    pub join: lrt_custom_join_thread_fn,
 }
 
 impl PartialEq for CustomThreadFns {
     fn eq(&self, other: &Self) -> bool {
-        self.create as usize == other.create as usize
+        let addr = |f: Option<usize>| f.unwrap_or(0);
+        addr(self.create.map(|f| f as usize)) == addr(other.create.map(|f| f as usize))
             && self.create_options == other.create_options
-            && self.join as usize == other.join as usize
+            && addr(self.join.map(|f| f as usize)) == addr(other.join.map(|f| f as usize))
     }
 }
-
-/// Most threads a pool may have (C: `LRT_POOL_MAX_THREADS`).
-pub(crate) const MAX_THREADS: i32 = 1024;
-/// Largest `spin_duration_us` accepted, 10 s (C: `LRT_POOL_MAX_SPIN_US`).
-pub(crate) const MAX_SPIN_US: i32 = 10_000_000;
 
 /// Environment variable forcing the hybrid-CPU degree of parallelism (×4):
 /// `LEANRT_POOL_FORCE_HYBRID=1`.
@@ -191,9 +155,9 @@ impl PoolOptions {
     /// Degree of parallelism (ORT's SetIntraOpNumThreads): 0 = physical
     /// cores, 1 = no pool, n = n-1 workers plus the caller.
     pub fn set_num_threads(&mut self, n: i32) -> Result<()> {
-        if !(0..=MAX_THREADS).contains(&n) {
+        if !(0..=LRT_POOL_MAX_THREADS).contains(&n) {
             return Err(Error::invalid_argument(format!(
-                "num_threads {n} outside [0, {MAX_THREADS}]"
+                "num_threads {n} outside [0, {LRT_POOL_MAX_THREADS}]"
             )));
         }
         self.num_threads = n;
@@ -223,9 +187,9 @@ impl PoolOptions {
 
     /// -1 = legacy 2^20 pauses, 0 = no spinning, > 0 = µs budget.
     pub fn set_spin_duration_us(&mut self, us: i32) -> Result<()> {
-        if !(-1..=MAX_SPIN_US).contains(&us) {
+        if !(-1..=LRT_POOL_MAX_SPIN_US).contains(&us) {
             return Err(Error::invalid_argument(format!(
-                "spin_duration_us {us} outside [-1, {MAX_SPIN_US}]"
+                "spin_duration_us {us} outside [-1, {LRT_POOL_MAX_SPIN_US}]"
             )));
         }
         self.spin_duration_us = us;
@@ -240,7 +204,7 @@ impl PoolOptions {
                 "spin_backoff_max {max} must be >= 1"
             )));
         }
-        self.spin_backoff_max = max.min(MAX_BACKOFF as i32);
+        self.spin_backoff_max = max.min(LRT_POOL_MAX_BACKOFF);
         Ok(())
     }
 
@@ -296,12 +260,12 @@ impl PoolOptions {
     /// pool made from these options exists.
     pub unsafe fn set_custom_thread_fns(
         &mut self,
-        create: CustomCreateThreadFn,
+        create: lrt_custom_create_thread_fn,
         create_options: *mut c_void,
-        join: CustomJoinThreadFn,
+        join: lrt_custom_join_thread_fn,
     ) -> Result<()> {
         self.custom_threads = match (create, join) {
-            (Some(create), Some(join)) => Some(CustomThreadFns {
+            (Some(_), Some(_)) => Some(CustomThreadFns {
                 create,
                 create_options: create_options as usize,
                 join,
@@ -420,7 +384,7 @@ mod tests {
     fn setters_validate() {
         let mut o = PoolOptions::default();
         assert!(o.set_num_threads(-1).is_err());
-        assert!(o.set_num_threads(MAX_THREADS + 1).is_err());
+        assert!(o.set_num_threads(LRT_POOL_MAX_THREADS + 1).is_err());
         assert!(o.set_spin_control(2).is_err());
         assert!(o.set_name("").is_err());
         assert!(o.set_stack_size(1).is_err());

@@ -7,13 +7,14 @@
 //! `b`, `b`, … pauses, and the worker stops once the pauses add up to the
 //! budget: fewer iterations (fewer polls of the queues), same wall-clock
 //! time.
+use super::abi::LRT_POOL_MAX_BACKOFF;
 use once_cell::sync::OnceCell;
 use std::time::Instant;
 
 /// `spin_duration_us = -1`: the legacy count, 2^20 pause iterations.
 pub(crate) const LEGACY_SPIN_PAUSES: u64 = 1 << 20;
-/// Upper bound of `spin_backoff_max`.
-pub(crate) const MAX_BACKOFF: u32 = 64;
+/// Upper bound of `spin_backoff_max` (`LRT_POOL_MAX_BACKOFF`), as a pause count.
+const MAX_BACKOFF: u32 = LRT_POOL_MAX_BACKOFF as u32;
 /// TSC cycles one TPAUSE waits at most.
 const TPAUSE_CYCLES: u64 = 200;
 

@@ -12,10 +12,10 @@
 //! out to whole pages (registrations that share a page overlap for the
 //! driver) and clipped to the mapping's length.
 //!
-//! A failed pin is reported once through `crate::diag::warn`; the `Pins`
-//! then stops pinning (the regions it still holds stay pinned until it is
-//! dropped) and the copies read pageable memory, which is slower but
-//! correct.
+//! A failed pin makes the `Pins` stop pinning (the regions it still holds
+//! stay pinned until it is dropped) and the copies read pageable memory,
+//! which is slower but correct. [`MakerPins`] reports it: one warning per
+//! maker through `crate::diag::warn`, whatever mapping or mirror failed.
 //!
 //! [`MakerPins`] is the maker's policy over its two mappings (the mirror
 //! and the staging buffer): what to pin at create, before each upload's
@@ -91,12 +91,13 @@ impl Pins {
     }
 
     /// Makes `[start, end)` (offsets, clipped to the mapping) part of one
-    /// pinned range, pinning through `device` if it is not yet; a failure
-    /// warns once and stops pinning.
-    pub(super) fn ensure(&mut self, device: &dyn Device, start: usize, end: usize) {
+    /// pinned range, pinning through `device` if it is not yet. A failure
+    /// stops pinning and returns what to warn about.
+    #[must_use]
+    fn ensure(&mut self, device: &dyn Device, start: usize, end: usize) -> Option<String> {
         let end = end.min(self.len);
         if self.failed || self.covers(start, end) {
-            return;
+            return None;
         }
         let (mut lo, mut hi) = self.rounded(start, end);
         // The ranges it overlaps are merged into it (released first: the
@@ -118,20 +119,21 @@ impl Pins {
             Ok(region) => {
                 self.pins += 1;
                 self.insert(lo, hi, region);
+                None
             }
             Err(e) => {
                 self.failed = true;
-                crate::diag::warn(&format!(
-                    "could not pin bytes [{lo}, {hi}) of the {what}, continuing with \
-                     pageable memory for what is not pinned yet: {e}",
-                    what = self.what
-                ));
                 // Put back what was pinned before, as far as the device lets us.
                 for (s, e) in merged {
                     if let Ok(region) = self.pin(device, s, e) {
                         self.insert(s, e, region);
                     }
                 }
+                Some(format!(
+                    "could not pin bytes [{lo}, {hi}) of the {what}, continuing with \
+                     pageable memory for what is not pinned yet: {e}",
+                    what = self.what
+                ))
             }
         }
     }
@@ -162,11 +164,6 @@ impl Pins {
     /// Successful pin calls so far.
     pub(super) fn pin_calls(&self) -> u32 {
         self.pins
-    }
-
-    /// Whether a pin failed (pinning stopped).
-    pub(super) fn failed(&self) -> bool {
-        self.failed
     }
 }
 
@@ -208,9 +205,15 @@ pub(super) enum CopySource {
 /// Nothing is unpinned while a mapping lives, except ranges merged into a
 /// larger one, before any copy of the upload. Invariant: with pinning on
 /// and no pin failed, every copy reads from within one pinned range.
+///
+/// The first failed pin, of either mapping or of any mirror, is warned about
+/// once and ends pinning for the maker's life: nothing is pinned afterwards,
+/// not even a fresh mirror, so there is no second warning.
 pub(super) struct MakerPins {
     mirror: Option<Pins>,
     staging: Option<Pins>,
+    /// A pin failed: warned, no more attempts.
+    failed: bool,
     /// Slots whose prefixes are pinned in every segment of the mirror: the
     /// next power of two at or above the largest N uploaded (at least
     /// `MIN_PIN_SLOTS`, at most W).
@@ -245,6 +248,7 @@ impl MakerPins {
             staging: staging
                 .filter(|_| enabled)
                 .map(|s| unsafe { Pins::new(s, "staging buffer") }),
+            failed: false,
             slots: MIN_PIN_SLOTS.min(window),
             whole,
             window,
@@ -254,12 +258,58 @@ impl MakerPins {
         pins
     }
 
+    /// The policy of a layout-v2 maker: its one copy reads only the staging
+    /// buffer (the mirror is read by the host's gather), so only that is
+    /// pinned, from its start as far as the runs use it
+    /// ([`MakerPins::ensure_staging`]); nothing at create.
+    ///
+    /// # Safety
+    /// As [`MakerPins::new`] for `staging`.
+    pub(super) unsafe fn staging_only(
+        enabled: bool,
+        seg: lrt_sm_segments,
+        window: u64,
+        staging: &Mapping,
+    ) -> Self {
+        MakerPins {
+            mirror: None,
+            // SAFETY: the caller's contract above.
+            staging: enabled.then(|| unsafe { Pins::new(staging, "staging buffer") }),
+            failed: false,
+            slots: MIN_PIN_SLOTS.min(window),
+            whole: false,
+            window,
+            seg,
+        }
+    }
+
+    /// Pins `[start, end)` of the staging buffer (a v2 upload's copy).
+    pub(super) fn ensure_staging(&mut self, device: &dyn Device, start: usize, end: usize) {
+        Self::ensure(&mut self.failed, &mut self.staging, device, start, end);
+    }
+
+    /// Pins `[start, end)` of one mapping unless pinning has ended; the
+    /// first failure warns and ends it.
+    fn ensure(
+        failed: &mut bool,
+        pins: &mut Option<Pins>,
+        device: &dyn Device,
+        start: usize,
+        end: usize,
+    ) {
+        let Some(pins) = pins.as_mut().filter(|_| !*failed) else {
+            return;
+        };
+        if let Some(warning) = pins.ensure(device, start, end) {
+            *failed = true;
+            crate::diag::warn(&warning);
+        }
+    }
+
     /// Pins `[start, end)` of the mirror (AUTO's measurement copies from
     /// its start).
     pub(super) fn ensure_mirror(&mut self, device: &dyn Device, start: usize, end: usize) {
-        if let Some(pins) = &mut self.mirror {
-            pins.ensure(device, start, end);
-        }
+        Self::ensure(&mut self.failed, &mut self.mirror, device, start, end);
     }
 
     /// The mirror's parts a copy of `slots` live slots reads, as
@@ -282,17 +332,15 @@ impl MakerPins {
     fn pin_mirror_prefixes(&mut self, device: &dyn Device) {
         let slots = if self.whole { self.window } else { self.slots };
         let parts: Vec<(u64, u64)> = self.mirror_parts(slots).collect();
-        if let Some(pins) = &mut self.mirror {
-            for (off, len) in parts {
-                pins.ensure(device, off as usize, (off + len) as usize);
-            }
+        for (off, len) in parts {
+            self.ensure_mirror(device, off as usize, (off + len) as usize);
         }
     }
 
     /// Before the copies of an upload of `n` slots that read `source`:
     /// grows the pinned ranges so that every byte the copies read is pinned.
     pub(super) fn grow_for(&mut self, device: &dyn Device, n: u64, source: CopySource) {
-        if self.mirror.is_none() {
+        if self.mirror.is_none() || self.failed {
             return;
         }
         let want = n.max(MIN_PIN_SLOTS).next_power_of_two().min(self.window);
@@ -305,9 +353,7 @@ impl MakerPins {
                 // Pin the staging buffer as far as the compact image of
                 // `slots` slots (at least what this gather fills).
                 let end = offsets_for(self.slots).end.max(end);
-                if let Some(pins) = &mut self.staging {
-                    pins.ensure(device, 0, end as usize);
-                }
+                Self::ensure(&mut self.failed, &mut self.staging, device, 0, end as usize);
             }
         }
     }
@@ -354,6 +400,6 @@ impl MakerPins {
 
     /// Whether pinning was asked for and a pin failed.
     pub(super) fn failed(&self) -> bool {
-        self.each().any(Pins::failed)
+        self.failed
     }
 }

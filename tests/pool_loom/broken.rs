@@ -4,6 +4,7 @@
 //! find the lost wake-up this causes.
 
 pub mod sync {
+    pub use crossbeam_utils::CachePadded;
     pub use loom::sync::atomic::{AtomicU64, Ordering};
     pub use loom::sync::{Condvar, Mutex, MutexGuard};
 

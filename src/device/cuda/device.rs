@@ -4,7 +4,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::context::Context;
+use super::context::PrimaryContext;
 use super::driver::{DevPtr, CUDA_SUCCESS};
 use super::stats::{CopyCounters, CudaCopyStats};
 use crate::device::{Device, PinnedRegion};
@@ -17,12 +17,12 @@ use crate::{Error, Result};
 /// so any thread may call.
 #[derive(Debug)]
 pub struct CudaDevice {
-    ctx: Arc<Context>,
+    ctx: Arc<PrimaryContext>,
     stats: CopyCounters,
 }
 
 impl CudaDevice {
-    pub(super) fn new(ctx: Context) -> Self {
+    pub(super) fn new(ctx: PrimaryContext) -> Self {
         CudaDevice {
             ctx: Arc::new(ctx),
             stats: CopyCounters::default(),

@@ -100,7 +100,7 @@ fn symbol(handle: *mut c_void, path: &str, names: &[&str]) -> Result<*mut c_void
 
 /// A driver call's result: `value` when the call returned CUDA_SUCCESS,
 /// else the call's error code.
-fn status<T>(rc: CuResult, value: T) -> Result<T, CuResult> {
+fn success_or_code<T>(rc: CuResult, value: T) -> Result<T, CuResult> {
     if rc == CUDA_SUCCESS {
         Ok(value)
     } else {
@@ -197,19 +197,19 @@ impl Driver {
         let mut v: c_int = 0;
         // SAFETY: v is a valid out pointer.
         let rc = unsafe { (self.driver_get_version)(&mut v) };
-        status(rc, v)
+        success_or_code(rc, v)
     }
     pub fn device_count(&self) -> Result<i32, CuResult> {
         let mut n: c_int = 0;
         // SAFETY: n is a valid out pointer.
         let rc = unsafe { (self.device_get_count)(&mut n) };
-        status(rc, n)
+        success_or_code(rc, n)
     }
     pub fn device(&self, ordinal: i32) -> Result<c_int, CuResult> {
         let mut d: c_int = 0;
         // SAFETY: d is a valid out pointer.
         let rc = unsafe { (self.device_get)(&mut d, ordinal) };
-        status(rc, d)
+        success_or_code(rc, d)
     }
     pub fn device_name(&self, dev: c_int) -> Result<String, CuResult> {
         let mut buf = [0 as c_char; 256];
@@ -229,14 +229,14 @@ impl Driver {
         let mut n: usize = 0;
         // SAFETY: n is a valid out pointer.
         let rc = unsafe { (self.device_total_mem)(&mut n, dev) };
-        status(rc, n)
+        success_or_code(rc, n)
     }
     /// The device's primary context, retained; as an address.
     pub fn primary_ctx_retain(&self, dev: c_int) -> Result<usize, CuResult> {
         let mut ctx: *mut c_void = std::ptr::null_mut();
         // SAFETY: ctx is a valid out pointer.
         let rc = unsafe { (self.primary_ctx_retain)(&mut ctx, dev) };
-        status(rc, ctx as usize)
+        success_or_code(rc, ctx as usize)
     }
     pub fn primary_ctx_release(&self, dev: c_int) -> CuResult {
         // SAFETY: plain value argument.
@@ -262,7 +262,7 @@ impl Driver {
         let mut p: DevPtr = 0;
         // SAFETY: p is a valid out pointer.
         let rc = unsafe { (self.mem_alloc)(&mut p, size) };
-        status(rc, p)
+        success_or_code(rc, p)
     }
     pub fn mem_free(&self, p: DevPtr) -> CuResult {
         // SAFETY: the driver validates device addresses.
@@ -317,11 +317,11 @@ static LOADED_BY: AtomicU32 = AtomicU32::new(0);
 /// parent's CUDA state (unsupported by CUDA) and possibly a lock that one of
 /// the parent's threads held at the moment of the fork. Checked before any
 /// lock is taken, so such a child gets an error, never a deadlock.
-pub fn claim_for_this_process(owner: &AtomicU32, what: &str) -> crate::Result<()> {
+pub(super) fn claim_for_this_process(owner: &AtomicU32, what: &str) -> crate::Result<()> {
     let pid = std::process::id();
     match owner.compare_exchange(0, pid, Ordering::Relaxed, Ordering::Relaxed) {
         Ok(_) => Ok(()),
-        Err(first) => same_process(first, what),
+        Err(first) => refuse_other_process(first, what),
     }
 }
 
@@ -363,7 +363,7 @@ pub(super) fn load_library(path: &str) -> crate::Result<&'static Driver> {
 
 /// Refuses a driver initialized by another process: the child of a `fork`
 /// inherits the parent's driver state, which CUDA does not support.
-pub(super) fn same_process(init_pid: u32, what: &str) -> crate::Result<()> {
+pub(super) fn refuse_other_process(init_pid: u32, what: &str) -> crate::Result<()> {
     let pid = std::process::id();
     if init_pid != 0 && init_pid != pid {
         return Err(Error::unavailable(format!(
@@ -376,8 +376,8 @@ pub(super) fn same_process(init_pid: u32, what: &str) -> crate::Result<()> {
 
 /// cuInit, then the device count. "No device" and an unusable driver are
 /// `Unavailable`, and so is a driver that a parent process initialized.
-pub(super) fn init(driver: &'static Driver, ordinal: i32) -> crate::Result<i32> {
-    same_process(
+pub(super) fn init_and_count(driver: &'static Driver, ordinal: i32) -> crate::Result<i32> {
+    refuse_other_process(
         driver.init_pid.load(Ordering::Relaxed),
         "cuInit in a forked child",
     )?;

@@ -12,6 +12,8 @@
 //!   calling thread's own current context as it was.
 //! * `device`: [`CudaDevice`], the [`crate::device::Device`] implementation.
 //! * `pin`: `cuMemHostRegister_v2` / `cuMemHostUnregister`.
+//! * `registry`: [`Registry`], the devices that C holds by token
+//!   ([`DEVICES_BY_TOKEN`]), with its fork rule.
 //! * `stats`: the copy counters.
 //!
 //! Errors carry the driver call, CUDA's error name and its text. CUDA does
@@ -21,16 +23,22 @@ mod context;
 mod device;
 mod driver;
 mod pin;
+mod registry;
 mod stats;
 
 use crate::{Error, Result};
 
 pub use device::CudaDevice;
-pub use driver::{claim_for_this_process, DEFAULT_LIBRARIES, LIBRARY_ENV};
+pub use driver::{DEFAULT_LIBRARIES, LIBRARY_ENV};
+pub use registry::Registry;
 pub use stats::CudaCopyStats;
 
-use context::Context;
+use context::PrimaryContext;
 use driver::Driver;
+
+/// The CUDA devices of the C apis made by `lrt_host_api_cuda`, by the token
+/// each api carries as its `ctx`.
+pub static DEVICES_BY_TOKEN: Registry<CudaDevice> = Registry::new("CUDA host api");
 
 /// Facts about one CUDA device.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,8 +58,8 @@ pub struct CudaDeviceInfo {
 }
 
 /// cuInit, then checks `ordinal` against the device count; the `CUdevice`.
-fn check_ordinal(driver: &'static Driver, ordinal: i32) -> Result<i32> {
-    let count = driver::init(driver, ordinal)?;
+fn device_handle(driver: &'static Driver, ordinal: i32) -> Result<i32> {
+    let count = driver::init_and_count(driver, ordinal)?;
     if ordinal < 0 || ordinal >= count {
         return Err(Error::unavailable(format!(
             "no CUDA device {ordinal} (found {count})"
@@ -66,8 +74,10 @@ fn check_ordinal(driver: &'static Driver, ordinal: i32) -> Result<i32> {
 }
 
 fn open_on(driver: &'static Driver, ordinal: i32) -> Result<CudaDevice> {
-    let dev = check_ordinal(driver, ordinal)?;
-    Ok(CudaDevice::new(Context::retain(driver, ordinal, dev)?))
+    let dev = device_handle(driver, ordinal)?;
+    Ok(CudaDevice::new(PrimaryContext::retain(
+        driver, ordinal, dev,
+    )?))
 }
 
 /// CUDA device `ordinal` (0-based), through the driver library named by
@@ -97,7 +107,7 @@ pub fn device_info_with_library(library: &str, ordinal: i32) -> Result<CudaDevic
 }
 
 fn info_from(driver: &'static Driver, ordinal: i32) -> Result<CudaDeviceInfo> {
-    let dev = check_ordinal(driver, ordinal)?;
+    let dev = device_handle(driver, ordinal)?;
     let describe = |what: &str, rc| Error::device(format!("{what}: {}", driver.describe(rc)));
     Ok(CudaDeviceInfo {
         library: driver.path.clone(),

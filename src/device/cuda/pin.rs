@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use super::context::Context;
+use super::context::PrimaryContext;
 use super::driver::CUDA_SUCCESS;
 use crate::device::PinnedRegion;
 use crate::{Error, Result};
@@ -17,7 +17,11 @@ const CU_MEMHOSTREGISTER_PORTABLE: u32 = 0x01;
 ///
 /// # Safety
 /// The range is host memory that stays mapped until the region drops.
-pub(super) unsafe fn pin(c: &Arc<Context>, ptr: *mut u8, len: usize) -> Result<PinnedRegion> {
+pub(super) unsafe fn pin(
+    c: &Arc<PrimaryContext>,
+    ptr: *mut u8,
+    len: usize,
+) -> Result<PinnedRegion> {
     if ptr.is_null() || len == 0 {
         return Err(Error::invalid_argument(format!(
             "cannot pin {len} bytes at {ptr:p}"

@@ -17,13 +17,13 @@ pub struct CudaCopyStats {
 
 /// The counters of one direction.
 #[derive(Debug, Default)]
-struct Direction {
+struct DirectionCounters {
     copies: AtomicU64,
     bytes: AtomicU64,
     ns: AtomicU64,
 }
 
-impl Direction {
+impl DirectionCounters {
     fn add(&self, bytes: usize, since: Instant) {
         let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.copies.fetch_add(1, Ordering::Relaxed);
@@ -43,8 +43,8 @@ impl Direction {
 /// Host-to-device and device-to-host counters.
 #[derive(Debug, Default)]
 pub(super) struct CopyCounters {
-    h2d: Direction,
-    d2h: Direction,
+    h2d: DirectionCounters,
+    d2h: DirectionCounters,
 }
 
 impl CopyCounters {

@@ -8,7 +8,7 @@
 //! made under an older generation knows it is in a child and runs
 //! everything on the caller, without touching its queues or locks (see
 //! `ThreadPool::forked`). Pools made in the child are normal pools.
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Once;
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
@@ -36,4 +36,34 @@ pub(super) fn watch() -> u64 {
 #[inline]
 pub(super) fn generation() -> u64 {
     GENERATION.load(Ordering::Relaxed)
+}
+
+/// What a forked child keeps of a destroyed inherited pool (its shared
+/// state and thread handles): reachable from a static list for the rest of
+/// the child's life. It cannot be freed safely: the queues and locks are a
+/// copy of the parent's that a thread which no longer exists may have been
+/// changing.
+struct Kept {
+    _state: Box<dyn std::any::Any>,
+    next: *mut Kept,
+}
+
+static KEPT: AtomicPtr<Kept> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Keeps `state` reachable (never dropped) until the process exits.
+pub(super) fn keep_inherited(state: Box<dyn std::any::Any>) {
+    let node = Box::into_raw(Box::new(Kept {
+        _state: state,
+        next: std::ptr::null_mut(),
+    }));
+    let mut head = KEPT.load(Ordering::Relaxed);
+    loop {
+        // SAFETY: `node` is ours until the CAS below publishes it; nothing
+        // reads the list (it only keeps the nodes reachable).
+        unsafe { (*node).next = head };
+        match KEPT.compare_exchange_weak(head, node, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(now) => head = now,
+        }
+    }
 }

@@ -45,7 +45,7 @@
 //! * A stale `try_enter` CAS (a state read for an older loop) succeeds only
 //!   if the gate holds exactly that value now, i.e. an open state of the
 //!   current generation, so the helper joins the current loop.
-use super::sync::{self, AtomicU64, Condvar, Mutex, Ordering};
+use super::sync::{self, AtomicU64, CachePadded, Condvar, Mutex, Ordering};
 
 const CLOSED: u64 = 1;
 const OWNED: u64 = 1 << 1;
@@ -74,16 +74,11 @@ fn open(g: u64) -> bool {
     g & CLOSED == 0 && joined(g) < cap(g)
 }
 
-/// Keeps a field on its own cache lines.
-#[derive(Debug)]
-#[repr(align(128))]
-struct Line<T>(T);
-
 /// The loop gate (see the module docs).
 #[derive(Debug)]
 pub struct Gate {
-    state: Line<AtomicU64>,
-    left: Line<AtomicU64>,
+    state: CachePadded<AtomicU64>,
+    left: CachePadded<AtomicU64>,
     lock: Mutex<()>,
     cv: Condvar,
 }
@@ -98,8 +93,8 @@ impl Gate {
     /// Not owned, closed, empty.
     pub fn new() -> Self {
         Gate {
-            state: Line(AtomicU64::new(CLOSED)),
-            left: Line(AtomicU64::new(0)),
+            state: CachePadded::new(AtomicU64::new(CLOSED)),
+            left: CachePadded::new(AtomicU64::new(0)),
             lock: Mutex::new(()),
             cv: Condvar::new(),
         }
@@ -110,7 +105,7 @@ impl Gate {
     /// before it is handed out, so no publication is needed).
     pub fn opened(cap: usize) -> Self {
         let g = Gate::new();
-        g.state.0.store(
+        g.state.store(
             OWNED | ((cap.min(MAX_HELPERS) as u64) << CAP_SHIFT),
             Ordering::Relaxed,
         );
@@ -120,12 +115,12 @@ impl Gate {
     /// Takes the gate (closed and empty while nobody owns it). False if it
     /// is owned.
     pub fn try_own(&self) -> bool {
-        let mut g = self.state.0.load(Ordering::Relaxed);
+        let mut g = self.state.load(Ordering::Relaxed);
         loop {
             if g & OWNED != 0 {
                 return false;
             }
-            match self.state.0.compare_exchange_weak(
+            match self.state.compare_exchange_weak(
                 g,
                 g | OWNED,
                 Ordering::Acquire,
@@ -142,13 +137,12 @@ impl Gate {
     /// before this call is visible to every helper that enters.
     pub fn publish(&self, cap: usize) {
         // Every helper of the previous loop has left (its owner waited).
-        self.left.0.store(0, Ordering::Relaxed);
-        let g = self.state.0.load(Ordering::Relaxed);
+        self.left.store(0, Ordering::Relaxed);
+        let g = self.state.load(Ordering::Relaxed);
         let generation = (g >> GEN_SHIFT).wrapping_add(1) << GEN_SHIFT;
         let cap = (cap.min(MAX_HELPERS) as u64) << CAP_SHIFT;
         // Release: pairs with the acquire CAS of `try_enter`.
         self.state
-            .0
             .store(generation | cap | OWNED, Ordering::Release);
     }
 
@@ -156,26 +150,26 @@ impl Gate {
     /// [`try_enter`](Self::try_enter) decides).
     #[inline]
     pub fn joinable(&self) -> bool {
-        open(self.state.0.load(Ordering::Relaxed))
+        open(self.state.load(Ordering::Relaxed))
     }
 
     /// The `cap` of the current loop (a hint outside the loop; exact for a
     /// helper that is inside).
     #[inline]
     pub fn cap(&self) -> usize {
-        cap(self.state.0.load(Ordering::Relaxed)) as usize
+        cap(self.state.load(Ordering::Relaxed)) as usize
     }
 
     /// Enters the open loop: this helper's participant number (1, 2, ...).
     /// [`leave`](Self::leave) must follow exactly once.
     #[inline]
     pub fn try_enter(&self) -> Option<usize> {
-        let mut g = self.state.0.load(Ordering::Relaxed);
+        let mut g = self.state.load(Ordering::Relaxed);
         loop {
             if !open(g) {
                 return None;
             }
-            match self.state.0.compare_exchange_weak(
+            match self.state.compare_exchange_weak(
                 g,
                 g + JOINED,
                 Ordering::Acquire,
@@ -191,7 +185,7 @@ impl Gate {
     #[inline]
     pub fn leave(&self) {
         // Release: the helper's writes happen-before the owner's return.
-        let prev = self.left.0.fetch_add(LEFT, Ordering::AcqRel);
+        let prev = self.left.fetch_add(LEFT, Ordering::AcqRel);
         if prev & PARKED != 0 {
             // The owner blocks (or is about to, holding the mutex): taking
             // the mutex orders this signal after its check.
@@ -204,24 +198,24 @@ impl Gate {
     /// has left (`spins` polls first, then blocks).
     pub fn close_and_wait(&self, spins: u32) {
         // After this RMW no helper can enter: `joined` is final.
-        let joined = joined(self.state.0.fetch_or(CLOSED, Ordering::AcqRel));
+        let joined = joined(self.state.fetch_or(CLOSED, Ordering::AcqRel));
         let done = |l: u64| l / LEFT == joined;
         // Acquire loads of the last `leave` RMW synchronise with every
         // earlier one too (they form one release sequence).
-        if done(self.left.0.load(Ordering::Acquire)) {
+        if done(self.left.load(Ordering::Acquire)) {
             return;
         }
         for _ in 0..spins {
             sync::spin_hint();
-            if done(self.left.0.load(Ordering::Acquire)) {
+            if done(self.left.load(Ordering::Acquire)) {
                 return;
             }
         }
         let mut guard = sync::lock(&self.lock);
-        let mut l = self.left.0.fetch_or(PARKED, Ordering::AcqRel);
+        let mut l = self.left.fetch_or(PARKED, Ordering::AcqRel);
         while !done(l) {
             guard = sync::wait(&self.cv, guard);
-            l = self.left.0.load(Ordering::Acquire);
+            l = self.left.load(Ordering::Acquire);
         }
         drop(guard);
     }
@@ -229,15 +223,15 @@ impl Gate {
     /// Owner, after [`close_and_wait`](Self::close_and_wait): gives the
     /// gate up.
     pub fn release(&self) {
-        self.state.0.fetch_and(!OWNED, Ordering::Release);
+        self.state.fetch_and(!OWNED, Ordering::Release);
     }
 
     /// Helpers inside right now (tests and the loom models).
     #[cfg(any(test, loom))]
     #[cfg_attr(loom, allow(dead_code))]
     pub fn inside(&self) -> usize {
-        let joined = joined(self.state.0.load(Ordering::Acquire));
-        (joined - self.left.0.load(Ordering::Acquire) / LEFT) as usize
+        let joined = joined(self.state.load(Ordering::Acquire));
+        (joined - self.left.load(Ordering::Acquire) / LEFT) as usize
     }
 }
 

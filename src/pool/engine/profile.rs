@@ -4,27 +4,22 @@
 //! store, no RMW) and read by anyone. The callers of loops (any thread that
 //! is not a worker) share one set, updated with RMWs. Blocks and time in
 //! loops are counted only while profiling is on.
-use super::{Padded, Shared};
+use crate::pool::abi::lrt_pool_stats;
+use crate::{Error, Result};
+use crossbeam_utils::CachePadded;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
-/// Statistics of a pool, summed over its workers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PoolStats {
-    /// Jobs run by worker threads (scheduled tasks and loop shares; tasks
-    /// run inline on a caller are not counted).
-    pub tasks_run: u64,
-    /// Jobs a worker took from another worker's queues.
-    pub steals: u64,
-    /// Spin iterations (polls of the queues while spinning).
-    pub spin_iterations: u64,
-    /// Times a worker went to sleep.
-    pub parks: u64,
-    /// Times a sleeping worker was woken.
-    pub wakeups: u64,
-    /// Workers asleep right now.
-    pub workers_asleep: u64,
+/// Every counter of a pool and the profiling switch.
+pub(super) struct Profiling {
+    /// One set per worker, each on its own cache lines.
+    pub(super) counters: Box<[CachePadded<Counters>]>,
+    callers: CachePadded<CallerCounters>,
+    /// Blocks and time in loops are counted only while this is on.
+    on: AtomicBool,
+    start: Mutex<Option<Snapshot>>,
 }
 
 /// One worker's counters.
@@ -44,7 +39,7 @@ pub(super) struct Counters {
 
 /// What the threads that start loops (not workers) did, together.
 #[derive(Default)]
-pub(super) struct CallerCounters {
+struct CallerCounters {
     blocks: AtomicU64,
     loops: AtomicU64,
     loop_ns: AtomicU64,
@@ -55,33 +50,74 @@ pub(super) fn bump(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
-/// Records one participant's share of a loop: `blocks` blocks, started at
-/// `t0` (set only while profiling).
-pub(super) fn record(shared: &Shared, worker: Option<usize>, blocks: u64, t0: Option<Instant>) {
-    let Some(t0) = t0 else {
-        return;
-    };
-    let ns = t0.elapsed().as_nanos() as u64;
-    match worker {
-        Some(i) => {
-            let c = &shared.counters[i].0;
-            bump(&c.blocks, blocks);
-            bump(&c.loop_ns, ns);
+impl Profiling {
+    /// Zeroed counters for `workers` workers, profiling off.
+    pub(super) fn new(workers: usize) -> Profiling {
+        Profiling {
+            counters: (0..workers).map(|_| CachePadded::default()).collect(),
+            callers: CachePadded::default(),
+            on: AtomicBool::new(false),
+            start: Mutex::new(None),
         }
-        None => {
-            let c = &shared.callers.0;
-            c.blocks.fetch_add(blocks, Ordering::Relaxed);
-            c.loops.fetch_add(1, Ordering::Relaxed);
-            c.loop_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// When profiling is on: now, the start of a share to [`record`](Self::record).
+    pub(super) fn clock(&self) -> Option<Instant> {
+        self.on.load(Ordering::Relaxed).then(Instant::now)
+    }
+
+    /// Records one participant's share of a loop: `blocks` blocks, started
+    /// at `t0` (from [`clock`](Self::clock); `None` when profiling is off).
+    pub(super) fn record(&self, worker: Option<usize>, blocks: u64, t0: Option<Instant>) {
+        let Some(t0) = t0 else {
+            return;
+        };
+        let ns = t0.elapsed().as_nanos() as u64;
+        match worker {
+            Some(i) => {
+                let c = &self.counters[i];
+                bump(&c.blocks, blocks);
+                bump(&c.loop_ns, ns);
+            }
+            None => {
+                let c = &self.callers;
+                c.blocks.fetch_add(blocks, Ordering::Relaxed);
+                c.loops.fetch_add(1, Ordering::Relaxed);
+                c.loop_ns.fetch_add(ns, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// Starts (or restarts) profiling from now.
+    pub(super) fn start(&self) {
+        let snap = Snapshot::take(&self.counters, &self.callers);
+        *self.start.lock().unwrap_or_else(|e| e.into_inner()) = Some(snap);
+        self.on.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops profiling and reports the figures since [`start`](Self::start)
+    /// (`ErrorKind::State` if it was not started).
+    pub(super) fn stop(&self) -> Result<String> {
+        let start = self
+            .start
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| Error::state("profiling was not started on this pool"))?;
+        self.on.store(false, Ordering::Relaxed);
+        let now = Snapshot::take(&self.counters, &self.callers);
+        Ok(report(&start, &now))
+    }
+
+    /// Counters summed over the workers.
+    pub(super) fn stats(&self) -> lrt_pool_stats {
+        stats(&self.counters)
     }
 }
 
-/// Counters summed over the workers.
-pub(super) fn stats(counters: &[Padded<Counters>]) -> PoolStats {
-    let mut s = PoolStats::default();
+fn stats(counters: &[CachePadded<Counters>]) -> lrt_pool_stats {
+    let mut s = lrt_pool_stats::default();
     for c in counters.iter() {
-        let c = &c.0;
         s.tasks_run += c.tasks_run.load(Ordering::Relaxed);
         s.steals += c.steals.load(Ordering::Relaxed);
         s.spin_iterations += c.spin_iterations.load(Ordering::Relaxed);
@@ -107,21 +143,20 @@ const WORKER_KEYS: [&str; 6] = [
 ];
 
 /// Every counter at one moment.
-pub(super) struct Snapshot {
+struct Snapshot {
     at: Instant,
     workers: Vec<Figures>,
     callers: [u64; 3],
 }
 
 impl Snapshot {
-    pub(super) fn take(counters: &[Padded<Counters>], callers: &CallerCounters) -> Snapshot {
+    fn take(counters: &[CachePadded<Counters>], callers: &CallerCounters) -> Snapshot {
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Snapshot {
             at: Instant::now(),
             workers: counters
                 .iter()
                 .map(|c| {
-                    let c = &c.0;
                     Figures([
                         ld(&c.blocks),
                         ld(&c.tasks_run),
@@ -145,7 +180,7 @@ impl Snapshot {
 /// `{"duration_ns":N,"main_thread":{"blocks":..,"loops":..,"loop_ns":..},
 /// "workers":[{"id":0,"blocks":..,"tasks":..,"steals":..,
 /// "spin_iterations":..,"parks":..,"loop_ns":..},...]}`.
-pub(super) fn report(start: &Snapshot, now: &Snapshot) -> String {
+fn report(start: &Snapshot, now: &Snapshot) -> String {
     let mut s = String::with_capacity(128 + 128 * now.workers.len());
     let d = |a: u64, b: u64| a.wrapping_sub(b);
     let _ = write!(

@@ -4,7 +4,7 @@
 //! instead of being offered to the whole pool.
 //!
 //! * Begin: the section takes the pool's broadcast slot for its whole
-//!   life (`Slot::try_own`) and gets a non-zero id (`Shared::section_id`,
+//!   life (`Slot::try_own`) and gets a non-zero id (`Sections::id`,
 //!   team size 0). If the slot is busy (another thread's loop or section),
 //!   or the pool was inherited across fork, the section is *detached*: its
 //!   loops run as loops outside a section do. Either way the calling thread
@@ -13,16 +13,25 @@
 //! * A loop run on the leading thread while the section is open (and not
 //!   from inside one of its loops) is published in the slot tagged with the
 //!   section's id (`ThreadPool::run_in_parallel`). A worker that enters a
-//!   tagged loop joins the team (while the team is smaller than the loop's
-//!   helper cap; otherwise it leaves at once without working, and stops
-//!   trying while the team is full) and stays with the section between
-//!   loops: spinning within the pool's spin policy, then parked on the team
-//!   event count, never back on the general sleep path, until the section
-//!   ends (or a job is queued, which it runs, staying a member).
+//!   tagged loop joins the team: an RMW on `team` that succeeds only while
+//!   `team < cap` of this loop (read from the gate while inside, so exact);
+//!   on failure it leaves at once without working. The worker's "does the
+//!   slot want me" hint is false for a tagged loop whose team is full
+//!   unless the worker is a member, so non-members stop entering and
+//!   leaving. A member stays with the section between loops: spinning
+//!   within the pool's spin policy, then parked on the team event count
+//!   (the event count's protocol), never back on the general sleep path,
+//!   until the section ends (or a job is queued, which it runs, staying a
+//!   member). The team event count's producers: a section loop's publish,
+//!   the section's end, shutdown, and every Schedule or `Help` push
+//!   (`Shared::wake` notifies both event counts).
 //! * End: the id goes back to 0 (a CAS, so only one of end and the pool's
-//!   destroy does it), the slot is released, members are woken and go back
-//!   to the general worker loop.
-use super::{Shared, ThreadPool};
+//!   destroy does it with a swap), the slot is released, members are woken
+//!   and go back to the general worker loop.
+//! * Invariant: only members run blocks of a tagged loop, and the team only
+//!   grows up to the largest `cap` of the section's loops.
+use super::pool::ThreadPool;
+use super::shared::Shared;
 use crate::{Error, Result};
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -46,14 +55,53 @@ thread_local! {
     static CURRENT_SECTION: Cell<Option<Current>> = const { Cell::new(None) };
 }
 
-/// True if the calling thread has a parallel section open (on any pool).
-pub fn section_open_on_this_thread() -> bool {
-    CURRENT_SECTION.with(|c| c.get().is_some())
+/// `ErrorKind::State` when the calling thread has a parallel section open
+/// (on any pool): sections do not nest.
+fn refuse_nested() -> Result<()> {
+    if CURRENT_SECTION.with(|c| c.get().is_some()) {
+        return Err(Error::state(
+            "parallel sections do not nest: this thread already has one open",
+        ));
+    }
+    Ok(())
 }
 
-/// The refusal of a nested section.
-pub fn nested_section_error() -> Error {
-    Error::state("parallel sections do not nest: this thread already has one open")
+/// ORT's `ParallelSection` on a nullable pool (the C API's section begin):
+/// on a pool, [`ThreadPool::begin_section`]; `None` is a section with
+/// nothing to do (`Ok(None)`). Either way `ErrorKind::State` when this
+/// thread already has a section open (on any pool): sections do not nest.
+pub fn begin_section(pool: Option<&ThreadPool>) -> Result<Option<SectionHandle>> {
+    refuse_nested()?;
+    Ok(pool.map(open))
+}
+
+/// Opens a section on `pool` for the calling thread, which has none open.
+fn open(pool: &ThreadPool) -> SectionHandle {
+    let shared = &pool.shared;
+    let id = shared.sections.next.fetch_add(1, Ordering::Relaxed) + 1;
+    let attached = !pool.forked() && shared.slot.try_own();
+    if attached {
+        shared.sections.team.store(0, Ordering::Relaxed);
+        // Published to the workers by the slot's release store of the
+        // section's first loop.
+        shared.sections.id.store(id, Ordering::Release);
+    }
+    CURRENT_SECTION.with(|c| {
+        c.set(Some(Current {
+            pool: shared.id,
+            id,
+            attached,
+            busy: false,
+        }))
+    });
+    SectionHandle {
+        shared: shared.clone(),
+        id,
+        attached,
+        thread: std::thread::current().id(),
+        ended: false,
+        _not_send: PhantomData,
+    }
 }
 
 /// If the calling thread leads an attached section of this pool and is not
@@ -64,7 +112,7 @@ pub(super) fn lead_loop(shared: &Shared) -> Option<u64> {
         if cur.pool != shared.id
             || !cur.attached
             || cur.busy
-            || shared.section_id.load(Ordering::Relaxed) != cur.id
+            || shared.sections.id.load(Ordering::Relaxed) != cur.id
         {
             return None;
         }
@@ -112,34 +160,8 @@ impl ThreadPool {
     /// [`parallel_section`](Self::parallel_section) without the borrow: the
     /// handle may outlive the pool (ending it then does nothing).
     pub fn begin_section(&self) -> Result<SectionHandle> {
-        if section_open_on_this_thread() {
-            return Err(nested_section_error());
-        }
-        let shared = &self.shared;
-        let id = shared.next_section.fetch_add(1, Ordering::Relaxed) + 1;
-        let attached = !self.forked() && shared.slot.try_own();
-        if attached {
-            shared.team.store(0, Ordering::Relaxed);
-            // Published to the workers by the slot's release store of the
-            // section's first loop.
-            shared.section_id.store(id, Ordering::Release);
-        }
-        CURRENT_SECTION.with(|c| {
-            c.set(Some(Current {
-                pool: shared.id,
-                id,
-                attached,
-                busy: false,
-            }))
-        });
-        Ok(SectionHandle {
-            shared: self.shared.clone(),
-            id,
-            attached,
-            thread: std::thread::current().id(),
-            ended: false,
-            _not_send: PhantomData,
-        })
+        refuse_nested()?;
+        Ok(open(self))
     }
 }
 
@@ -173,12 +195,13 @@ impl SectionHandle {
         let shared = &*self.shared;
         if self.attached
             && shared
-                .section_id
+                .sections
+                .id
                 .compare_exchange(self.id, 0, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
             shared.slot.release();
-            shared.team_event.notify(usize::MAX);
+            shared.sections.team_event.notify(usize::MAX);
         }
         Ok(())
     }

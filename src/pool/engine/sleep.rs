@@ -1,8 +1,7 @@
 //! The sleep/wake protocol of the pool's workers: an event count.
 //!
 //! Written only against `super::sync` so that `tests/pool_loom.rs` can
-//! compile this same file against loom and model-check it. The full argument
-//! is in `src/pool/README.md`; in short:
+//! compile this same file against loom and model-check it.
 //!
 //! * `state` packs `epoch` (high 32 bits) and `waiters` (low 32 bits).
 //! * A worker that found no work calls [`EventCount::prepare`] (an
@@ -22,6 +21,20 @@
 //! `waiters > 0` and bumps the epoch; the bump is under the mutex, so the
 //! waiter either has not yet checked the epoch (and returns at once) or is
 //! blocked in the condition variable and receives the signal.
+//!
+//! A signal of `notify(1)` may reach another blocked waiter than the one
+//! that registered last; that is fine because every woken worker re-scans
+//! every queue (every worker can take every job). A prepared but not yet
+//! blocked waiter sees the changed epoch and does not block; a spurious
+//! wake-up only costs a scan. What the callers keep:
+//! * a worker blocks only after `prepare` and a scan of the slot, every
+//!   queue and the shutdown flag (and, for a section member, its section's
+//!   id) that found nothing;
+//! * every publication (Schedule push, `Help` push, a loop published in
+//!   the slot, a section's end, shutdown) is followed by `notify`, whose
+//!   first step is an RMW, on every event count a worker that should see
+//!   it may sleep on;
+//! * the epoch changes only under the mutex.
 use super::sync::{self, AtomicU64, Condvar, Mutex, Ordering};
 
 const WAITER: u64 = 1;

@@ -4,6 +4,7 @@
 //! those files against their own facade with the same names, backed by
 //! loom, so the protocols that are model-checked are the very source that
 //! ships.
+pub use crossbeam_utils::CachePadded;
 pub use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 pub use std::sync::{Condvar, Mutex};
 

@@ -1,7 +1,39 @@
 //! The worker loop: join a published loop, run queued jobs, stay with a
 //! parallel section between its loops, spin, sleep.
 //!
-//! Invariants (see README.md):
+//! ```text
+//!  run job / help loop <-- found -----------------+
+//!     |                                            |
+//!     v                                            |
+//!  slot wants us? enter it ------- entered --------+
+//!     | no                                         |
+//!     v                                            |
+//!  find_job: scan every queue ---- found ----------+
+//!     | nothing (or stops early: slot now open --> back to the top)
+//!     v                                            |
+//!  member of a live section? stay with it: spin, then
+//!     park on the team event count ---------------+
+//!     | no                                         |
+//!     v                                            |
+//!  spin: poll slot + queues between pauses -- found +
+//!     | budget spent / spinning disabled           |
+//!     v                                            |
+//!  prepare (register as waiter, read epoch)        |
+//!  re-scan slot, every queue, shutdown -- found --> cancel
+//!     | nothing
+//!     v
+//!  wait until the epoch changes --> cascade wake if the slot still
+//!                                   wants helpers; back to the top
+//! ```
+//!
+//! Queues: worker `i` owns a LIFO deque (only it pushes there: tasks
+//! scheduled from inside the pool) and is the preferred consumer of
+//! `injectors[i]` (tasks scheduled from other threads, and `Help` jobs).
+//! `find_job` looks at its deque, its injector, then steals from the other
+//! workers' injectors and deques from a random victim on; it stops early
+//! when a loop that wants the worker is published meanwhile.
+//!
+//! Invariants:
 //! * A worker only sleeps (on the general event count, or on the team
 //!   event count while it is a section member) after `prepare` followed by
 //!   a re-check of everything its producers publish: the slot, every
@@ -10,16 +42,45 @@
 //!   job; jobs pushed later can only come from a still-running worker (to
 //!   its own queue) or be loop helpers, which that worker's loop no longer
 //!   needs. The pool's `Drop` runs whatever is left after joining.
+use super::job::Job;
+use super::membership::{self, WorkerLocal};
 use super::profile::{bump, Counters};
+use super::shared::{Shared, CASCADE};
 use super::sleep::{EventCount, Ticket};
-use super::{random, Job, Shared, WorkerLocal, WorkerStart, CASCADE, CURRENT};
 use crate::pool::affinity;
 use crate::pool::spin::{Backoff, DEADLINE_CHECK_EVERY};
-use crossbeam_deque::Steal;
+use crossbeam_deque::{Steal, Worker};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// What a new worker thread needs.
+pub(super) struct WorkerStart {
+    pub(super) shared: Arc<Shared>,
+    pub(super) index: usize,
+    pub(super) local: Worker<Job>,
+}
+
+thread_local! {
+    static RNG: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A cheap per-thread xorshift for victim selection.
+pub(super) fn random() -> u64 {
+    RNG.with(|r| {
+        let mut x = r.get();
+        if x == 0 {
+            x = (r as *const _ as u64) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        r.set(x);
+        x
+    })
+}
 
 /// A worker thread's body.
 pub(super) fn main(start: WorkerStart) {
@@ -32,12 +93,12 @@ pub(super) fn main(start: WorkerStart) {
     // to the loop's caller (loop bodies): never printed onto the host's
     // stderr.
     let _quiet = crate::diag::QuietPanics::enter();
-    if let Some(cpus) = shared.affinity.as_ref().and_then(|a| a.get(index)) {
+    if let Some(cpus) = shared.setup.affinity.as_ref().and_then(|a| a.get(index)) {
         // Validated at create; a refusal here (CPU hot-unplugged since)
         // leaves the thread unpinned.
         let _ = affinity::pin_current_thread(cpus);
     }
-    if shared.denormal_as_zero {
+    if shared.setup.denormal_as_zero {
         set_denormals_are_zero();
     }
     let me = Rc::new(WorkerLocal {
@@ -45,8 +106,8 @@ pub(super) fn main(start: WorkerStart) {
         index,
         local,
     });
-    CURRENT.with(|c| *c.borrow_mut() = Some(me.clone()));
-    let counters = &shared.counters[index].0;
+    membership::become_worker(me.clone());
+    let counters = &shared.profiling.counters[index];
     // The parallel section this worker is a member of (0: none).
     let mut section = 0u64;
     loop {
@@ -71,7 +132,7 @@ pub(super) fn main(start: WorkerStart) {
             break;
         }
         if section != 0 {
-            if shared.section_id.load(Ordering::Acquire) == section {
+            if shared.sections.id.load(Ordering::Acquire) == section {
                 stay_with_section(&shared, &me, counters, section);
                 continue;
             }
@@ -96,7 +157,7 @@ pub(super) fn main(start: WorkerStart) {
             shared.event.notify(CASCADE);
         }
     }
-    CURRENT.with(|c| *c.borrow_mut() = None);
+    membership::leave_worker();
 }
 
 /// Whether the loop in the slot (if any) wants this worker: it admits
@@ -106,7 +167,7 @@ fn slot_wants(shared: &Shared, section: u64) -> bool {
         return false;
     }
     let tag = shared.slot.tag();
-    tag == 0 || tag == section || shared.team.load(Ordering::Relaxed) < shared.slot.cap()
+    tag == 0 || tag == section || shared.sections.team.load(Ordering::Relaxed) < shared.slot.cap()
 }
 
 /// Joins the loop published in the slot, if it wants this worker, and works
@@ -123,6 +184,7 @@ fn help_slot(shared: &Shared, section: &mut u64, index: usize) -> bool {
         // Inside, the cap is this loop's.
         let cap = shared.slot.cap();
         let joined = shared
+            .sections
             .team
             .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |t| {
                 (t < cap).then_some(t + 1)
@@ -138,7 +200,7 @@ fn help_slot(shared: &Shared, section: &mut u64, index: usize) -> bool {
     // publishing and keeps it alive until `close_and_wait` saw no helper
     // inside; we are inside from `try_enter` until `leave`, and `run`
     // catches panics from the work, so we cannot unwind past `leave`.
-    unsafe { &*job }.run(participant, shared, Some(index));
+    unsafe { &*job }.run(participant, &shared.profiling, Some(index));
     shared.slot.leave();
     true
 }
@@ -149,19 +211,19 @@ fn help_slot(shared: &Shared, section: &mut u64, index: usize) -> bool {
 fn stay_with_section(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64) {
     let wanted = || {
         slot_wants(shared, section)
-            || shared.section_id.load(Ordering::Acquire) != section
+            || shared.sections.id.load(Ordering::Acquire) != section
             || shared.shutdown.load(Ordering::Acquire)
             || has_work(shared, me)
     };
     if spin_until(shared, counters, &wanted) {
         return;
     }
-    let ticket = shared.team_event.prepare();
+    let ticket = shared.sections.team_event.prepare();
     if wanted() {
-        shared.team_event.cancel(ticket);
+        shared.sections.team_event.cancel(ticket);
         return;
     }
-    sleep_counted(&shared.team_event, ticket, counters);
+    sleep_counted(&shared.sections.team_event, ticket, counters);
 }
 
 /// Blocks on `event` with a ticket whose re-scan found nothing, counting
@@ -187,7 +249,7 @@ fn run_job(shared: &Shared, job: Job, worker: Option<usize>) {
         }
         Job::Help(q) => {
             if let Some(participant) = q.gate.try_enter() {
-                q.job.run(participant, shared, worker);
+                q.job.run(participant, &shared.profiling, worker);
                 q.gate.leave();
             }
         }
@@ -208,13 +270,13 @@ fn steal_retrying(mut f: impl FnMut() -> Steal<Job>) -> Option<Job> {
 pub(super) fn drain(shared: &Shared) {
     loop {
         let mut any = false;
-        for q in shared.injectors.iter() {
+        for q in shared.queues.injectors.iter() {
             while let Some(job) = steal_retrying(|| q.steal()) {
                 run_job(shared, job, None);
                 any = true;
             }
         }
-        for s in shared.stealers.iter() {
+        for s in shared.queues.stealers.iter() {
             while let Some(job) = steal_retrying(|| s.steal()) {
                 run_job(shared, job, None);
                 any = true;
@@ -238,7 +300,7 @@ fn find_job(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64
     let n = shared.workers();
     loop {
         let mut retry = false;
-        match shared.injectors[me.index].steal_batch_and_pop(&me.local) {
+        match shared.queues.injectors[me.index].steal_batch_and_pop(&me.local) {
             Steal::Success(j) => return Some(j),
             Steal::Retry => retry = true,
             Steal::Empty => {}
@@ -255,9 +317,9 @@ fn find_job(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64
             // Evaluated one at a time: a steal that succeeds hands over a job.
             for from_deque in [false, true] {
                 let s = if from_deque {
-                    shared.stealers[v].steal()
+                    shared.queues.stealers[v].steal()
                 } else {
-                    shared.injectors[v].steal_batch_and_pop(&me.local)
+                    shared.queues.injectors[v].steal_batch_and_pop(&me.local)
                 };
                 match s {
                     Steal::Success(j) => {
@@ -278,19 +340,8 @@ fn find_job(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64
 /// True if any queue this worker can take from is non-empty.
 fn has_work(shared: &Shared, me: &WorkerLocal) -> bool {
     !me.local.is_empty()
-        || shared.injectors.iter().any(|q| !q.is_empty())
-        || shared.stealers.iter().any(|s| !s.is_empty())
-}
-
-/// Whether an idle worker may keep spinning now: spinning enabled, no
-/// shutdown, and with `force_spinning_stop` a loop or a request (an
-/// unmatched `enable_spinning`) in progress.
-fn may_spin(shared: &Shared) -> bool {
-    shared.spin_enabled.load(Ordering::Relaxed)
-        && !shared.shutdown.load(Ordering::Relaxed)
-        && (!shared.force_stop
-            || shared.loops_active.load(Ordering::Relaxed) > 0
-            || shared.requests.load(Ordering::Relaxed) > 0)
+        || shared.queues.injectors.iter().any(|q| !q.is_empty())
+        || shared.queues.stealers.iter().any(|s| !s.is_empty())
 }
 
 /// The spin phase of an idle worker: polls the slot and the queues.
@@ -304,23 +355,23 @@ fn spin(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64) ->
 /// budget or the wall-clock deadline is spent, or spinning is disabled
 /// (false).
 fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) -> bool {
-    let (budget, deadline_ns) = match &shared.adaptive {
+    let (budget, deadline_ns) = match &shared.spin.adaptive {
         Some(a) => {
-            let (pauses, ns) = a.budget(&shared.policy);
+            let (pauses, ns) = a.budget(&shared.spin.policy);
             (pauses, Some(ns))
         }
-        None => (shared.policy.pauses, shared.policy.deadline_ns),
+        None => (shared.spin.policy.pauses, shared.spin.policy.deadline_ns),
     };
     if budget == 0 {
         return false;
     }
-    let mut backoff = Backoff::new(shared.policy.backoff_max);
+    let mut backoff = Backoff::new(shared.spin.policy.backoff_max);
     let (mut spent, mut iterations) = (0u64, 0u64);
     let mut hit = false;
     // A microsecond budget is wall-clock time, not only pauses: the polls
     // between the pauses cost time too (see `SpinPolicy`).
     let deadline = deadline_ns.map(|ns| (Instant::now(), Duration::from_nanos(ns)));
-    while spent < budget && may_spin(shared) {
+    while spent < budget && shared.may_spin() {
         if found() {
             hit = true;
             break;

@@ -42,7 +42,7 @@ use super::super::layout_v2::{
     LRT_V2_FANIN_ROUND, LRT_V2_SCALAR_ROUND, LRT_V2_TENSOR_BYTES,
 };
 use super::super::mirror::Mapping;
-use super::super::pin::{MakerPins, Pins};
+use super::super::pin::MakerPins;
 use super::{device_kind, elapsed_ns, ClaimDesc, CostModel, MakerConfig, RuntimeMaker};
 use crate::device::Device;
 use crate::{Error, ErrorKind, Result};
@@ -79,38 +79,21 @@ pub struct V2ClaimDesc<'a> {
 }
 
 /// A v2 maker's own state beside the shared fields of [`RuntimeMaker`]
-/// (whose mirror, staging buffer and device image are then v2's):
+/// (whose mirror, staging buffer and device image are then v2's, and whose
+/// pins are the staging buffer's, grown with the runs in `upload_v2`):
 /// * device allocation: room for the frame before the image, the image at
 ///   `image_off`, the first 64-aligned address past that room (the device
 ///   reads the image's structs aligned), the mirror's size (no compact
 ///   image is larger), the frame after it;
 /// * staging buffer: the frame before's room rounded up to 64 bytes
 ///   (`stage_off`, the image's start there), the mirror's size, the frame
-///   after: the framed image is one contiguous source for the one copy;
-/// * the staging buffer's pins, grown with the runs (`upload_v2`).
+///   after: the framed image is one contiguous source for the one copy.
 pub(super) struct V2State {
     pub(super) run: V2Run,
     pub(super) image_off: u64,
     pub(super) stage_off: u64,
     pub(super) frame_before: u64,
     pub(super) frame_after: u64,
-    pub(super) staging_pins: Option<Pins>,
-}
-
-impl V2State {
-    pub(super) fn pinned_bytes(&self) -> u64 {
-        self.staging_pins.as_ref().map_or(0, Pins::bytes) as u64
-    }
-    pub(super) fn pin_calls(&self) -> u32 {
-        self.staging_pins.as_ref().map_or(0, Pins::pin_calls)
-    }
-    pub(super) fn pin_failed(&self) -> bool {
-        self.staging_pins.as_ref().is_some_and(Pins::failed)
-    }
-    /// Releases the staging buffer's regions (before it is unmapped).
-    pub(super) fn release_pins(&mut self) {
-        self.staging_pins = None;
-    }
 }
 
 /// The largest frame before or after a v2 image.
@@ -174,13 +157,8 @@ impl RuntimeMaker {
         let image_off = round_up(image as u64 + cfg.frame_before, 64) - image as u64;
         let seg = segment_offsets(window)?;
         // SAFETY: the maker releases its pins before the mappings they
-        // cover are unmapped (Drop); v1's policy pins nothing here.
-        let pins = unsafe { MakerPins::new(false, false, seg, window, &mirror, None, &*device) };
-        // SAFETY: as above: `release_pins` runs in Drop before the staging
-        // buffer is unmapped.
-        let staging_pins = cfg
-            .pin_mirror
-            .then(|| unsafe { Pins::new(&staging, "staging buffer") });
+        // cover are unmapped (Drop).
+        let pins = unsafe { MakerPins::staging_only(cfg.pin_mirror, seg, window, &staging) };
         Ok(RuntimeMaker {
             device,
             window,
@@ -202,7 +180,6 @@ impl RuntimeMaker {
                 stage_off,
                 frame_before: cfg.frame_before,
                 frame_after: cfg.frame_after,
-                staging_pins,
             }),
         })
     }

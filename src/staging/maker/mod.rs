@@ -356,18 +356,18 @@ impl RuntimeMaker {
     /// Bytes of the mirror and the staging buffer page-locked now (0 without
     /// `pin_mirror`, or where the device cannot pin).
     pub fn pinned_bytes(&self) -> u64 {
-        self.pins.bytes() + self.v2.as_ref().map_or(0, |v| v.pinned_bytes())
+        self.pins.bytes()
     }
 
     /// Pin calls made so far (at create, growths, fresh mirrors).
     pub fn pin_calls(&self) -> u32 {
-        self.pins.pin_calls() + self.v2.as_ref().map_or(0, |v| v.pin_calls())
+        self.pins.pin_calls()
     }
 
     /// Whether pinning was asked for and a pin failed (the copies then read
     /// pageable memory where nothing was pinned).
     pub fn pin_failed(&self) -> bool {
-        self.pins.failed() || self.v2.as_ref().is_some_and(|v| v.pin_failed())
+        self.pins.failed()
     }
 
     /// Copies the device header's error words back: 0, or the negated
@@ -421,9 +421,6 @@ impl Drop for RuntimeMaker {
     fn drop(&mut self) {
         // Unpin before the mappings are unmapped (fields drop afterwards).
         self.pins.release();
-        if let Some(v) = &mut self.v2 {
-            v.release_pins();
-        }
         // SAFETY: the device image came from this device's alloc and is
         // freed exactly once, here.
         unsafe { self.device.free(self.image) };

@@ -345,14 +345,10 @@ impl RuntimeMaker {
         let relocate_ns = elapsed_ns(t0);
         let t1 = Instant::now();
         let grow = start + len;
-        if let Some(v2) = self.v2.as_mut() {
-            if let Some(pins) = &mut v2.staging_pins {
-                // Pinned as far as the runs use it, grown to the next power
-                // of two of bytes so that a steady workload pins once.
-                let end = grow.next_power_of_two().min(staging.len());
-                pins.ensure(&*self.device, 0, end);
-            }
-        }
+        // Pinned as far as the runs use it, grown to the next power of two
+        // of bytes so that a steady workload pins once.
+        let end = grow.next_power_of_two().min(staging.len());
+        self.pins.ensure_staging(&*self.device, 0, end);
         let src = staging.as_ptr().wrapping_add(start);
         let dst = self.image.wrapping_add(dev_start);
         // SAFETY: [start, start + len) lies inside the staging buffer

@@ -1,0 +1,120 @@
+//! The state the pool handle and its workers share, in named parts: the
+//! queues, the parallel sections, the spin control and the profiling
+//! counters, beside the broadcast slot and the general event count.
+use super::adaptive::Adaptive;
+use super::job::{Job, LoopJob};
+use super::profile::Profiling;
+use super::sleep::EventCount;
+use super::slot::Slot;
+use crate::pool::spin::SpinPolicy;
+use crossbeam_deque::{Injector, Stealer};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// Sleepers the owner of a loop wakes, and each woken worker wakes while the
+/// loop still wants helpers (a wake-up tree of fan-out 2).
+pub(super) const CASCADE: usize = 2;
+
+/// State shared by the pool handle and its workers.
+pub(super) struct Shared {
+    /// This pool's process-wide id (what a thread-local records).
+    pub(super) id: usize,
+    pub(super) queues: Queues,
+    /// Idle workers sleep here.
+    pub(super) event: EventCount,
+    /// The broadcast slot of the loop in progress (at most one at a time).
+    pub(super) slot: Slot<LoopJob>,
+    pub(super) sections: Sections,
+    /// Set once by the pool's destroy; workers leave when their queues are
+    /// empty.
+    pub(super) shutdown: AtomicBool,
+    pub(super) spin: SpinControl,
+    pub(super) profiling: Profiling,
+    /// What each worker sets up on its own thread at start.
+    pub(super) setup: WorkerSetup,
+    /// Degree of parallelism (thread count, ×4 on hybrid CPUs).
+    pub(super) dop: i32,
+    /// ORT's `dynamic_block_base` (0: Eigen's fixed blocks).
+    pub(super) dynamic_block_base: i32,
+    /// `fork::generation()` when the pool was made: a different value
+    /// means this is a forked child, where the workers do not exist.
+    pub(super) fork_generation: u64,
+}
+
+/// Each worker's two queues: the injector others push to, and the
+/// stealing end of the worker's own deque.
+pub(super) struct Queues {
+    pub(super) injectors: Box<[Injector<Job>]>,
+    pub(super) stealers: Box<[Stealer<Job>]>,
+    /// Where the next queued loop's `Help` jobs start (round robin).
+    pub(super) next_victim: AtomicUsize,
+}
+
+/// Parallel sections (`section.rs` states the protocol).
+pub(super) struct Sections {
+    /// The parallel section that owns the slot; 0: none.
+    pub(super) id: AtomicU64,
+    /// Workers that joined that section (they stay until it ends).
+    pub(super) team: AtomicUsize,
+    /// Section members wait here between the section's loops.
+    pub(super) team_event: EventCount,
+    /// The last section id handed out.
+    pub(super) next: AtomicU64,
+}
+
+/// When idle workers may spin. Every flag here is read with `Relaxed` in
+/// the spin loop: each one only shortens or lengthens a spin, never decides
+/// whether work is found, because a worker re-checks the slot and every
+/// queue under the event count's protocol before it sleeps
+/// (`sleep.rs`), and producers wake sleepers after publishing.
+pub(super) struct SpinControl {
+    /// Off between requests (`disable_spinning`). Relaxed is safe: a stale
+    /// `true` costs at most one more spin iteration, a stale `false` sends
+    /// the worker to the sleep path, whose re-check finds any work.
+    pub(super) enabled: AtomicBool,
+    /// Requests in progress: `enable_spinning` calls not yet matched by a
+    /// `disable_spinning`. Relaxed is safe: like `enabled`, it only bounds
+    /// spinning; the count itself is kept exact by its RMWs.
+    pub(super) requests: AtomicUsize,
+    /// `session.force_spinning_stop`: spin only while a loop or a request
+    /// is in progress.
+    pub(super) force_stop: bool,
+    /// Loops in progress (counted only with `force_stop`). Relaxed is
+    /// safe: a worker that misses a loop's increment stops spinning early
+    /// and sleeps; the loop reaches it through the slot or its queue and
+    /// the wake that follows publication, never through this count.
+    pub(super) loops_active: AtomicUsize,
+    pub(super) policy: SpinPolicy,
+    /// The adaptive spin budget (`leanrt.intra_op.adaptive_spin`).
+    pub(super) adaptive: Option<Adaptive>,
+}
+
+/// What a worker applies to its own thread when it starts.
+pub(super) struct WorkerSetup {
+    pub(super) denormal_as_zero: bool,
+    pub(super) affinity: Option<Vec<Vec<usize>>>,
+}
+
+impl Shared {
+    pub(super) fn workers(&self) -> usize {
+        self.queues.injectors.len()
+    }
+
+    /// Wakes up to `n` idle workers, general sleepers and section members
+    /// alike. Call after publishing what they should find.
+    pub(super) fn wake(&self, n: usize) {
+        self.event.notify(n);
+        self.sections.team_event.notify(n);
+    }
+
+    /// Whether an idle worker may keep spinning now: spinning enabled, no
+    /// shutdown, and with `force_spinning_stop` a loop or a request (an
+    /// unmatched `enable_spinning`) in progress.
+    pub(super) fn may_spin(&self) -> bool {
+        let spin = &self.spin;
+        spin.enabled.load(Ordering::Relaxed)
+            && !self.shutdown.load(Ordering::Relaxed)
+            && (!spin.force_stop
+                || spin.loops_active.load(Ordering::Relaxed) > 0
+                || spin.requests.load(Ordering::Relaxed) > 0)
+    }
+}
