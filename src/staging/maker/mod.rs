@@ -44,6 +44,7 @@ mod claim_v2;
 mod config;
 mod upload;
 mod upload_v2;
+mod v2_state;
 
 pub use claim::ClaimDesc;
 pub use claim_v2::{TensorRecord, V2ClaimDesc};
@@ -93,7 +94,7 @@ pub struct RuntimeMaker {
     last_zero_ns: u64,
     /// A layout-v2 maker's own state (`None`: layout v1). The mirror, the
     /// staging buffer and the device image above are then v2's.
-    v2: Option<claim_v2::V2State>,
+    v2: Option<v2_state::V2State>,
 }
 
 // SAFETY: every pointer the maker holds (mirror, staging, device image) is

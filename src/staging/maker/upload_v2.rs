@@ -20,7 +20,7 @@ use super::super::layout_v2::{
     v2_offsets, LRT_V2_TENSOR_BYTES,
 };
 use super::super::mirror::Mapping;
-use super::claim_v2::V2Run;
+use super::v2_state::V2Run;
 use super::{device_kind, elapsed_ns, RuntimeMaker};
 use crate::{Error, ErrorKind, Result};
 use std::time::Instant;
