@@ -35,7 +35,8 @@ use std::mem::{align_of, size_of};
 use static_assertions::{const_assert, const_assert_eq};
 
 use super::layout::{
-    lrt_task_descriptor, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS, MAX_TASK_WINDOW,
+    assert_offset, lrt_task_descriptor, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS,
+    MAX_TASK_WINDOW,
 };
 use crate::{Error, Result};
 
@@ -168,12 +169,6 @@ pub struct lrt_v2_segments {
     pub scalar_pool: u64,
     /// Total size in bytes.
     pub end: u64,
-}
-
-macro_rules! assert_offset {
-    ($t:ty, $field:ident, $off:expr) => {
-        const_assert_eq!(std::mem::offset_of!($t, $field), $off);
-    };
 }
 
 const_assert_eq!(size_of::<lrt_v2_sm_header>(), 256);

@@ -5,9 +5,8 @@
 //! and 1 producer; a 704-byte runtime block frames the image.
 use super::backend::Device;
 use super::backend_v2::{memcpy_ns, mirror_bytes, V2Maker, V2Path};
-use super::policies::{measured_runs, medians, pairs_of, BindPlan, Medians};
+use super::policies::{medians, pairs_of, warm_and_measure, BindPlan, Medians};
 use super::report::{fmt_bytes, fmt_ns, times};
-use crate::stats::{resident_bytes, usage};
 use serde::Serialize;
 
 /// One (window, tasks, path) cell.
@@ -80,37 +79,22 @@ fn measure(
     name: &'static str,
 ) -> Result<V2Cell, String> {
     let mut maker = V2Maker::new(dev, path, w).map_err(|e| format!("v2 maker (W={w}): {e}"))?;
-    let rss_before = resident_bytes();
-    let f0 = usage().minflt;
-    let first = maker.run_once(n)?;
-    let f1 = usage().minflt;
-    for _ in 1..plan.warmup {
-        maker.run_once(n)?;
-    }
-    let u0 = usage().minflt;
-    let samples = measured_runs(plan, &mut || maker.run_once(n))?;
-    let u1 = usage().minflt;
-    let rss_after = resident_bytes();
-    if first.total_tasks as u64 != n {
-        return Err(format!(
-            "upload reported {} tasks, {n} were claimed",
-            first.total_tasks
-        ));
-    }
+    let m = warm_and_measure(plan, n, &mut || maker.run_once(n))?;
     drop(maker);
-    let memcpy = memcpy_ns(dev, first.bytes, plan.runs)?;
+    let bytes = m.samples.first().map_or(0, |s| s.bytes);
+    let memcpy = memcpy_ns(dev, bytes, plan.runs)?;
     Ok(V2Cell {
         backend: plan.backend.name(),
         window: w,
         mirror_bytes: mirror_bytes(w)?,
         tasks: n,
         path: name,
-        runs: samples.len() as u32,
-        median: medians(&samples),
-        faults_first_run: f1 - f0,
-        faults_per_run: (u1 - u0) as f64 / samples.len() as f64,
-        rss_before,
-        rss_after,
+        runs: m.samples.len() as u32,
+        median: medians(&m.samples),
+        faults_first_run: m.faults_first_run,
+        faults_per_run: m.faults_per_run,
+        rss_before: m.rss_before,
+        rss_after: m.rss_after,
         memcpy_ns: memcpy,
         ratio_to_reference: None,
     })

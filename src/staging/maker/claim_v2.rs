@@ -650,12 +650,11 @@ mod tests {
             // holds the mirror's content; a graph shell's stay unbound.
             let pa = d_pay as *const _ as usize;
             let region = |off: usize, delta: i32, pool: u64, next: u64| {
-                rel_decode(pa + off, delta).map(|a| {
+                rel_decode(pa + off, delta).inspect(|&a| {
                     assert!(
                         a >= dev + pool as usize && a <= dev + next as usize,
                         "slot {i}"
                     );
-                    a
                 })
             };
             match region(12, d_pay.tensors, c.tensor_pool, c.scalar_pool) {
