@@ -53,14 +53,14 @@ fn record(rng: &mut Rng) -> TensorRecord {
 }
 
 /// One run on `maker`: random claims against the model, then the upload
-/// checked on the device.
+/// checked on the device. Returns (tasks claimed, whether it was uploaded).
 fn one_run(
     rng: &mut Rng,
     maker: &mut RuntimeMaker,
     window: u64,
     caps: V2PoolUse,
     frames: (usize, usize),
-) {
+) -> (u64, bool) {
     let h = maker.v2_begin_run().expect("begin_run");
     let mut tasks: Vec<Task> = Vec::new();
     let mut used = V2PoolUse::default();
@@ -199,7 +199,7 @@ fn one_run(
             device.iter().all(|&b| b == 0xAA),
             "a refused upload wrote to the device"
         );
-        return;
+        return (n, false);
     }
     let r = r.expect("upload");
     assert_eq!(
@@ -292,6 +292,7 @@ fn one_run(
             .collect();
         assert_eq!(got, t.distinct);
     }
+    (n, true)
 }
 
 #[test]
@@ -300,7 +301,7 @@ fn fuzz_v2_claim_mixes() {
     let iters = fuzz_iters(300);
     let _dog = Watchdog::new("fuzz_v2_claim_mixes", Duration::from_secs(600));
     let mut rng = Rng::new(seed);
-    let mut made = 0;
+    let (mut made, mut claimed, mut uploads) = (0, 0u64, 0u64);
     while made < iters {
         let window = 1u64 << (2 + rng.below(7));
         let small = rng.chance(1, 3);
@@ -340,8 +341,13 @@ fn fuzz_v2_claim_mixes() {
         for _ in 0..1 + rng.below(3) {
             note_step(|| format!("W={window} caps={caps:?} frames={frames:?}"));
             let resolved = maker.v2_pool_capacities().expect("a v2 maker");
-            one_run(&mut rng, &mut maker, window, resolved, frames);
+            let (n, uploaded) = one_run(&mut rng, &mut maker, window, resolved, frames);
+            claimed += n;
+            uploads += u64::from(uploaded);
             made += 1;
         }
     }
+    // The mixes exercised what they are for: many tasks claimed and shipped.
+    assert!(claimed > 5 * made, "{claimed} tasks claimed in {made} runs");
+    assert!(uploads * 2 > made, "{uploads} of {made} runs uploaded");
 }

@@ -28,9 +28,8 @@
 use std::ffi::c_void;
 
 use super::super::abi::{
-    lrt_upload_policy, lrt_v2_task_slot, LRT_SUBTASK_AIC, LRT_SUBTASK_AIV0, LRT_SUBTASK_AIV1,
-    LRT_TASK_COMPLETED, LRT_TASK_KIND_DUMMY, LRT_TASK_KIND_GRAPH, LRT_TASK_KIND_KERNEL,
-    LRT_TASK_PENDING,
+    lrt_upload_policy, lrt_v2_task_slot, LRT_TASK_COMPLETED, LRT_TASK_KIND_DUMMY,
+    LRT_TASK_KIND_GRAPH, LRT_TASK_KIND_KERNEL, LRT_TASK_PENDING,
 };
 use super::super::layout::{
     lrt_task_descriptor, segment_offsets, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS,
@@ -48,9 +47,6 @@ use crate::device::Device;
 use crate::{Error, ErrorKind, Result};
 use std::sync::Arc;
 use std::time::Instant;
-
-/// The subtask bits of `active_mask` (AIC, AIV0, AIV1).
-const SUBTASK_BITS: u8 = LRT_SUBTASK_AIC | LRT_SUBTASK_AIV0 | LRT_SUBTASK_AIV1;
 
 /// One tensor record, opaque to leanrt.
 pub type TensorRecord = [u8; LRT_V2_TENSOR_BYTES];
@@ -241,42 +237,20 @@ impl V2Run {
             )));
         }
         let idx = Self::current_index(m);
-        if idx < 0 || idx as u64 >= self.window {
-            return Err(Error::out_of_range(format!(
-                "cannot claim slot {idx}: the window holds slots [0, {})",
-                self.window
-            )));
-        }
-        let t = &d.task;
-        let (mask, attrs, blocks) = if d.graph_shell {
-            (0, 0, 1)
+        // A graph shell dispatches nothing: no mask, attributes or blocks.
+        let t = if d.graph_shell {
+            ClaimDesc {
+                active_mask: 0,
+                task_attrs: 0,
+                logical_block_num: 1,
+                kernel_id: [-1; 3],
+                ..d.task
+            }
         } else {
-            (t.active_mask, t.task_attrs, t.logical_block_num)
+            d.task
         };
-        if blocks < 1 {
-            return Err(Error::invalid_argument(format!(
-                "logical_block_num {blocks} is below 1"
-            )));
-        }
-        let subtasks = i32::from(blocks) * (mask & SUBTASK_BITS).count_ones() as i32;
-        let total_required = i16::try_from(subtasks).map_err(|_| {
-            Error::invalid_argument(format!(
-                "{blocks} blocks x {} active subtasks = {subtasks} subtasks, more than {}",
-                (mask & SUBTASK_BITS).count_ones(),
-                i16::MAX
-            ))
-        })?;
-        if t.fanins.len() > LRT_MAX_FANIN {
-            return Err(Error::invalid_argument(format!(
-                "{} fanins, more than {LRT_MAX_FANIN}",
-                t.fanins.len()
-            )));
-        }
-        if let Some(bad) = t.fanins.iter().find(|&&p| p < 0 || p >= idx) {
-            return Err(Error::invalid_argument(format!(
-                "fanin {bad} is not an earlier slot of this run [0, {idx})"
-            )));
-        }
+        let total_required = t.check(idx, self.window)?;
+        let (mask, attrs, blocks) = (t.active_mask, t.task_attrs, t.logical_block_num);
         if d.tensor_count > LRT_MAX_TENSORS || d.scalar_count > LRT_MAX_SCALARS {
             return Err(Error::invalid_argument(format!(
                 "{} tensors and {} scalars: at most {LRT_MAX_TENSORS} and {LRT_MAX_SCALARS}",
