@@ -341,6 +341,11 @@ fn fuzz_v2_claim_mixes() {
         for _ in 0..1 + rng.below(3) {
             note_step(|| format!("W={window} caps={caps:?} frames={frames:?}"));
             let resolved = maker.v2_pool_capacities().expect("a v2 maker");
+            if rng.chance(1, 2) {
+                // The same run twice: the second is claimed in place.
+                let mut again = rng.clone();
+                one_run(&mut again, &mut maker, window, resolved, frames);
+            }
             let (n, uploaded) = one_run(&mut rng, &mut maker, window, resolved, frames);
             claimed += n;
             uploads += u64::from(uploaded);

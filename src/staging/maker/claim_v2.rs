@@ -35,13 +35,13 @@ use super::super::layout::{
     lrt_task_descriptor, segment_offsets, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS,
 };
 use super::super::layout_v2::{
-    lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_slot_state, rel_encode, round_up,
-    v2_mirror_extents, v2_ring_segment_offsets, V2PoolUse, LRT_V2_FANIN_ROUND, LRT_V2_SCALAR_ROUND,
-    LRT_V2_TENSOR_BYTES,
+    lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state, rel_encode,
+    round_up, v2_mirror_extents, v2_ring_segment_offsets, V2PoolUse, LRT_V2_FANIN_ROUND,
+    LRT_V2_SCALAR_ROUND, LRT_V2_TENSOR_BYTES,
 };
 use super::super::mirror::Mapping;
 use super::super::pin::MakerPins;
-use super::v2_state::{V2Run, V2State};
+use super::v2_state::{Pool, Seg, V2Run, V2State};
 use super::{device_kind, elapsed_ns, ClaimDesc, CostModel, MakerConfig, RuntimeMaker};
 use crate::device::Device;
 use crate::{Error, ErrorKind, Result};
@@ -133,10 +133,19 @@ impl RuntimeMaker {
             )
         })?;
         let image_off = round_up(image as u64 + cfg.frame_before, 64) - image as u64;
+        // Claims go straight into the image they ship while a run repeats
+        // the last one's shape; a fresh mirror every run (the reference's
+        // own path, a baseline) has none.
+        let image_buf = match cfg.fresh_mirror {
+            true => None,
+            false => Some(Mapping::new(len)?),
+        };
         let seg = segment_offsets(window)?;
         // SAFETY: the maker releases its pins before the mappings they
         // cover are unmapped (Drop).
-        let pins = unsafe { MakerPins::staging_only(cfg.pin_mirror, seg, window, &staging) };
+        let pins = unsafe {
+            MakerPins::staging_only(cfg.pin_mirror, seg, window, &staging, image_buf.as_ref())
+        };
         Ok(RuntimeMaker {
             device,
             window,
@@ -158,6 +167,7 @@ impl RuntimeMaker {
                 stage_off,
                 frame_before: cfg.frame_before,
                 frame_after: cfg.frame_after,
+                image_buf,
             }),
         })
     }
@@ -187,7 +197,8 @@ impl RuntimeMaker {
         let Some(v2) = self.v2.as_mut() else {
             return Err(Error::internal("v2 state vanished"));
         };
-        let h = v2.run.begin(&self.mirror, heap_size);
+        let b = v2.image_start();
+        let h = v2.run.begin(&self.mirror, b, heap_size);
         self.last_zero_ns = elapsed_ns(t0);
         self.run_open = true;
         Ok(h)
@@ -206,7 +217,8 @@ impl RuntimeMaker {
         let Some(v2) = self.v2.as_mut() else {
             return Err(Error::internal("v2 state vanished"));
         };
-        v2.run.claim(&self.mirror, d)
+        let b = v2.image_start();
+        v2.run.claim(&self.mirror, b, d)
     }
 
     /// The v2 mirror's segments (pools at this maker's capacities).
@@ -229,7 +241,12 @@ impl V2Run {
     /// shell with tensors or scalars; `OutOfRange` when the window or a pool
     /// is full; `State` when the header has an orchestrator error latched.
     /// Nothing is written on failure.
-    pub(crate) fn claim(&mut self, m: &Mapping, d: &V2ClaimDesc<'_>) -> Result<lrt_v2_task_slot> {
+    pub(crate) fn claim(
+        &mut self,
+        m: &Mapping,
+        b: *mut u8,
+        d: &V2ClaimDesc<'_>,
+    ) -> Result<lrt_v2_task_slot> {
         let latched = Self::orch_error(m);
         if latched != 0 {
             return Err(Error::state(format!(
@@ -293,32 +310,53 @@ impl V2Run {
             }
         }
 
-        // Everything is checked: write.
+        // Everything is checked: place and write. A slot below the
+        // speculative pitch and a region that fits its pool's speculative
+        // part go to the image buffer, the rest to the mirror.
         let i = idx as u64;
-        let (desc_p, pay_p, state_p) = (
-            self.descriptor(m, i),
-            self.payload(m, i),
-            self.slot_state(m, i),
+        let (desc_p, pay_p, state_p, flag_p): (
+            *mut lrt_task_descriptor,
+            *mut lrt_v2_task_payload,
+            *mut lrt_v2_task_slot_state,
+            *mut u8,
+        ) = (
+            self.elem(m, b, Seg::Descriptors, i),
+            self.elem(m, b, Seg::Payloads, i),
+            self.elem(m, b, Seg::SlotStates, i),
+            self.elem(m, b, Seg::Flags, i),
         );
-        let flag_p: *mut u8 = Self::at(m, self.seg.completion_flags + i);
-        let fanin_p: *mut i32 = Self::at(m, self.seg.fanin_pool + 4 * u.fanin_ids);
+        let mut split = self.spec.map(|s| s.split);
+        let mut place = |pool: Pool, need: u64| -> *mut u8 {
+            let c = pool.of(&u);
+            let fits = split.as_mut().is_some_and(|sp| {
+                let limit = pool.of_mut(sp);
+                let fits = c + need <= *limit;
+                if !fits && c < *limit {
+                    // Regions keep their order: from here on, this pool is
+                    // in the mirror.
+                    *limit = c;
+                }
+                fits
+            });
+            self.pool_at(m, b, pool, c, fits)
+        };
+        let fanin_p = place(Pool::Fanin, fanin_span).cast::<i32>();
         let (tensor_p, scalar_p): (*mut TensorRecord, *mut u64) = if d.graph_shell {
             (std::ptr::null_mut(), std::ptr::null_mut())
         } else {
             (
-                Self::at(
-                    m,
-                    self.seg.tensor_pool + LRT_V2_TENSOR_BYTES as u64 * u.tensors,
-                ),
-                Self::at(m, self.seg.scalar_pool + 8 * u.scalars),
+                place(Pool::Tensors, tensors).cast(),
+                place(Pool::Scalars, scalar_span).cast(),
             )
         };
         // SAFETY: i < W and the cursors plus the spans are within the pools'
-        // capacities (checked above), so every element and region lies
-        // inside the owned mapping at its natural alignment (segments are
-        // 64-aligned, the mapping page-aligned); all are plain data valid for
-        // any bit pattern, pairwise disjoint, and no other reference to them
-        // is live during this call.
+        // capacities (checked above), so in the mirror every element and
+        // region lies inside the owned mapping; in the image buffer, i is
+        // below the speculative pitch and a region inside its pool's guess,
+        // so inside the guessed image, which the buffer holds. All are at
+        // their natural alignment (segments 64-aligned, the buffers page- and
+        // 64-aligned), plain data valid for any bit pattern, pairwise
+        // disjoint, and no other reference to them is live during this call.
         unsafe {
             *desc_p = lrt_task_descriptor {
                 task_id: i,
@@ -380,10 +418,14 @@ impl V2Run {
             *flag_p = u8::from(t.completed);
             for &p in &ids[..distinct] {
                 // 0 <= p < idx: another slot's state, plain data.
-                let producer = &mut *self.slot_state(m, p as u64);
+                let producer =
+                    &mut *self.elem::<lrt_v2_task_slot_state>(m, b, Seg::SlotStates, p as u64);
                 producer.last_consumer_local_id = producer.last_consumer_local_id.max(idx);
             }
             (*Self::header(m)).current_task_index = idx + 1;
+        }
+        if let (Some(spec), Some(sp)) = (self.spec.as_mut(), split) {
+            spec.split = sp;
         }
         self.used = V2PoolUse {
             fanin_ids: u.fanin_ids + fanin_span,
@@ -405,7 +447,6 @@ impl V2Run {
 #[cfg(test)]
 mod tests {
     use super::super::super::layout::MAX_TASK_WINDOW;
-    use super::super::super::layout_v2::lrt_v2_task_payload;
     use super::super::super::layout_v2::{rel_decode, v2_image_segments, v2_ring_segment_offsets};
     use super::*;
     use crate::ErrorKind;
@@ -483,7 +524,7 @@ mod tests {
                     scalars: Some(&t.scalars),
                     graph_shell: t.graph,
                 };
-                run.claim(m, &d).unwrap()
+                run.claim(m, std::ptr::null_mut(), &d).unwrap()
             })
             .collect()
     }
@@ -495,7 +536,8 @@ mod tests {
         let len = run.image_segments(n).end as usize;
         let staging = Mapping::new(len).unwrap();
         // SAFETY: staging holds len bytes and is not the mirror.
-        let seg = unsafe { run.compact_into(m, n, staging.as_ptr()) }.unwrap();
+        let seg =
+            unsafe { run.compact_into(m, std::ptr::null_mut(), n, staging.as_ptr()) }.unwrap();
         assert_eq!(seg.end as usize, len);
         let device = Mapping::new(at + len).unwrap();
         // SAFETY: both hold len bytes past their offsets.
@@ -511,7 +553,7 @@ mod tests {
     #[test]
     fn a_mixed_run_compacts_and_every_offset_resolves_on_the_device() {
         let (mut run, m) = run_with(reference_caps(W));
-        run.begin(&m, 1 << 20);
+        run.begin(&m, std::ptr::null_mut(), 1 << 20);
         let tasks = mixed();
         let slots = claim_all(&mut run, &m, &tasks);
         let n = tasks.len() as u64;
@@ -683,7 +725,7 @@ mod tests {
         let tasks = mixed();
         let (mut run, m) = run_with(reference_caps(W));
         // A first, larger run leaves stale slots, regions and pads behind.
-        run.begin(&m, 1 << 20);
+        run.begin(&m, std::ptr::null_mut(), 1 << 20);
         let big: Vec<Task> = (0..40)
             .map(|k| Task {
                 mask: 2,
@@ -695,11 +737,11 @@ mod tests {
             })
             .collect();
         claim_all(&mut run, &m, &big);
-        run.begin(&m, 1 << 20);
+        run.begin(&m, std::ptr::null_mut(), 1 << 20);
         claim_all(&mut run, &m, &tasks);
         let (reused, c1) = ship(&run, &m, 0);
         let (mut fresh_run, fresh) = run_with(reference_caps(W));
-        fresh_run.begin(&fresh, 1 << 20);
+        fresh_run.begin(&fresh, std::ptr::null_mut(), 1 << 20);
         claim_all(&mut fresh_run, &fresh, &tasks);
         let (fresh_dev, c2) = ship(&fresh_run, &fresh, 0);
         assert_eq!(c1, c2);
@@ -711,7 +753,7 @@ mod tests {
     #[test]
     fn no_tasks_ship_the_header_and_one_slot_of_pitch() {
         let (mut run, m) = run_with(reference_caps(W));
-        run.begin(&m, 1 << 20);
+        run.begin(&m, std::ptr::null_mut(), 1 << 20);
         let (device, c) = ship(&run, &m, 0);
         assert_eq!(c, v2_image_segments(0, 0, 0, 0).unwrap());
         assert_eq!(c.end, 640);
@@ -753,7 +795,7 @@ mod tests {
         ];
         for (caps, fill, last) in cases {
             let (mut run, m) = run_with(caps);
-            run.begin(&m, 1 << 20);
+            run.begin(&m, std::ptr::null_mut(), 1 << 20);
             claim_all(&mut run, &m, &fill);
             let before = snapshot(&run, &m);
             let used = run.used();
@@ -768,7 +810,7 @@ mod tests {
                 scalars: Some(&last.scalars),
                 graph_shell: false,
             };
-            let e = run.claim(&m, &d).unwrap_err();
+            let e = run.claim(&m, std::ptr::null_mut(), &d).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::OutOfRange, "{e}");
             assert!(e.to_string().contains("pool is full"), "{e}");
             assert_eq!(snapshot(&run, &m), before);
@@ -779,11 +821,13 @@ mod tests {
     #[test]
     fn a_latched_orchestrator_error_refuses_claims() {
         let (mut run, m) = run_with(reference_caps(W));
-        let h = run.begin(&m, 1 << 20);
+        let h = run.begin(&m, std::ptr::null_mut(), 1 << 20);
         // SAFETY: the mirror's header.
         unsafe { (*h).orch_error_code = 7 };
         let before = snapshot(&run, &m);
-        let e = run.claim(&m, &V2ClaimDesc::default()).unwrap_err();
+        let e = run
+            .claim(&m, std::ptr::null_mut(), &V2ClaimDesc::default())
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::State);
         assert_eq!(snapshot(&run, &m), before);
     }
@@ -791,7 +835,7 @@ mod tests {
     #[test]
     fn bad_claims_write_nothing() {
         let (mut run, m) = run_with(reference_caps(W));
-        run.begin(&m, 1 << 20);
+        run.begin(&m, std::ptr::null_mut(), 1 << 20);
         claim_all(&mut run, &m, &mixed()[..1]);
         let before = snapshot(&run, &m);
         let recs = [record(0); 2];
@@ -856,7 +900,7 @@ mod tests {
             },
         ];
         for d in &bad {
-            let e = run.claim(&m, d).unwrap_err();
+            let e = run.claim(&m, std::ptr::null_mut(), d).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{d:?}: {e}");
             assert_eq!(snapshot(&run, &m), before, "{d:?}");
         }
@@ -866,7 +910,7 @@ mod tests {
     fn a_broken_region_is_refused_at_compaction() {
         for field in 0..4 {
             let (mut run, m) = run_with(reference_caps(W));
-            run.begin(&m, 1 << 20);
+            run.begin(&m, std::ptr::null_mut(), 1 << 20);
             let slots = claim_all(&mut run, &m, &mixed());
             let ptr = slots[1].payload;
             // SAFETY: the claimed slot's mirror payload.
@@ -880,7 +924,8 @@ mod tests {
             let n = V2Run::current_index(&m) as u64;
             let out = Mapping::new(run.image_segments(n).end as usize).unwrap();
             // SAFETY: out holds the image and is not the mirror.
-            let e = unsafe { run.compact_into(&m, n, out.as_ptr()) }.unwrap_err();
+            let e =
+                unsafe { run.compact_into(&m, std::ptr::null_mut(), n, out.as_ptr()) }.unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{field}: {e}");
             assert!(e.to_string().contains("slot 1"), "{e}");
         }

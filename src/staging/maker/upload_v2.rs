@@ -14,13 +14,13 @@
 use std::mem::size_of;
 
 use super::super::abi::{lrt_upload_policy, lrt_upload_report};
-use super::super::layout::{lrt_task_descriptor, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS};
+use super::super::layout::{LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS};
 use super::super::layout_v2::{
     lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state, rel_decode,
-    v2_offsets, LRT_V2_TENSOR_BYTES,
+    v2_offsets,
 };
 use super::super::mirror::Mapping;
-use super::v2_state::V2Run;
+use super::v2_state::{Pool, Seg, V2Run};
 use super::{device_kind, elapsed_ns, RuntimeMaker};
 use crate::{Error, ErrorKind, Result};
 use std::time::Instant;
@@ -39,22 +39,28 @@ impl V2Run {
         )
     }
 
-    /// Checks that a live payload's region offset (stored at mirror address
-    /// `field`) is unbound with a zero count, or names an element of its
-    /// pool `[pool, pool + used * elem)` with `count` elements inside the
-    /// used part.
+    /// The element index in its pool of a live payload's region, from the
+    /// offset `delta` stored at host address `field` of slot `i`: `None`
+    /// when unbound with a zero count. The pool is `[0, split)` in the image
+    /// buffer and `[split, used)` in the mirror (no speculation: all in the
+    /// mirror); the region must lie whole in one part, on an element, with
+    /// its count inside `[0, cap]`, else `InvalidArgument`.
     #[allow(clippy::too_many_arguments)]
-    fn check_region(
+    fn locate(
+        &self,
+        m: &Mapping,
+        b: *mut u8,
         i: u64,
-        what: &str,
+        pool: Pool,
         field: usize,
         delta: i32,
         count: i32,
-        pool: usize,
-        elem: usize,
-        used: u64,
-        cap: usize,
-    ) -> Result<()> {
+    ) -> Result<Option<u64>> {
+        let (what, cap) = match pool {
+            Pool::Fanin => ("fanin", LRT_MAX_FANIN),
+            Pool::Tensors => ("tensor", LRT_MAX_TENSORS),
+            Pool::Scalars => ("scalar", LRT_MAX_SCALARS),
+        };
         let bad = |why: String| {
             Err(Error::invalid_argument(format!(
                 "slot {i}: the {what} region {why}"
@@ -65,33 +71,108 @@ impl V2Run {
         }
         let Some(target) = rel_decode(field, delta) else {
             return if count == 0 {
-                Ok(())
+                Ok(None)
             } else {
                 bad(format!("is unbound with count {count}"))
             };
         };
-        let off = target.wrapping_sub(pool);
-        if target < pool || off % elem != 0 || (off / elem) as u64 + count as u64 > used {
-            return bad(format!(
-                "(offset {delta}, count {count}) is not inside the {used} used elements of its pool"
-            ));
+        let used = pool.of(&self.used);
+        let elem = pool.elem() as usize;
+        let count = count as u64;
+        // The element index of `target` in a part starting at `base`
+        // holding elements [lo, hi), if it is one whose region fits.
+        let inside = |base: usize, lo: u64, hi: u64| {
+            let off = target.checked_sub(base)?;
+            let idx = (off / elem) as u64;
+            (off % elem == 0 && idx >= lo && idx + count <= hi).then_some(idx)
+        };
+        let split = self.spec.map_or(0, |s| pool.of(&s.split).min(used));
+        // The mappings are disjoint and each part lies inside its own, so a
+        // target matches at most one of them.
+        let in_image = self
+            .spec
+            .and_then(|_| inside(self.pool_at(m, b, pool, 0, true) as usize, 0, split));
+        let in_mirror = || inside(self.pool_at(m, b, pool, 0, false) as usize, split, used);
+        if let Some(idx) = in_image.or_else(in_mirror) {
+            return Ok(Some(idx));
+        }
+        bad(format!(
+            "(offset {delta}, count {count}) is not inside the {used} used elements of its pool"
+        ))
+    }
+
+    /// Checks every live payload's regions (`locate`) where the image
+    /// buffer already is the image (`exact`).
+    pub(super) fn check_regions(&self, m: &Mapping, b: *mut u8, n: u64) -> Result<()> {
+        for i in 0..n {
+            let p: *mut lrt_v2_task_payload = self.elem(m, b, Seg::Payloads, i);
+            // SAFETY: slot i < n of the run: a live payload, plain data.
+            let pay = unsafe { &*p };
+            let f = p as usize;
+            self.locate(
+                m,
+                b,
+                i,
+                Pool::Tensors,
+                f + 12,
+                pay.tensors,
+                pay.tensor_count,
+            )?;
+            self.locate(
+                m,
+                b,
+                i,
+                Pool::Scalars,
+                f + 16,
+                pay.scalars,
+                pay.scalar_count,
+            )?;
+            self.locate(m, b, i, Pool::Fanin, f + 20, pay.fanin, pay.fanin_count)?;
         }
         Ok(())
     }
 
+    /// Where segment `which`'s slots `[0, n)` come from: the image buffer's
+    /// part (below the speculative pitch) and the mirror's, as
+    /// `(source, first slot, end slot)`.
+    fn slot_parts(
+        &self,
+        m: &Mapping,
+        b: *mut u8,
+        which: Seg,
+        n: u64,
+    ) -> [(*const u8, u64, u64); 2] {
+        let pitch = self.spec.map_or(0, |s| s.pitch.min(n));
+        [
+            (self.elem::<u8>(m, b, which, 0), 0, pitch),
+            (
+                Self::at::<u8>(m, which.start(&self.seg) + pitch * which.size()),
+                pitch,
+                n,
+            ),
+        ]
+    }
+
     /// Writes the compact image of the run's `n = current_task_index` tasks
     /// to `out` (64-aligned, at least `image_segments(n).end` bytes, not
-    /// overlapping the mirror) and returns its segments. `OutOfRange` for
-    /// `n` outside `[0, W]`, `InvalidArgument` for a live payload whose
-    /// regions are not inside the used pools (the module's rules); the
-    /// mirror is never changed, `out` may be partly written on failure.
+    /// overlapping the mirror or the image buffer `b`) and returns its
+    /// segments: the header from the mirror with its pointers NULL and
+    /// `orchestrator_done = 1`, each segment's slots and each pool's
+    /// regions from the image buffer's part and the mirror's, padding
+    /// zeroed, every slot's `payload`/`task` re-taken for element i, every
+    /// bound region re-taken for its place in the image's pool.
+    /// `OutOfRange` for `n` outside `[0, W]`, `InvalidArgument` for a live
+    /// payload whose regions are not inside the used pools (`locate`); the
+    /// mirror and the image buffer are never changed, `out` may be partly
+    /// written on failure.
     ///
     /// # Safety
     /// `out` must be valid for writes of `image_segments(n).end` bytes and
-    /// not overlap `m`.
+    /// not overlap `m` or `b`'s image.
     pub(crate) unsafe fn compact_into(
         &self,
         m: &Mapping,
+        b: *mut u8,
         n: u64,
         out: *mut u8,
     ) -> Result<lrt_v2_segments> {
@@ -102,155 +183,82 @@ impl V2Run {
             )));
         }
         let c = self.image_segments(n);
-        let ms = self.seg;
-        let base = m.as_ptr();
         let u = self.used;
-        let nn = n as usize;
-        // (mirror offset, image offset, live bytes, image segment end)
-        let parts = [
-            (0, 0, size_of::<lrt_v2_sm_header>() as u64, c.descriptors),
-            (
-                ms.descriptors,
-                c.descriptors,
-                n * size_of::<lrt_task_descriptor>() as u64,
-                c.payloads,
-            ),
-            (
-                ms.payloads,
-                c.payloads,
-                n * size_of::<lrt_v2_task_payload>() as u64,
-                c.slot_states,
-            ),
-            (
-                ms.slot_states,
-                c.slot_states,
-                n * size_of::<lrt_v2_task_slot_state>() as u64,
-                c.completion_flags,
-            ),
-            (ms.completion_flags, c.completion_flags, n, c.fanin_pool),
-            (ms.fanin_pool, c.fanin_pool, 4 * u.fanin_ids, c.tensor_pool),
-            (
-                ms.tensor_pool,
-                c.tensor_pool,
-                LRT_V2_TENSOR_BYTES as u64 * u.tensors,
-                c.scalar_pool,
-            ),
-            (ms.scalar_pool, c.scalar_pool, 8 * u.scalars, c.end),
-        ];
-        let pay_size = size_of::<lrt_v2_task_payload>();
-        let state_size = size_of::<lrt_v2_task_slot_state>();
-        // Shifts of each pool relative to the payloads: a region's offset in
-        // the image is its offset in the mirror plus this.
-        let shift = |pool_m: u64, pool_c: u64| -> i64 {
-            (pool_c as i64 - pool_m as i64) - (c.payloads as i64 - ms.payloads as i64)
+        let copy = |src: *const u8, to: u64, len: u64| {
+            // SAFETY: (every copy below) a source part lies inside the
+            // mirror (n <= W, the cursors within the capacities) or inside
+            // the image buffer's guessed image (below the pitch, inside a
+            // pool's split), and its destination `to + len <= next segment
+            // <= c.end` inside `out`, per the caller's contract; they do not
+            // overlap.
+            unsafe { std::ptr::copy_nonoverlapping(src, out.add(to as usize), len as usize) }
         };
-        let k_tensors = shift(ms.tensor_pool, c.tensor_pool);
-        let k_scalars = shift(ms.scalar_pool, c.scalar_pool);
-        let k_fanin = shift(ms.fanin_pool, c.fanin_pool);
-        let retake = |delta: i32, k: i64| -> i32 {
-            if delta == 0 {
-                0
-            } else {
-                i32::try_from(i64::from(delta) + k).unwrap_or(0)
-            }
+        let zero = |from: u64, to: u64| {
+            // SAFETY: `[from, to)` is padding inside the image in `out`.
+            unsafe { std::ptr::write_bytes(out.add(from as usize), 0, (to - from) as usize) }
         };
-        let pools = [
-            (
-                base as usize + ms.tensor_pool as usize,
-                LRT_V2_TENSOR_BYTES,
-                u.tensors,
-                LRT_MAX_TENSORS,
-            ),
-            (
-                base as usize + ms.scalar_pool as usize,
-                8,
-                u.scalars,
-                LRT_MAX_SCALARS,
-            ),
-            (
-                base as usize + ms.fanin_pool as usize,
-                4,
-                u.fanin_ids,
-                LRT_MAX_FANIN,
-            ),
-        ];
-        for (k, &(from, to, len, seg_end)) in parts.iter().enumerate() {
-            // SAFETY: `from + len` is inside the mirror (n <= W, the cursors
-            // within the capacities) and `to + len <= seg_end <= c.end`
-            // inside `out`, per the caller's contract; the two do not overlap.
-            unsafe {
-                match k {
-                    // Payloads: copied and re-taken a chunk at a time.
-                    2 => {
-                        for lo in (0..nn).step_by(PATCH_CHUNK) {
-                            let hi = (lo + PATCH_CHUNK).min(nn);
-                            let src = base.add(from as usize + lo * pay_size);
-                            let dst = out.add(to as usize + lo * pay_size);
-                            std::ptr::copy_nonoverlapping(src, dst, (hi - lo) * pay_size);
-                            let dst = dst.cast::<lrt_v2_task_payload>();
-                            for j in 0..hi - lo {
-                                let i = (lo + j) as u64;
-                                let p = &mut *dst.add(j);
-                                let field = src as usize + j * pay_size;
-                                for (r, (delta, count, (pool, elem, used, cap), name)) in [
-                                    (p.tensors, p.tensor_count, pools[0], "tensor"),
-                                    (p.scalars, p.scalar_count, pools[1], "scalar"),
-                                    (p.fanin, p.fanin_count, pools[2], "fanin"),
-                                ]
-                                .into_iter()
-                                .enumerate()
-                                {
-                                    Self::check_region(
-                                        i,
-                                        name,
-                                        field + 12 + 4 * r,
-                                        delta,
-                                        count,
-                                        pool,
-                                        elem,
-                                        used,
-                                        cap,
-                                    )?;
-                                }
-                                p.tensors = retake(p.tensors, k_tensors);
-                                p.scalars = retake(p.scalars, k_scalars);
-                                p.fanin = retake(p.fanin, k_fanin);
-                            }
-                        }
-                    }
-                    // Slot states: copied, then bound to element i of the
-                    // image.
-                    3 => {
-                        std::ptr::copy_nonoverlapping(
-                            base.add(from as usize),
-                            out.add(to as usize),
-                            len as usize,
-                        );
-                        let states = out.add(to as usize).cast::<lrt_v2_task_slot_state>();
-                        let pay0 = c.payloads as i64 - c.slot_states as i64 - 8;
-                        let task0 = c.descriptors as i64 - c.slot_states as i64 - 12;
-                        for i in 0..nn {
-                            let s = &mut *states.add(i);
-                            let i = i as i64;
-                            // |delta| < image size <= i32::MAX.
-                            s.payload = (pay0 + i * (pay_size as i64 - state_size as i64)) as i32;
-                            s.task = (task0
-                                + i * (size_of::<lrt_task_descriptor>() as i64 - state_size as i64))
-                                as i32;
-                        }
-                    }
-                    _ => std::ptr::copy_nonoverlapping(
-                        base.add(from as usize),
-                        out.add(to as usize),
-                        len as usize,
-                    ),
+        copy(
+            Self::header(m).cast(),
+            0,
+            size_of::<lrt_v2_sm_header>() as u64,
+        );
+        zero(size_of::<lrt_v2_sm_header>() as u64, c.descriptors);
+        let nexts = [c.payloads, c.slot_states, c.completion_flags, c.fanin_pool];
+        for (which, next) in [Seg::Descriptors, Seg::Payloads, Seg::SlotStates, Seg::Flags]
+            .into_iter()
+            .zip(nexts)
+        {
+            let z = which.size();
+            for (src, lo, hi) in self.slot_parts(m, b, which, n) {
+                let to = which.start(&c) + lo * z;
+                if which != Seg::Payloads {
+                    copy(src, to, (hi - lo) * z);
+                    continue;
                 }
-                std::ptr::write_bytes(
-                    out.add((to + len) as usize),
-                    0,
-                    (seg_end - to - len) as usize,
-                );
+                // Payloads: copied and re-taken a chunk at a time, while hot.
+                for first in (lo..hi).step_by(PATCH_CHUNK) {
+                    let last = (first + PATCH_CHUNK as u64).min(hi);
+                    copy(
+                        src.wrapping_add(((first - lo) * z) as usize),
+                        which.start(&c) + first * z,
+                        (last - first) * z,
+                    );
+                    for i in first..last {
+                        self.retake_payload(m, b, &c, out, i)?;
+                    }
+                }
             }
+            zero(which.start(&c) + n * z, next);
+        }
+        // Slot states: bound to element i of the image.
+        let state_size = size_of::<lrt_v2_task_slot_state>() as i64;
+        let pay0 = c.payloads as i64 - c.slot_states as i64 - 8;
+        let task0 = c.descriptors as i64 - c.slot_states as i64 - 12;
+        // SAFETY: slot states [0, n) of the image in `out`, 64-aligned.
+        let states = unsafe {
+            out.add(c.slot_states as usize)
+                .cast::<lrt_v2_task_slot_state>()
+        };
+        for i in 0..n as usize {
+            // SAFETY: as above.
+            let s = unsafe { &mut *states.add(i) };
+            let i = i as i64;
+            // |delta| < image size <= i32::MAX.
+            s.payload = (pay0 + i * (Seg::Payloads.size() as i64 - state_size)) as i32;
+            s.task = (task0 + i * (Seg::Descriptors.size() as i64 - state_size)) as i32;
+        }
+        let ends = [c.tensor_pool, c.scalar_pool, c.end];
+        for (pool, next) in Pool::ALL.into_iter().zip(ends) {
+            let used = pool.of(&u);
+            let split = self.spec.map_or(0, |s| pool.of(&s.split).min(used));
+            let e = pool.elem();
+            copy(self.pool_at(m, b, pool, 0, true), pool.start(&c), split * e);
+            copy(
+                self.pool_at(m, b, pool, split, false),
+                pool.start(&c) + split * e,
+                (used - split) * e,
+            );
+            zero(pool.start(&c) + used * e, next);
         }
         // SAFETY: out holds at least the 256-byte header, 64-aligned.
         let h = unsafe { &mut *out.cast::<lrt_v2_sm_header>() };
@@ -260,6 +268,42 @@ impl V2Run {
         h.completion_flags = std::ptr::null_mut();
         h.orchestrator_done = 1;
         Ok(c)
+    }
+
+    /// Re-takes payload i's three region offsets for the image `c` in
+    /// `out` (already copied there), after checking them against the run's
+    /// pools from where the payload is on the host.
+    fn retake_payload(
+        &self,
+        m: &Mapping,
+        b: *mut u8,
+        c: &lrt_v2_segments,
+        out: *mut u8,
+        i: u64,
+    ) -> Result<()> {
+        let src = self.elem::<lrt_v2_task_payload>(m, b, Seg::Payloads, i) as usize;
+        let at = c.payloads + i * Seg::Payloads.size();
+        // SAFETY: payload i of the image in `out` (the caller's contract),
+        // 64-aligned, plain data.
+        let p = unsafe { &mut *out.add(at as usize).cast::<lrt_v2_task_payload>() };
+        let fields = [
+            (Pool::Tensors, 12, p.tensors, p.tensor_count),
+            (Pool::Scalars, 16, p.scalars, p.scalar_count),
+            (Pool::Fanin, 20, p.fanin, p.fanin_count),
+        ];
+        let mut new = [0i32; 3];
+        for (k, (pool, off, delta, count)) in fields.into_iter().enumerate() {
+            new[k] = match self.locate(m, b, i, pool, src + off, delta, count)? {
+                None => 0,
+                // |delta| < image size <= i32::MAX.
+                Some(idx) => {
+                    (pool.start(c) as i64 + (idx * pool.elem()) as i64 - (at + off as u64) as i64)
+                        as i32
+                }
+            };
+        }
+        [p.tensors, p.scalars, p.fanin] = new;
+        Ok(())
     }
 }
 
@@ -307,60 +351,93 @@ impl RuntimeMaker {
         let t0 = Instant::now();
         let n = self.v2_live()?;
         let v2 = self.v2_state("v2_upload")?;
-        let (b, a) = (before.len() as u64, after.len() as u64);
-        if b > v2.frame_before || a > v2.frame_after {
+        let (bl, al) = (before.len() as u64, after.len() as u64);
+        if bl > v2.frame_before || al > v2.frame_after {
             return Err(Error::invalid_argument(format!(
-                "frames of {b} and {a} bytes; the maker has room for {} and {}",
+                "frames of {bl} and {al} bytes; the maker has room for {} and {}",
                 v2.frame_before, v2.frame_after
             )));
         }
-        let staging = self
-            .staging
-            .as_ref()
-            .ok_or_else(|| Error::internal("v2 maker without staging buffer"))?;
+        let b = v2.image_start();
+        // A run that repeated the last one's shape was claimed into its
+        // image: the image buffer ships as it is. Otherwise the image is
+        // gathered into the staging buffer.
+        let in_place = v2.run.exact(n);
+        let buf = match (in_place, &v2.image_buf, &self.staging) {
+            (true, Some(buf), _) | (false, _, Some(buf)) => buf,
+            _ => return Err(Error::internal("v2 maker without its buffers")),
+        };
         let at = v2.stage_off as usize;
-        let dev_start = v2.image_off as usize - before.len();
-        // SAFETY: the staging buffer holds stage_off + the reference's
-        // mirror size + frame_after bytes, no compact image is larger than
-        // that mirror, and stage_off is 64-aligned in the page-aligned
-        // mapping; it is distinct from the mirror.
-        let seg = unsafe {
-            v2.run
-                .compact_into(&self.mirror, n, staging.as_ptr().add(at))
-        }?;
+        let out = buf.as_ptr().wrapping_add(at);
+        let seg = if in_place {
+            v2.run.check_regions(&self.mirror, b, n)?;
+            let seg = v2.run.image_segments(n);
+            // SAFETY: the image buffer's image starts with room for the
+            // header, which the mirror's header is copied into (64-aligned,
+            // distinct mappings); the shipped header's pointers are NULL.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    V2Run::header(&self.mirror).cast::<u8>(),
+                    out,
+                    size_of::<lrt_v2_sm_header>(),
+                );
+                let h = &mut *out.cast::<lrt_v2_sm_header>();
+                h.task_descriptors = std::ptr::null_mut();
+                h.task_payloads = std::ptr::null_mut();
+                h.slot_states = std::ptr::null_mut();
+                h.completion_flags = std::ptr::null_mut();
+                h.orchestrator_done = 1;
+            }
+            seg
+        } else {
+            // SAFETY: the staging buffer holds stage_off + the reference's
+            // mirror size + frame_after bytes, no compact image is larger
+            // than that mirror, and stage_off is 64-aligned in the
+            // page-aligned mapping; it is distinct from the mirror and the
+            // image buffer.
+            unsafe { v2.run.compact_into(&self.mirror, b, n, out) }?
+        };
         let start = at - before.len();
         let len = before.len() + seg.end as usize + after.len();
-        // SAFETY: [start, start + len) lies inside the staging buffer (the
-        // frames fit their rooms, checked above); the caller's slices do not
+        // SAFETY: [start, start + len) lies inside the buffer (the frames
+        // fit their rooms, checked above); the caller's slices do not
         // overlap it.
         unsafe {
-            let out = staging.as_ptr();
-            std::ptr::copy_nonoverlapping(before.as_ptr(), out.add(start), before.len());
+            let base = buf.as_ptr();
+            std::ptr::copy_nonoverlapping(before.as_ptr(), base.add(start), before.len());
             std::ptr::copy_nonoverlapping(
                 after.as_ptr(),
-                out.add(at + seg.end as usize),
+                base.add(at + seg.end as usize),
                 after.len(),
             );
         }
+        let src = buf.as_ptr().wrapping_add(start);
+        let dst = self
+            .image
+            .wrapping_add(v2.image_off as usize - before.len());
         let relocate_ns = elapsed_ns(t0);
         let t1 = Instant::now();
-        let grow = start + len;
         // Pinned as far as the runs use it, grown to the next power of two
         // of bytes so that a steady workload pins once.
-        let end = grow.next_power_of_two().min(staging.len());
-        self.pins.ensure_staging(&*self.device, 0, end);
-        let src = staging.as_ptr().wrapping_add(start);
-        let dst = self.image.wrapping_add(dev_start);
-        // SAFETY: [start, start + len) lies inside the staging buffer
-        // (above); the device allocation holds image_off (at most the frame
-        // before's room + 64) + the mirror's size + the frame after's room,
-        // so [dev_start, dev_start + len) lies inside it.
+        let end = (start + len).next_power_of_two().min(buf.len());
+        if in_place {
+            self.pins.ensure_image(&*self.device, 0, end);
+        } else {
+            self.pins.ensure_staging(&*self.device, 0, end);
+        }
+        // SAFETY: [start, start + len) lies inside the buffer (above); the
+        // device allocation holds image_off (at most the frame before's
+        // room + 64) + the mirror's size + the frame after's room, so the
+        // destination range lies inside it.
         let copied = unsafe { self.device.copy_to(dst, src, len) }.map_err(|e| {
             Error::new(
                 device_kind(&e, ErrorKind::Device),
                 format!("copy of the {len}-byte v2 image to the device failed: {e}"),
             )
         });
+        if let Some(v2) = self.v2.as_mut() {
+            v2.run.remember(n);
+        }
         self.uploaded = copied.is_ok();
         copied?;
         Ok(lrt_upload_report {
@@ -391,7 +468,10 @@ impl RuntimeMaker {
             )));
         }
         // SAFETY: `out` is a live exclusive slice of at least `need` bytes,
-        // so it cannot overlap the maker's mirror.
-        unsafe { v2.run.compact_into(&self.mirror, n, out.as_mut_ptr()) }
+        // so it cannot overlap the maker's mirror or image buffer.
+        unsafe {
+            v2.run
+                .compact_into(&self.mirror, v2.image_start(), n, out.as_mut_ptr())
+        }
     }
 }
