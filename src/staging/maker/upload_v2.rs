@@ -39,95 +39,53 @@ impl V2Run {
         )
     }
 
-    /// The element index in its pool of a live payload's region, from the
-    /// offset `delta` stored at host address `field` of slot `i`: `None`
-    /// when unbound with a zero count. The pool is `[0, split)` in the image
-    /// buffer and `[split, used)` in the mirror (no speculation: all in the
-    /// mirror); the region must lie whole in one part, on an element, with
-    /// its count inside `[0, cap]`, else `InvalidArgument`.
-    #[allow(clippy::too_many_arguments)]
-    fn locate(
-        &self,
-        m: &Mapping,
-        b: *mut u8,
-        i: u64,
-        pool: Pool,
-        field: usize,
-        delta: i32,
-        count: i32,
-    ) -> Result<Option<u64>> {
-        let (what, cap) = match pool {
-            Pool::Fanin => ("fanin", LRT_MAX_FANIN),
-            Pool::Tensors => ("tensor", LRT_MAX_TENSORS),
-            Pool::Scalars => ("scalar", LRT_MAX_SCALARS),
-        };
-        let bad = |why: String| {
-            Err(Error::invalid_argument(format!(
-                "slot {i}: the {what} region {why}"
-            )))
-        };
-        if count < 0 || count as usize > cap {
-            return bad(format!("has count {count}, outside [0, {cap}]"));
-        }
-        let Some(target) = rel_decode(field, delta) else {
-            return if count == 0 {
-                Ok(None)
-            } else {
-                bad(format!("is unbound with count {count}"))
-            };
-        };
-        let used = pool.of(&self.used);
-        let elem = pool.elem() as usize;
-        let count = count as u64;
-        // The element index of `target` in a part starting at `base`
-        // holding elements [lo, hi), if it is one whose region fits.
-        let inside = |base: usize, lo: u64, hi: u64| {
-            let off = target.checked_sub(base)?;
-            let idx = (off / elem) as u64;
-            (off % elem == 0 && idx >= lo && idx + count <= hi).then_some(idx)
-        };
-        let split = self.spec.map_or(0, |s| pool.of(&s.split).min(used));
-        // The mappings are disjoint and each part lies inside its own, so a
-        // target matches at most one of them.
-        let in_image = self
-            .spec
-            .and_then(|_| inside(self.pool_at(m, b, pool, 0, true) as usize, 0, split));
-        let in_mirror = || inside(self.pool_at(m, b, pool, 0, false) as usize, split, used);
-        if let Some(idx) = in_image.or_else(in_mirror) {
-            return Ok(Some(idx));
-        }
-        bad(format!(
-            "(offset {delta}, count {count}) is not inside the {used} used elements of its pool"
-        ))
+    /// Where each pool's regions are, in the order of a payload's offset
+    /// fields (tensors @12, scalars @16, fanin @20): `[0, split)` in the
+    /// image buffer and `[split, used)` in the mirror, at their cursor
+    /// positions (no speculation: all in the mirror).
+    fn pool_parts(&self, m: &Mapping, b: *mut u8) -> [PoolPart; 3] {
+        [Pool::Tensors, Pool::Scalars, Pool::Fanin].map(|pool| {
+            let used = pool.of(&self.used);
+            let split = self.spec.map_or(0, |s| pool.of(&s.split).min(used));
+            PoolPart {
+                pool,
+                image: self
+                    .spec
+                    .map_or(0, |_| self.pool_at(m, b, pool, 0, true) as usize),
+                split,
+                mirror: self.pool_at(m, b, pool, 0, false) as usize,
+                used,
+                elem: pool.elem() as usize,
+                cap: match pool {
+                    Pool::Fanin => LRT_MAX_FANIN,
+                    Pool::Tensors => LRT_MAX_TENSORS,
+                    Pool::Scalars => LRT_MAX_SCALARS,
+                } as u64,
+            }
+        })
     }
 
-    /// Checks every live payload's regions (`locate`) where the image
-    /// buffer already is the image (`exact`).
+    /// Checks every live payload's regions (`PoolPart::locate`) where the
+    /// image buffer already is the image (`exact`: every payload and region
+    /// in it).
     pub(super) fn check_regions(&self, m: &Mapping, b: *mut u8, n: u64) -> Result<()> {
+        let parts = self.pool_parts(m, b);
+        let first: *mut lrt_v2_task_payload = self.elem(m, b, Seg::Payloads, 0);
         for i in 0..n {
-            let p: *mut lrt_v2_task_payload = self.elem(m, b, Seg::Payloads, i);
-            // SAFETY: slot i < n of the run: a live payload, plain data.
-            let pay = unsafe { &*p };
-            let f = p as usize;
-            self.locate(
-                m,
-                b,
-                i,
-                Pool::Tensors,
-                f + 12,
-                pay.tensors,
-                pay.tensor_count,
-            )?;
-            self.locate(
-                m,
-                b,
-                i,
-                Pool::Scalars,
-                f + 16,
-                pay.scalars,
-                pay.scalar_count,
-            )?;
-            self.locate(m, b, i, Pool::Fanin, f + 20, pay.fanin, pay.fanin_count)?;
+            // SAFETY: slot i < n of the run, all in the image buffer
+            // (`exact`): a live payload, plain data.
+            let p = unsafe { &*first.add(i as usize) };
+            let f = p as *const lrt_v2_task_payload as usize;
+            for (k, (delta, count)) in [
+                (p.tensors, p.tensor_count),
+                (p.scalars, p.scalar_count),
+                (p.fanin, p.fanin_count),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                parts[k].locate(i, f + 12 + 4 * k, delta, count)?;
+            }
         }
         Ok(())
     }
@@ -184,6 +142,7 @@ impl V2Run {
         }
         let c = self.image_segments(n);
         let u = self.used;
+        let parts = self.pool_parts(m, b);
         let copy = |src: *const u8, to: u64, len: u64| {
             // SAFETY: (every copy below) a source part lies inside the
             // mirror (n <= W, the cursors within the capacities) or inside
@@ -218,13 +177,14 @@ impl V2Run {
                 // Payloads: copied and re-taken a chunk at a time, while hot.
                 for first in (lo..hi).step_by(PATCH_CHUNK) {
                     let last = (first + PATCH_CHUNK as u64).min(hi);
+                    let host = |i: u64| src as usize + ((i - lo) * z) as usize;
                     copy(
                         src.wrapping_add(((first - lo) * z) as usize),
                         which.start(&c) + first * z,
                         (last - first) * z,
                     );
                     for i in first..last {
-                        self.retake_payload(m, b, &c, out, i)?;
+                        Self::retake_payload(&parts, &c, out, host(i), i)?;
                     }
                 }
             }
@@ -272,38 +232,95 @@ impl V2Run {
 
     /// Re-takes payload i's three region offsets for the image `c` in
     /// `out` (already copied there), after checking them against the run's
-    /// pools from where the payload is on the host.
+    /// pools (`parts`) from where the payload is on the host (`src`).
     fn retake_payload(
-        &self,
-        m: &Mapping,
-        b: *mut u8,
+        parts: &[PoolPart; 3],
         c: &lrt_v2_segments,
         out: *mut u8,
+        src: usize,
         i: u64,
     ) -> Result<()> {
-        let src = self.elem::<lrt_v2_task_payload>(m, b, Seg::Payloads, i) as usize;
         let at = c.payloads + i * Seg::Payloads.size();
         // SAFETY: payload i of the image in `out` (the caller's contract),
         // 64-aligned, plain data.
         let p = unsafe { &mut *out.add(at as usize).cast::<lrt_v2_task_payload>() };
         let fields = [
-            (Pool::Tensors, 12, p.tensors, p.tensor_count),
-            (Pool::Scalars, 16, p.scalars, p.scalar_count),
-            (Pool::Fanin, 20, p.fanin, p.fanin_count),
+            (p.tensors, p.tensor_count),
+            (p.scalars, p.scalar_count),
+            (p.fanin, p.fanin_count),
         ];
         let mut new = [0i32; 3];
-        for (k, (pool, off, delta, count)) in fields.into_iter().enumerate() {
-            new[k] = match self.locate(m, b, i, pool, src + off, delta, count)? {
+        for (k, (delta, count)) in fields.into_iter().enumerate() {
+            let off = 12 + 4 * k as u64;
+            new[k] = match parts[k].locate(i, src + off as usize, delta, count)? {
                 None => 0,
                 // |delta| < image size <= i32::MAX.
                 Some(idx) => {
-                    (pool.start(c) as i64 + (idx * pool.elem()) as i64 - (at + off as u64) as i64)
-                        as i32
+                    let pool = parts[k].pool;
+                    (pool.start(c) as i64 + (idx * pool.elem()) as i64 - (at + off) as i64) as i32
                 }
             };
         }
         [p.tensors, p.scalars, p.fanin] = new;
         Ok(())
+    }
+}
+
+/// One pool of a run as the host holds it (`V2Run::pool_parts`).
+#[derive(Clone, Copy, Debug)]
+struct PoolPart {
+    pool: Pool,
+    /// The image buffer's pool (0: no speculation), holding `[0, split)`.
+    image: usize,
+    split: u64,
+    /// The mirror's pool, holding `[split, used)` at the same positions.
+    mirror: usize,
+    used: u64,
+    elem: usize,
+    /// The most elements one task's region holds.
+    cap: u64,
+}
+
+impl PoolPart {
+    /// The element index in the pool of slot `i`'s region, from the offset
+    /// `delta` stored at host address `field`: `None` when unbound with a
+    /// zero count. The region must lie whole in one part, on an element,
+    /// with its count inside `[0, cap]`, else `InvalidArgument`.
+    #[inline]
+    fn locate(&self, i: u64, field: usize, delta: i32, count: i32) -> Result<Option<u64>> {
+        let n = count as u64;
+        if count >= 0 && n <= self.cap {
+            match rel_decode(field, delta) {
+                None if count == 0 => return Ok(None),
+                None => {}
+                Some(target) => {
+                    // The mappings are disjoint and each part lies inside
+                    // its own, so a target matches at most one of them.
+                    let find = |base: usize, lo: u64, hi: u64| {
+                        let off = target.checked_sub(base)?;
+                        let idx = (off / self.elem) as u64;
+                        (off % self.elem == 0 && idx >= lo && idx + n <= hi).then_some(idx)
+                    };
+                    let found = match self.image {
+                        0 => None,
+                        base => find(base, 0, self.split),
+                    };
+                    if let Some(idx) = found.or_else(|| find(self.mirror, self.split, self.used)) {
+                        return Ok(Some(idx));
+                    }
+                }
+            }
+        }
+        let what = match self.pool {
+            Pool::Fanin => "fanin",
+            Pool::Tensors => "tensor",
+            Pool::Scalars => "scalar",
+        };
+        Err(Error::invalid_argument(format!(
+            "slot {i}: the {what} region (offset {delta}, count {count}) is not inside the {} \
+             used elements of its pool (or its count is outside [0, {}])",
+            self.used, self.cap
+        )))
     }
 }
 
