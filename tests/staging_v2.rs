@@ -305,3 +305,47 @@ fn a_run_claimed_in_place_ships_what_a_gathered_one_does() {
         );
     }
 }
+
+#[test]
+fn a_run_claimed_in_place_checks_its_regions_too() {
+    let dev = FakeDevice::new();
+    let mut m = RuntimeMaker::new(&v2_config(64, 0, 0), dev.device()).unwrap();
+    let recs = records();
+    for field in 0..4 {
+        // The first run sets the shape, the second is claimed in place.
+        for _ in 0..2 {
+            m.v2_begin_run().unwrap();
+            claim_chain(&mut m, 8, &recs);
+            m.v2_upload(&[], &[]).unwrap();
+        }
+        m.v2_begin_run().unwrap();
+        claim_chain(&mut m, 7, &recs);
+        let producer = [6];
+        let slot = m
+            .v2_claim_slot(&V2ClaimDesc {
+                task: ClaimDesc {
+                    fanins: &producer,
+                    ..ClaimDesc::default()
+                },
+                tensor_count: 2,
+                tensors: Some(&recs),
+                scalar_count: 1,
+                scalars: Some(&[1]),
+                graph_shell: false,
+            })
+            .unwrap();
+        // SAFETY: the claimed slot's payload, valid until the next begin.
+        let p = unsafe { &mut *slot.payload };
+        match field {
+            0 => p.tensors += 8,
+            1 => p.scalar_count = 17,
+            2 => p.fanin = 0,
+            _ => p.tensor_count = 3,
+        }
+        dev.reset_copies();
+        let e = m.v2_upload(&[], &[]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{field}: {e}");
+        assert!(e.to_string().contains("slot 7"), "{e}");
+        assert!(dev.copies().is_empty(), "a refused upload copied");
+    }
+}

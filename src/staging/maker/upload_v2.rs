@@ -76,15 +76,17 @@ impl V2Run {
             // (`exact`): a live payload, plain data.
             let p = unsafe { &*first.add(i as usize) };
             let f = p as *const lrt_v2_task_payload as usize;
-            for (k, (delta, count)) in [
+            let fields = [
                 (p.tensors, p.tensor_count),
                 (p.scalars, p.scalar_count),
                 (p.fanin, p.fanin_count),
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                parts[k].locate(i, f + 12 + 4 * k, delta, count)?;
+            ];
+            // The common case without branches; `locate` says what is wrong.
+            let ok = (0..3).all(|k| parts[k].in_image(f + 12 + 4 * k, fields[k].0, fields[k].1));
+            if !ok {
+                for (k, (delta, count)) in fields.into_iter().enumerate() {
+                    parts[k].locate(i, f + 12 + 4 * k, delta, count)?;
+                }
             }
         }
         Ok(())
@@ -282,6 +284,18 @@ struct PoolPart {
 }
 
 impl PoolPart {
+    /// Whether the offset `delta` at host address `field` names a region of
+    /// `count` elements inside the image buffer's part, or is unbound with
+    /// no elements: the check of a run claimed in place, in arithmetic
+    /// (`locate` is the full rule and its message).
+    #[inline]
+    fn in_image(&self, field: usize, delta: i32, count: i32) -> bool {
+        let n = count as u64;
+        let off = ((field as isize).wrapping_add(delta as isize) as usize).wrapping_sub(self.image);
+        let bound = off % self.elem == 0 && (off / self.elem) as u64 + n <= self.split;
+        count >= 0 && n <= self.cap && if delta == 0 { count == 0 } else { bound }
+    }
+
     /// The element index in the pool of slot `i`'s region, from the offset
     /// `delta` stored at host address `field`: `None` when unbound with a
     /// zero count. The region must lie whole in one part, on an element,
