@@ -928,9 +928,10 @@ typedef struct lrt_v2_claim_desc {
 } lrt_v2_claim_desc;
 
 /**
- * A claimed v2 slot: its index and the host-mirror addresses of its
- * descriptor, payload, slot state and argument regions, which the host may
- * write the task's content through. They stay valid until the next
+ * A claimed v2 slot: its index and the host addresses of its descriptor,
+ * payload, slot state and argument regions (in the maker's image buffer
+ * or its mirror: lrt_runtime_maker_v2_begin_run), which the host may write
+ * the task's content through. They stay valid until the next
  * lrt_runtime_maker_v2_begin_run or lrt_runtime_maker_destroy; the
  * payload's and slot state's self-relative offsets must be left as the
  * claim set them.
@@ -1544,11 +1545,19 @@ enum lrt_status lrt_v2_image_segments(uint64_t n,
  * mirror with LRT_MAKER_FRESH_MIRROR, zeroes the mirror's header and
  * writes every field as the reference's init_per_ring does
  * (current_task_index 0, completed_watermark -1, orchestrator_done 0, the
- * window and mask, heap_size, task_descriptors_offset 256, the mirror's
- * four array addresses, total_size = lrt_v2_ring_segment_offsets(W).end,
- * the error words 0 and sched_error_thread -1), resets the pools' cursors
- * and writes the header's address to `*host_sm`; valid until the next
+ * window and mask, heap_size, task_descriptors_offset 256, four array
+ * addresses, total_size = lrt_v2_ring_segment_offsets(W).end, the error
+ * words 0 and sched_error_thread -1), resets the pools' cursors and
+ * writes the header's address to `*host_sm`; valid until the next
  * v2_begin_run or destroy.
+ *
+ * Unless LRT_MAKER_FRESH_MIRROR is set, the run's first slots and pool
+ * regions are claimed straight into the image the last uploaded run had
+ * (as many slots as it had, its pools' sizes), so that a run of the same
+ * shape ships with no gather; the rest go to the mirror. The header's four
+ * array addresses then name that image's arrays, which hold only those
+ * first slots: reach a slot through its lrt_v2_task_slot, not through the
+ * header.
  *
  * `maker` must be NULL or a live maker; `host_sm` must point to writable
  * storage for a pointer. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a

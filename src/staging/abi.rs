@@ -220,9 +220,10 @@ pub struct lrt_v2_claim_desc {
     pub scalars: *const u64,
 }
 
-/// A claimed v2 slot: its index and the host-mirror addresses of its
-/// descriptor, payload, slot state and argument regions, which the host may
-/// write the task's content through. They stay valid until the next
+/// A claimed v2 slot: its index and the host addresses of its descriptor,
+/// payload, slot state and argument regions (in the maker's image buffer
+/// or its mirror: lrt_runtime_maker_v2_begin_run), which the host may write
+/// the task's content through. They stay valid until the next
 /// lrt_runtime_maker_v2_begin_run or lrt_runtime_maker_destroy; the
 /// payload's and slot state's self-relative offsets must be left as the
 /// claim set them.
