@@ -32,6 +32,8 @@ fn main() {
     let bindings = cbindgen::Builder::new()
         .with_src(crate_dir.join("src/ffi/mod.rs"))
         .with_src(crate_dir.join("src/device/abi.rs"))
+        .with_src(crate_dir.join("src/diag/abi.rs"))
+        .with_src(crate_dir.join("src/error/abi.rs"))
         .with_src(crate_dir.join("src/staging/abi.rs"))
         .with_src(crate_dir.join("src/staging/layout.rs"))
         .with_src(crate_dir.join("src/staging/layout_v2.rs"))

@@ -300,9 +300,19 @@ typedef struct lrt_pool_options lrt_pool_options;
 typedef struct lrt_pool_section lrt_pool_section;
 
 /**
- * A runtime maker (lrt_runtime_maker_create); opaque. It owns the device
- * image and the host mirror of one task window and is used by one thread
- * at a time; different makers are independent.
+ * A runtime maker (lrt_runtime_maker_create); opaque. It owns the host
+ * mirror of one task window and its device image (or uses one the caller
+ * lends, lrt_runtime_maker_create_borrowed); different makers are
+ * independent.
+ *
+ * One call at a time per maker: a call on a maker made while another call
+ * on the same maker is in progress, from a second thread or from inside
+ * one of that maker's device callbacks (its lrt_host_api), returns
+ * LRT_ERR_STATE (lrt_runtime_maker_device_image: NULL;
+ * lrt_runtime_maker_destroy: nothing freed) with a message naming this
+ * rule, and changes nothing. A device callback may call any leanrt
+ * function that does not take that maker: another maker, lrt_last_error,
+ * lrt_status_str, the pool.
  */
 typedef struct lrt_runtime_maker lrt_runtime_maker;
 
@@ -1381,6 +1391,67 @@ enum lrt_status lrt_runtime_maker_create(const struct lrt_maker_config *cfg,
                                          struct lrt_runtime_maker **out);
 
 /**
+ * lrt_runtime_maker_create with a device image the caller lends instead of
+ * one allocated through `api`: `device_image` is device memory of at least
+ * `device_image_size` bytes, which must be at least the image size
+ * (lrt_sm_ring_segment_offsets(W).end for the resolved window W; set
+ * cfg->task_window to know W up front). The maker never allocates nor
+ * frees device memory (device_malloc and device_free are not called; the
+ * table still needs all four callbacks); the region must stay valid until
+ * lrt_runtime_maker_destroy returns or lrt_runtime_maker_set_device_image
+ * moves the maker elsewhere. LRT_UPLOAD_AUTO's measurement at create
+ * copies into it.
+ *
+ * Returns what lrt_runtime_maker_create returns, and
+ * LRT_ERR_INVALID_ARGUMENT for a NULL `device_image` or a size below the
+ * image size (the message names both sizes); there is no
+ * LRT_ERR_NO_MEMORY from the device. Any thread may call it.
+ */
+enum lrt_status lrt_runtime_maker_create_borrowed(const struct lrt_maker_config *cfg,
+                                                  const struct lrt_host_api *api,
+                                                  void *device_image,
+                                                  size_t device_image_size,
+                                                  struct lrt_runtime_maker **out);
+
+/**
+ * Sends the next uploads, and lrt_runtime_maker_read_status, to another
+ * device region the caller lends (`device_image`, at least
+ * `device_image_size` bytes, which must be at least the image size; same
+ * lifetime rule as for lrt_runtime_maker_create_borrowed), so that one
+ * maker serves several device regions; with `device_image` NULL, back to
+ * the image the maker allocated at create. The region it leaves is not
+ * touched again. read_status then needs an upload to the new region first.
+ *
+ * Only between runs: LRT_ERR_STATE after lrt_runtime_maker_begin_run until
+ * that run's lrt_runtime_maker_upload has copied (or failed copying) or
+ * lrt_runtime_maker_abort_run ended it.
+ * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL maker, a size below
+ * the image size, or NULL on a maker from lrt_runtime_maker_create_borrowed
+ * (it has no image of its own). Nothing changes on failure.
+ */
+enum lrt_status lrt_runtime_maker_set_device_image(struct lrt_runtime_maker *maker,
+                                                   void *device_image,
+                                                   size_t device_image_size);
+
+/**
+ * Makes the maker copy (and pin) through `api` from now on, for a host
+ * that builds its device-call table per run. `api` follows
+ * lrt_runtime_maker_create's rules (a host's own table must stay valid
+ * until the maker is destroyed or rebound). An image the maker allocated
+ * is still freed at destroy through the table that allocated it, which
+ * must therefore stay valid until destroy. LRT_UPLOAD_AUTO keeps the cost
+ * model it measured at create.
+ *
+ * Only between runs, as lrt_runtime_maker_set_device_image. Returns
+ * LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument or a table with a
+ * NULL callback; LRT_ERR_STATE in a run or for a released CUDA api;
+ * LRT_ERR_UNAVAILABLE for a CUDA api inherited across fork. Nothing changes
+ * on failure.
+ */
+enum lrt_status lrt_runtime_maker_set_api(struct lrt_runtime_maker *maker,
+                                          const struct lrt_host_api *api);
+
+/**
  * Starts a run: zeroes the mirror's header (LRT_UPLOAD_FULL: the whole
  * mirror), writes every header field the device reads (docs/STAGING.md
  * lists them), sets current_task_index to 0 and writes the mirror's
@@ -1450,6 +1521,19 @@ enum lrt_status lrt_runtime_maker_claim_slot_ex(struct lrt_runtime_maker *maker,
                                                 struct lrt_task_slot *out);
 
 /**
+ * Ends the open run without shipping it, for a host whose orchestration
+ * failed between lrt_runtime_maker_begin_run and lrt_runtime_maker_upload:
+ * claims and uploads return LRT_ERR_STATE until the next begin_run, and
+ * lrt_runtime_maker_set_device_image / lrt_runtime_maker_set_api are
+ * allowed again. The mirror is left as it is; read_status still reports
+ * the last successful upload. Without an open run it does nothing.
+ *
+ * `maker` must be NULL or a live maker. Returns LRT_OK;
+ * LRT_ERR_INVALID_ARGUMENT for a NULL maker.
+ */
+enum lrt_status lrt_runtime_maker_abort_run(struct lrt_runtime_maker *maker);
+
+/**
  * Ships the run to the device. Reads N = current_task_index and checks it
  * and every live slot's payload/task pointer before changing or copying
  * anything; sets orchestrator_done to 1 (the orchestration is over);
@@ -1493,17 +1577,21 @@ enum lrt_status lrt_runtime_maker_segments(const struct lrt_runtime_maker *maker
                                            struct lrt_sm_segments *out);
 
 /**
- * The device image's address (its header is at offset 0 under every
- * policy), owned by the maker; NULL for a NULL maker. `maker` must be NULL
- * or a live maker.
+ * The address of the device image the uploads go to (its header is at
+ * offset 0 under every policy): the maker's own, or the region it
+ * borrows. NULL for a NULL maker or one inside another call (recorded for
+ * lrt_last_error). `maker` must be NULL or a live maker.
  */
 void *lrt_runtime_maker_device_image(const struct lrt_runtime_maker *maker);
 
 /**
- * Frees the device image and the mirror (unpinning it) and the maker. NULL
- * is a no-op. `maker` must be NULL or a maker from lrt_runtime_maker_create
- * that no other thread is using; it must not be used afterwards. Works in a
- * child process after fork (a CUDA image then stays with the parent).
+ * Frees the device image the maker allocated (never a borrowed one), the
+ * mirror (unpinning it) and the maker. NULL is a no-op. A maker inside
+ * another call (destroy from one of its own device callbacks) is not
+ * destroyed: the refusal is recorded for lrt_last_error (LRT_ERR_STATE).
+ * `maker` must be NULL or a live maker; it must not be used after it was
+ * destroyed. Works in a child process after fork (a CUDA image then stays
+ * with the parent).
  */
 void lrt_runtime_maker_destroy(struct lrt_runtime_maker *maker);
 

@@ -56,6 +56,12 @@ if [ -f tests/pool_loom.rs ]; then
   done_stage
 fi
 
+# The maker's one-call-at-a-time guard, and its broken variant (must fail).
+stage "loom model of the maker's one-call guard (and the broken guard, which must fail)"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \
+  cargo test -p leanrt --release --test staging_loom
+done_stage
+
 # ---- C and C++ through CMake/ctest -----------------------------------------
 stage "cmake build ($BUILD_DIR)"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release

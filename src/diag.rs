@@ -8,21 +8,21 @@
 //! error) or by installing a sink ([`set_sink`]; the C surface exposes it as
 //! `lrt_set_log_callback`), which takes precedence over the variable.
 //! `LEANRT_LOG` unset, empty or `off` means silent.
+//!
+//! `abi` holds the level and callback type as C sees them; the level is the
+//! core's own.
 use std::cell::Cell;
 use std::sync::{Arc, Once, RwLock};
+
+pub mod abi;
+
+use abi::lrt_log_level;
 
 /// The environment variable that sends warnings to standard error.
 pub const LOG_ENV: &str = "LEANRT_LOG";
 
-/// How serious a message is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
-    /// Something was ignored or degraded, and leanrt carried on.
-    Warning,
-}
-
-/// A receiver of diagnostics.
-pub type Sink = Arc<dyn Fn(Level, &str) + Send + Sync>;
+/// A receiver of diagnostics: the level and the message.
+pub type Sink = Arc<dyn Fn(lrt_log_level, &str) + Send + Sync>;
 
 static SINK: RwLock<Option<Sink>> = RwLock::new(None);
 
@@ -47,7 +47,7 @@ pub fn warn(message: &str) {
     match sink {
         Some(sink) => {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                sink(Level::Warning, message)
+                sink(lrt_log_level::LRT_LOG_WARNING, message)
             }));
         }
         None if env_wants_stderr() => {
@@ -127,7 +127,7 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::<String>::new()));
         let s = seen.clone();
         set_sink(Some(Arc::new(move |level, msg| {
-            assert_eq!(level, Level::Warning);
+            assert_eq!(level, lrt_log_level::LRT_LOG_WARNING);
             s.lock().unwrap().push(msg.to_owned());
         })));
         warn("first");

@@ -2,8 +2,11 @@
 //!
 //! The core returns [`Result<T>`]; the C boundary (`crate::ffi`) turns an
 //! [`Error`] into an `lrt_status` and records its message for
-//! `lrt_last_error`. Each [`ErrorKind`] maps to exactly one status code.
+//! `lrt_last_error`. Each [`ErrorKind`] maps to exactly one status code;
+//! `abi` holds the status type as C sees it.
 use std::fmt;
+
+pub mod abi;
 
 /// What went wrong, one kind per non-OK `lrt_status`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

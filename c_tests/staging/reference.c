@@ -53,9 +53,7 @@ static void check_segments(void) {
      largest window that fits. */
   lrt_sm_segments s;
   CHECK_STATUS(lrt_sm_ring_segment_offsets(524288, &s), LRT_ERR_INVALID_ARGUMENT);
-  char msg[512];
-  lrt_last_error(msg, sizeof msg);
-  CHECK(strstr(msg, "262144") != NULL);
+  CHECK(error_contains("262144"));
 }
 
 /* The header as init_header_per_ring leaves it on the host, for window w and

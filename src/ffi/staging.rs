@@ -6,17 +6,19 @@
 //! lrt_runtime_maker_begin_run, lrt_runtime_maker_claim_slot once per task
 //! (the host then writes the task's content through the returned pointers),
 //! lrt_runtime_maker_upload, the device runs, lrt_runtime_maker_read_status;
-//! lrt_runtime_maker_destroy at the end. One thread uses a maker at a time
-//! (any thread, not two at once); different makers are independent.
+//! lrt_runtime_maker_destroy at the end. One call at a time per maker (any
+//! thread; see lrt_runtime_maker for what a second call gets); different
+//! makers are independent.
 //! Each function's contract is its doc comment here (the header's text);
 //! docs/STAGING.md explains the concepts.
 use std::ffi::c_void;
 use std::ptr::addr_of;
 
-use super::boundary::{arg_mut, arg_ref, drop_handle, into_handle, OutPtr};
+use super::boundary::{arg_ref, drop_handle, into_handle, OutPtr};
 use super::device::{device_for_api, lrt_host_api};
 use super::status::lrt_status;
-use crate::staging::{self, ClaimDesc, MakerConfig, RuntimeMaker};
+use crate::staging::one_call::{Entered, OneCall};
+use crate::staging::{self, BorrowedImage, ClaimDesc, MakerConfig, RuntimeMaker};
 // The C-visible data is the core's own (the header reads it from
 // src/staging/abi.rs and layout.rs); re-exported for Rust users of this
 // module.
@@ -29,11 +31,40 @@ pub use crate::staging::layout_v2::{
 };
 use crate::{Error, Result};
 
-/// A runtime maker (lrt_runtime_maker_create); opaque. It owns the device
-/// image and the host mirror of one task window and is used by one thread
-/// at a time; different makers are independent.
+/// A runtime maker (lrt_runtime_maker_create); opaque. It owns the host
+/// mirror of one task window and its device image (or uses one the caller
+/// lends, lrt_runtime_maker_create_borrowed); different makers are
+/// independent.
+///
+/// One call at a time per maker: a call on a maker made while another call
+/// on the same maker is in progress, from a second thread or from inside
+/// one of that maker's device callbacks (its lrt_host_api), returns
+/// LRT_ERR_STATE (lrt_runtime_maker_device_image: NULL;
+/// lrt_runtime_maker_destroy: nothing freed) with a message naming this
+/// rule, and changes nothing. A device callback may call any leanrt
+/// function that does not take that maker: another maker, lrt_last_error,
+/// lrt_status_str, the pool.
 #[allow(non_camel_case_types)]
-pub struct lrt_runtime_maker(RuntimeMaker);
+pub struct lrt_runtime_maker(OneCall<RuntimeMaker>);
+
+/// The message of a refused call.
+const ONE_CALL_AT_A_TIME: &str = "the maker is inside another call (one call at a time per \
+     maker: not from two threads at once, nor from inside the maker's own device callbacks); \
+     nothing was done";
+
+/// Enters the maker behind a C handle for one call; NULL is
+/// LRT_ERR_INVALID_ARGUMENT, a maker in use LRT_ERR_STATE.
+///
+/// # Safety
+/// `maker` is NULL or a live handle from `into_handle`.
+unsafe fn enter<'a>(maker: *const lrt_runtime_maker) -> Result<Entered<'a, RuntimeMaker>> {
+    // SAFETY: NULL or live, per the caller's contract.
+    let handle = unsafe { arg_ref(maker, "maker") }?;
+    handle
+        .0
+        .try_enter()
+        .ok_or_else(|| Error::state(ONE_CALL_AT_A_TIME))
+}
 
 /// Flags lrt_maker_config.flags may hold.
 const KNOWN_FLAGS: u32 = LRT_MAKER_PIN_MIRROR | LRT_MAKER_FRESH_MIRROR;
@@ -281,21 +312,132 @@ pub unsafe extern "C" fn lrt_runtime_maker_create(
     out: *mut *mut lrt_runtime_maker,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_create", {
-        if cfg.is_null() {
-            return Err(Error::invalid_argument("`cfg` is NULL"));
-        }
+        // SAFETY: the caller's contract above.
+        unsafe { create(cfg, api, None, out) }
+    })
+}
+
+/// The shared body of the two create functions.
+///
+/// # Safety
+/// The contract of lrt_runtime_maker_create.
+unsafe fn create(
+    cfg: *const lrt_maker_config,
+    api: *const lrt_host_api,
+    image: Option<BorrowedImage>,
+    out: *mut *mut lrt_runtime_maker,
+) -> Result<()> {
+    if cfg.is_null() {
+        return Err(Error::invalid_argument("`cfg` is NULL"));
+    }
+    // SAFETY: NULL or valid per the contract.
+    let api = unsafe { arg_ref(api, "api") }?;
+    let out = OutPtr::new(out, "out")?;
+    // SAFETY: non-NULL and readable per the contract.
+    let config = unsafe { config_from_c(cfg) }?;
+    // SAFETY: the table's validity and thread rules are the caller's
+    // contract.
+    let device = unsafe { device_for_api(api) }?;
+    let maker = match image {
+        Some(image) => RuntimeMaker::with_image(&config, device, image)?,
+        None => RuntimeMaker::new(&config, device)?,
+    };
+    // SAFETY: checked non-NULL; writable per the contract.
+    unsafe { out.write(into_handle(lrt_runtime_maker(OneCall::new(maker)))) };
+    Ok(())
+}
+
+/// lrt_runtime_maker_create with a device image the caller lends instead of
+/// one allocated through `api`: `device_image` is device memory of at least
+/// `device_image_size` bytes, which must be at least the image size
+/// (lrt_sm_ring_segment_offsets(W).end for the resolved window W; set
+/// cfg->task_window to know W up front). The maker never allocates nor
+/// frees device memory (device_malloc and device_free are not called; the
+/// table still needs all four callbacks); the region must stay valid until
+/// lrt_runtime_maker_destroy returns or lrt_runtime_maker_set_device_image
+/// moves the maker elsewhere. LRT_UPLOAD_AUTO's measurement at create
+/// copies into it.
+///
+/// Returns what lrt_runtime_maker_create returns, and
+/// LRT_ERR_INVALID_ARGUMENT for a NULL `device_image` or a size below the
+/// image size (the message names both sizes); there is no
+/// LRT_ERR_NO_MEMORY from the device. Any thread may call it.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_create_borrowed(
+    cfg: *const lrt_maker_config,
+    api: *const lrt_host_api,
+    device_image: *mut c_void,
+    device_image_size: usize,
+    out: *mut *mut lrt_runtime_maker,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_create_borrowed", {
+        let image = BorrowedImage {
+            ptr: device_image,
+            len: device_image_size,
+        };
+        // SAFETY: the caller's contract above.
+        unsafe { create(cfg, api, Some(image), out) }
+    })
+}
+
+/// Sends the next uploads, and lrt_runtime_maker_read_status, to another
+/// device region the caller lends (`device_image`, at least
+/// `device_image_size` bytes, which must be at least the image size; same
+/// lifetime rule as for lrt_runtime_maker_create_borrowed), so that one
+/// maker serves several device regions; with `device_image` NULL, back to
+/// the image the maker allocated at create. The region it leaves is not
+/// touched again. read_status then needs an upload to the new region first.
+///
+/// Only between runs: LRT_ERR_STATE after lrt_runtime_maker_begin_run until
+/// that run's lrt_runtime_maker_upload has copied (or failed copying) or
+/// lrt_runtime_maker_abort_run ended it.
+/// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL maker, a size below
+/// the image size, or NULL on a maker from lrt_runtime_maker_create_borrowed
+/// (it has no image of its own). Nothing changes on failure.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_set_device_image(
+    maker: *mut lrt_runtime_maker,
+    device_image: *mut c_void,
+    device_image_size: usize,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_set_device_image", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
+        let image = (!device_image.is_null()).then_some(BorrowedImage {
+            ptr: device_image,
+            len: device_image_size,
+        });
+        maker.set_device_image(image)
+    })
+}
+
+/// Makes the maker copy (and pin) through `api` from now on, for a host
+/// that builds its device-call table per run. `api` follows
+/// lrt_runtime_maker_create's rules (a host's own table must stay valid
+/// until the maker is destroyed or rebound). An image the maker allocated
+/// is still freed at destroy through the table that allocated it, which
+/// must therefore stay valid until destroy. LRT_UPLOAD_AUTO keeps the cost
+/// model it measured at create.
+///
+/// Only between runs, as lrt_runtime_maker_set_device_image. Returns
+/// LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument or a table with a
+/// NULL callback; LRT_ERR_STATE in a run or for a released CUDA api;
+/// LRT_ERR_UNAVAILABLE for a CUDA api inherited across fork. Nothing changes
+/// on failure.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_set_api(
+    maker: *mut lrt_runtime_maker,
+    api: *const lrt_host_api,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_set_api", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
         // SAFETY: NULL or valid per the contract.
         let api = unsafe { arg_ref(api, "api") }?;
-        let out = OutPtr::new(out, "out")?;
-        // SAFETY: non-NULL and readable per the contract.
-        let config = unsafe { config_from_c(cfg) }?;
         // SAFETY: the table's validity and thread rules are the caller's
         // contract above.
         let device = unsafe { device_for_api(api) }?;
-        let maker = RuntimeMaker::new(&config, device)?;
-        // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { out.write(into_handle(lrt_runtime_maker(maker))) };
-        Ok(())
+        maker.set_device(device)
     })
 }
 
@@ -315,9 +457,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_begin_run(
     host_sm: *mut *mut lrt_sm_header,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_begin_run", {
-        // SAFETY: NULL or a live maker not used by another thread, per the
-        // contract.
-        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(host_sm, "host_sm")?;
         let header = maker.begin_run()?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -343,9 +484,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot(
     out: *mut lrt_task_slot,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_claim_slot", {
-        // SAFETY: NULL or a live maker not used by another thread, per the
-        // contract.
-        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(out, "out")?;
         let slot = maker.claim_slot()?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -399,9 +539,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
     out: *mut lrt_task_slot,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_claim_slot_ex", {
-        // SAFETY: NULL or a live maker not used by another thread, per the
-        // contract.
-        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
         // SAFETY: NULL or a readable lrt_claim_desc, per the contract.
         let d = *unsafe { arg_ref(desc, "desc") }?;
         let out = OutPtr::new(out, "out")?;
@@ -410,6 +549,25 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
         let slot = maker.claim_slot_with(&claim)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(slot) };
+        Ok(())
+    })
+}
+
+/// Ends the open run without shipping it, for a host whose orchestration
+/// failed between lrt_runtime_maker_begin_run and lrt_runtime_maker_upload:
+/// claims and uploads return LRT_ERR_STATE until the next begin_run, and
+/// lrt_runtime_maker_set_device_image / lrt_runtime_maker_set_api are
+/// allowed again. The mirror is left as it is; read_status still reports
+/// the last successful upload. Without an open run it does nothing.
+///
+/// `maker` must be NULL or a live maker. Returns LRT_OK;
+/// LRT_ERR_INVALID_ARGUMENT for a NULL maker.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_abort_run(maker: *mut lrt_runtime_maker) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_abort_run", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
+        maker.abort_run();
         Ok(())
     })
 }
@@ -436,9 +594,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_upload(
     report: *mut lrt_upload_report,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_upload", {
-        // SAFETY: NULL or a live maker not used by another thread, per the
-        // contract.
-        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
         let result = maker.upload()?;
         if let Ok(out) = OutPtr::new(report, "report") {
             // SAFETY: non-NULL; writable per the contract.
@@ -462,9 +619,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_read_status(
     runtime_status: *mut i32,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_read_status", {
-        // SAFETY: NULL or a live maker not used by another thread, per the
-        // contract.
-        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(runtime_status, "runtime_status")?;
         let status = maker.read_status()?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -483,8 +639,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_segments(
     out: *mut lrt_sm_segments,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_segments", {
-        // SAFETY: NULL or a live maker per the contract.
-        let maker = &unsafe { arg_ref(maker, "maker") }?.0;
+        // SAFETY: NULL or a live maker, per the contract.
+        let maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(out, "out")?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(maker.segments()) };
@@ -492,28 +648,39 @@ pub unsafe extern "C" fn lrt_runtime_maker_segments(
     })
 }
 
-/// The device image's address (its header is at offset 0 under every
-/// policy), owned by the maker; NULL for a NULL maker. `maker` must be NULL
-/// or a live maker.
+/// The address of the device image the uploads go to (its header is at
+/// offset 0 under every policy): the maker's own, or the region it
+/// borrows. NULL for a NULL maker or one inside another call (recorded for
+/// lrt_last_error). `maker` must be NULL or a live maker.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_device_image(
     maker: *const lrt_runtime_maker,
 ) -> *mut c_void {
     ffi_value!("lrt_runtime_maker_device_image", std::ptr::null_mut(), {
-        // SAFETY: NULL or a live maker per the contract.
-        let maker = &unsafe { arg_ref(maker, "maker") }?.0;
+        // SAFETY: NULL or a live maker, per the contract.
+        let maker = unsafe { enter(maker) }?;
         Ok(maker.device_image())
     })
 }
 
-/// Frees the device image and the mirror (unpinning it) and the maker. NULL
-/// is a no-op. `maker` must be NULL or a maker from lrt_runtime_maker_create
-/// that no other thread is using; it must not be used afterwards. Works in a
-/// child process after fork (a CUDA image then stays with the parent).
+/// Frees the device image the maker allocated (never a borrowed one), the
+/// mirror (unpinning it) and the maker. NULL is a no-op. A maker inside
+/// another call (destroy from one of its own device callbacks) is not
+/// destroyed: the refusal is recorded for lrt_last_error (LRT_ERR_STATE).
+/// `maker` must be NULL or a live maker; it must not be used after it was
+/// destroyed. Works in a child process after fork (a CUDA image then stays
+/// with the parent).
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_destroy(maker: *mut lrt_runtime_maker) {
     ffi_value!("lrt_runtime_maker_destroy", (), {
-        // SAFETY: NULL or an unused handle from into_handle, per the contract.
+        if maker.is_null() {
+            return Ok(());
+        }
+        // SAFETY: a live handle, per the contract.
+        let held = unsafe { enter(maker) }?;
+        // No call may enter a maker being destroyed.
+        held.keep();
+        // SAFETY: a handle from into_handle, not used again per the contract.
         unsafe { drop_handle(maker) };
         Ok(())
     })
@@ -602,9 +769,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_begin_run(
     host_sm: *mut *mut lrt_v2_sm_header,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_v2_begin_run", {
-        // SAFETY: NULL or a live maker not used by another thread, per the
-        // contract.
-        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(host_sm, "host_sm")?;
         let header = maker.v2_begin_run()?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -668,9 +834,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_claim_slot(
     out: *mut lrt_v2_task_slot,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_v2_claim_slot", {
-        // SAFETY: NULL or a live maker not used by another thread, per the
-        // contract.
-        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
         // SAFETY: NULL or a readable lrt_v2_claim_desc, per the contract.
         let d = *unsafe { arg_ref(desc, "desc") }?;
         let out = OutPtr::new(out, "out")?;
@@ -729,8 +894,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_image_segments(
     out: *mut lrt_v2_segments,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_v2_image_segments", {
-        // SAFETY: NULL or a live maker per the contract.
-        let maker = &unsafe { arg_ref(maker, "maker") }?.0;
+        // SAFETY: NULL or a live maker, per the contract.
+        let maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(out, "out")?;
         let segments = maker.v2_image_segments()?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -771,9 +936,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_upload(
     report: *mut lrt_upload_report,
 ) -> lrt_status {
     ffi_status!("lrt_runtime_maker_v2_upload", {
-        // SAFETY: NULL or a live maker not used by another thread, per the
-        // contract.
-        let maker = &mut unsafe { arg_mut(maker, "maker") }?.0;
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
         // SAFETY: readable for their lengths, per the contract.
         let (before, after) = unsafe {
             (

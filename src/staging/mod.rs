@@ -8,6 +8,8 @@
 //! * [`layout`]: the byte-compatible SM image structs and `segment_offsets`.
 //! * `mirror`: the untouched, reusable anonymous host mirror.
 //! * `pin`: page-locking that follows the runs, and the maker's policy.
+//! * [`one_call`]: one call at a time on a shared value (the C handle's
+//!   guard).
 //! * `maker`: [`RuntimeMaker`].
 //! * [`layout_v2`]: the reference's current image (layout v2); its claims
 //!   and image assembly are `maker/claim_v2.rs` and `maker/upload_v2.rs`.
@@ -16,12 +18,18 @@ pub mod layout;
 pub mod layout_v2;
 mod maker;
 mod mirror;
+pub mod one_call;
 mod pin;
+
+/// The atomics `one_call` is written against (loom's in `tests/staging_loom.rs`).
+mod sync {
+    pub use std::sync::atomic::{AtomicBool, Ordering};
+}
 
 pub use abi::*;
 pub use layout::*;
 pub use layout_v2::*;
 pub use maker::{
-    ClaimDesc, CostModel, MakerConfig, RuntimeMaker, TensorRecord, V2ClaimDesc,
+    BorrowedImage, ClaimDesc, CostModel, MakerConfig, RuntimeMaker, TensorRecord, V2ClaimDesc,
     COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV, TASK_WINDOW_ENV,
 };

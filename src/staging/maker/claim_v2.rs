@@ -42,7 +42,10 @@ use super::super::layout_v2::{
 use super::super::mirror::Mapping;
 use super::super::pin::MakerPins;
 use super::v2_state::{Pool, Seg, V2Run, V2State};
-use super::{device_kind, elapsed_ns, ClaimDesc, CostModel, MakerConfig, RuntimeMaker};
+use super::{
+    check_borrowed, device_kind, elapsed_ns, BorrowedImage, ClaimDesc, CostModel, MakerConfig,
+    OwnedImage, RuntimeMaker,
+};
 use crate::device::Device;
 use crate::{Error, ErrorKind, Result};
 use std::sync::Arc;
@@ -82,9 +85,15 @@ impl RuntimeMaker {
     /// `cfg.layout = LRT_LAYOUT_V2`): resolves the window and the heap size as
     /// for v1, maps the untouched mirror (pools of `cfg.v2_pools`, 0 = the
     /// reference's) and staging buffer, allocates the device image once
-    /// (frames + the mirror's size). `InvalidArgument` for the FULL policy,
-    /// a frame above 2^30 bytes or a pool above the reference's.
-    pub(super) fn new_v2(cfg: &MakerConfig, device: Arc<dyn Device>) -> Result<Self> {
+    /// (frames + the reference's mirror size + 64) unless `borrowed` lends
+    /// one (at least that long). `InvalidArgument` for the FULL policy, a
+    /// frame above 2^30 bytes, a pool above the reference's or a NULL or too
+    /// small borrowed region.
+    pub(super) fn new_v2(
+        cfg: &MakerConfig,
+        device: Arc<dyn Device>,
+        borrowed: Option<BorrowedImage>,
+    ) -> Result<Self> {
         let resolved = cfg.resolve()?;
         let window = resolved.window;
         if cfg.policy == lrt_upload_policy::LRT_UPLOAD_FULL {
@@ -121,18 +130,21 @@ impl RuntimeMaker {
         let len = (stage_off + reference.end + cfg.frame_after) as usize;
         let mirror = Mapping::new(mirror_len as usize)?;
         let staging = Mapping::new(len)?;
-        // 64 bytes more on the device, for aligning an allocation that is
-        // not.
-        let image = device.alloc(len + 64).map_err(|e| {
-            Error::new(
-                device_kind(&e, ErrorKind::NoMemory),
-                format!(
-                    "device allocation of the {}-byte v2 image failed: {e}",
-                    len + 64
-                ),
-            )
-        })?;
-        let image_off = round_up(image as u64 + cfg.frame_before, 64) - image as u64;
+        // 64 bytes more on the device, for aligning a region that is not.
+        let device_len = len as u64 + 64;
+        let (image, owned) = match borrowed {
+            Some(b) => (check_borrowed(b, device_len)?, None),
+            None => {
+                let ptr = device.alloc(device_len as usize).map_err(|e| {
+                    Error::new(
+                        device_kind(&e, ErrorKind::NoMemory),
+                        format!("device allocation of the {device_len}-byte v2 image failed: {e}"),
+                    )
+                })?;
+                let owner = Arc::clone(&device);
+                (ptr, Some(OwnedImage { device: owner, ptr }))
+            }
+        };
         // Claims go straight into the image they ship while a run repeats
         // the last one's shape; a fresh mirror every run (the reference's
         // own path, a baseline) has none.
@@ -158,12 +170,14 @@ impl RuntimeMaker {
             pins,
             model: CostModel::FALLBACK,
             image,
+            owned,
             run_open: false,
+            in_run: false,
             uploaded: false,
             last_zero_ns: 0,
             v2: Some(V2State {
                 run,
-                image_off,
+                device_len,
                 stage_off,
                 frame_before: cfg.frame_before,
                 frame_after: cfg.frame_after,
@@ -201,6 +215,7 @@ impl RuntimeMaker {
         let h = v2.run.begin(&self.mirror, b, heap_size);
         self.last_zero_ns = elapsed_ns(t0);
         self.run_open = true;
+        self.in_run = true;
         Ok(h)
     }
 

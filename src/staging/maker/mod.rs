@@ -65,6 +65,37 @@ fn elapsed_ns(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// A region of device memory the caller lends the maker for its image: at
+/// least the image's size, valid while the maker may copy into it or read
+/// it back (until it is replaced or the maker dropped). The maker never
+/// frees it.
+#[derive(Clone, Copy, Debug)]
+pub struct BorrowedImage {
+    pub ptr: *mut c_void,
+    pub len: usize,
+}
+
+/// The image the maker allocated itself, freed at drop through the device
+/// that allocated it (which a later `set_device` does not change).
+struct OwnedImage {
+    device: Arc<dyn Device>,
+    ptr: *mut u8,
+}
+
+/// `b` if it can hold an image of `end` bytes.
+fn check_borrowed(b: BorrowedImage, end: u64) -> Result<*mut u8> {
+    if b.ptr.is_null() {
+        return Err(Error::invalid_argument("the borrowed device image is NULL"));
+    }
+    if (b.len as u64) < end {
+        return Err(Error::invalid_argument(format!(
+            "the borrowed device image has {} bytes; the image needs {end}",
+            b.len
+        )));
+    }
+    Ok(b.ptr.cast())
+}
+
 /// The runtime maker (C: `lrt_runtime_maker`). `Send` (a maker may move
 /// between threads) but not `Sync`: one thread uses it at a time.
 pub struct RuntimeMaker {
@@ -84,10 +115,15 @@ pub struct RuntimeMaker {
     pins: MakerPins,
     /// AUTO's cost model.
     model: CostModel,
-    /// The device image, from `device.alloc`.
+    /// The device image the uploads go to: the owned one or a borrowed one.
     image: *mut u8,
+    /// The image allocated at create (None for a maker that only borrows).
+    owned: Option<OwnedImage>,
     /// `begin_run` has been called (claim/upload allowed).
     run_open: bool,
+    /// Between `begin_run` and the upload that ships that run: the device
+    /// and the image may not change.
+    in_run: bool,
     /// The last upload succeeded (the device holds a complete image).
     uploaded: bool,
     /// Nanoseconds the last `begin_run` spent zeroing.
@@ -110,8 +146,27 @@ impl RuntimeMaker {
     /// `ErrorKind::NoMemory` (or `Unavailable` when the device says so),
     /// with the device's message.
     pub fn new(cfg: &MakerConfig, device: Arc<dyn Device>) -> Result<Self> {
+        Self::build(cfg, device, None)
+    }
+
+    /// As [`RuntimeMaker::new`], but the uploads go to `image`, which the
+    /// caller lends (see [`BorrowedImage`]); nothing is allocated or freed
+    /// on the device. `InvalidArgument` for a NULL or too small region.
+    pub fn with_image(
+        cfg: &MakerConfig,
+        device: Arc<dyn Device>,
+        image: BorrowedImage,
+    ) -> Result<Self> {
+        Self::build(cfg, device, Some(image))
+    }
+
+    fn build(
+        cfg: &MakerConfig,
+        device: Arc<dyn Device>,
+        borrowed: Option<BorrowedImage>,
+    ) -> Result<Self> {
         if cfg.layout == lrt_layout::LRT_LAYOUT_V2 {
-            return Self::new_v2(cfg, device);
+            return Self::new_v2(cfg, device, borrowed);
         }
         let resolved = cfg.resolve()?;
         let window = resolved.window;
@@ -124,12 +179,19 @@ impl RuntimeMaker {
             }
             _ => None,
         };
-        let image = device.alloc(len).map_err(|e| {
-            Error::new(
-                device_kind(&e, ErrorKind::NoMemory),
-                format!("device allocation of the {len}-byte image failed: {e}"),
-            )
-        })?;
+        let (image, owned) = match borrowed {
+            Some(b) => (check_borrowed(b, seg.end)?, None),
+            None => {
+                let ptr = device.alloc(len).map_err(|e| {
+                    Error::new(
+                        device_kind(&e, ErrorKind::NoMemory),
+                        format!("device allocation of the {len}-byte image failed: {e}"),
+                    )
+                })?;
+                let owner = Arc::clone(&device);
+                (ptr, Some(OwnedImage { device: owner, ptr }))
+            }
+        };
         // SAFETY: the maker releases its pins before the mappings they
         // cover are unmapped (Drop, and begin_run for a fresh mirror).
         let pins = unsafe {
@@ -155,7 +217,9 @@ impl RuntimeMaker {
             pins,
             model: CostModel::FALLBACK,
             image,
+            owned,
             run_open: false,
+            in_run: false,
             uploaded: false,
             last_zero_ns: 0,
             v2: None,
@@ -182,11 +246,22 @@ impl RuntimeMaker {
     pub fn heap_size(&self) -> u64 {
         self.heap_size
     }
-    /// The device image (its header is at offset 0 under every policy; v2:
-    /// the compact image, after the room for the frame before it).
+    /// The device image the uploads go to (its header is at offset 0 under
+    /// every policy; v2: the compact image, after the room for the frame
+    /// before it).
     pub fn device_image(&self) -> *mut c_void {
-        let off = self.v2.as_ref().map_or(0, |v| v.image_off as usize);
-        self.image.wrapping_add(off).cast::<c_void>()
+        self.image
+            .wrapping_add(self.v2_image_off())
+            .cast::<c_void>()
+    }
+
+    /// Where a v2 image starts in the device region (0 for v1): the first
+    /// 64-aligned address past the room for the frame before it.
+    fn v2_image_off(&self) -> usize {
+        self.v2.as_ref().map_or(0, |v| {
+            let start = self.image as u64 + v.frame_before;
+            (start.div_ceil(64) * 64 - self.image as u64) as usize
+        })
     }
     /// The image layout the maker builds.
     pub fn layout(&self) -> lrt_layout {
@@ -207,6 +282,50 @@ impl RuntimeMaker {
                  (use the v2 calls)"
             ))),
         }
+    }
+
+    /// Refuses a change of device or image in the middle of a run.
+    fn between_runs(&self, what: &str) -> Result<()> {
+        if self.in_run {
+            return Err(Error::state(format!(
+                "{what} between begin_run and the upload of that run; change it \
+                 between runs"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Sends the next uploads (and `read_status`) to `image`, a region the
+    /// caller lends, or with None back to the image the maker allocated.
+    /// Only between runs (`State`); `InvalidArgument` for a NULL or too
+    /// small region, or None for a maker that never had an image of its
+    /// own. `read_status` then waits for an upload to the new image.
+    pub fn set_device_image(&mut self, image: Option<BorrowedImage>) -> Result<()> {
+        self.between_runs("the device image cannot change")?;
+        let need = self.v2.as_ref().map_or(self.seg.end, |v| v.device_len);
+        let ptr = match image {
+            Some(b) => check_borrowed(b, need)?,
+            None => match &self.owned {
+                Some(o) => o.ptr,
+                None => {
+                    return Err(Error::invalid_argument(
+                        "this maker has no device image of its own to return to",
+                    ))
+                }
+            },
+        };
+        self.image = ptr;
+        self.uploaded = false;
+        Ok(())
+    }
+
+    /// Copies (and pins) through `device` from now on; the maker's own
+    /// image is still freed through the device that allocated it. Only
+    /// between runs (`State`). AUTO keeps the cost model it has.
+    pub fn set_device(&mut self, device: Arc<dyn Device>) -> Result<()> {
+        self.between_runs("the device cannot change")?;
+        self.device = device;
+        Ok(())
     }
 
     fn header_ptr(&self) -> *mut lrt_sm_header {
@@ -272,7 +391,17 @@ impl RuntimeMaker {
         h.sched_error_code = 0;
         h.sched_error_thread = -1;
         self.run_open = true;
+        self.in_run = true;
         Ok(self.header_ptr())
+    }
+
+    /// Ends the open run without shipping it: claims and uploads need a new
+    /// `begin_run`, and the device and image may change again. The mirror is
+    /// left as it is; `read_status` still reports the last upload. A no-op
+    /// without an open run.
+    pub fn abort_run(&mut self) {
+        self.run_open = false;
+        self.in_run = false;
     }
 
     /// Writes the window constants, the four array pointers and the size of
@@ -329,6 +458,9 @@ impl RuntimeMaker {
         let t_copy = Instant::now();
         let shipped = self.ship(&plan);
         let copy_ns = elapsed_ns(t_copy);
+        // The run has been shipped or its copy failed: either way it is over
+        // for the device and the image (a retry begins a run again).
+        self.in_run = false;
 
         // Restore the host view, whatever the copy did.
         self.relocate_slots(&plan, false);
@@ -386,8 +518,8 @@ impl RuntimeMaker {
                 offset_of!(lrt_sm_header, orch_error_code),
                 offset_of!(lrt_sm_header, sched_error_code),
             ),
-            Some(v) => (
-                v.image_off as usize,
+            Some(_) => (
+                self.v2_image_off(),
                 offset_of!(lrt_v2_sm_header, orch_error_code),
                 offset_of!(lrt_v2_sm_header, sched_error_code),
             ),
@@ -422,8 +554,10 @@ impl Drop for RuntimeMaker {
     fn drop(&mut self) {
         // Unpin before the mappings are unmapped (fields drop afterwards).
         self.pins.release();
-        // SAFETY: the device image came from this device's alloc and is
-        // freed exactly once, here.
-        unsafe { self.device.free(self.image) };
+        if let Some(o) = self.owned.take() {
+            // SAFETY: the image came from this device's alloc and is freed
+            // exactly once, here; a borrowed image is never freed.
+            unsafe { o.device.free(o.ptr) };
+        }
     }
 }

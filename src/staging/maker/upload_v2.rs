@@ -443,9 +443,7 @@ impl RuntimeMaker {
             );
         }
         let src = buf.as_ptr().wrapping_add(start);
-        let dst = self
-            .image
-            .wrapping_add(v2.image_off as usize - before.len());
+        let dst = self.image.wrapping_add(self.v2_image_off() - before.len());
         let relocate_ns = elapsed_ns(t0);
         let t1 = Instant::now();
         // Pinned as far as the runs use it, grown to the next power of two
@@ -457,7 +455,7 @@ impl RuntimeMaker {
             self.pins.ensure_staging(&*self.device, 0, end);
         }
         // SAFETY: [start, start + len) lies inside the buffer (above); the
-        // device allocation holds image_off (at most the frame before's
+        // device region holds the image offset (at most the frame before's
         // room + 64) + the mirror's size + the frame after's room, so the
         // destination range lies inside it.
         let copied = unsafe { self.device.copy_to(dst, src, len) }.map_err(|e| {
@@ -469,6 +467,8 @@ impl RuntimeMaker {
         if let Some(v2) = self.v2.as_mut() {
             v2.run.remember(n);
         }
+        // Shipped or failed, the run is over for the device and the image.
+        self.in_run = false;
         self.uploaded = copied.is_ok();
         copied?;
         Ok(lrt_upload_report {

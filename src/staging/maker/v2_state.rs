@@ -14,17 +14,19 @@ use super::super::mirror::Mapping;
 /// A v2 maker's own state beside the shared fields of `RuntimeMaker`
 /// (whose mirror, staging buffer and device image are then v2's, and whose
 /// pins are the staging buffer's, grown with the runs in `upload_v2`):
-/// * device allocation: room for the frame before the image, the image at
-///   `image_off`, the first 64-aligned address past that room (the device
-///   reads the image's structs aligned), the mirror's size (no compact
-///   image is larger), the frame after it;
+/// * device region (`device_len`): room for the frame before the image,
+///   the image at the first 64-aligned address past that room (the device
+///   reads the image's structs aligned; `RuntimeMaker::v2_image_off`), the
+///   reference's mirror size (no compact image is larger), the frame after
+///   it;
 /// * staging buffer: the frame before's room rounded up to 64 bytes
 ///   (`stage_off`, the image's start there), the mirror's size, the frame
 ///   after: the framed image is one contiguous source for the one copy;
 /// * image buffer: the same layout, holding the image claimed in place.
 pub(super) struct V2State {
     pub(super) run: V2Run,
-    pub(super) image_off: u64,
+    /// Bytes of the device region the image needs.
+    pub(super) device_len: u64,
     pub(super) stage_off: u64,
     pub(super) frame_before: u64,
     pub(super) frame_after: u64,
