@@ -55,7 +55,7 @@ impl V2Run {
                 split,
                 mirror: self.pool_at(m, b, pool, 0, false) as usize,
                 used,
-                elem: pool.elem() as usize,
+                shift: pool.elem().trailing_zeros(),
                 cap: match pool {
                     Pool::Fanin => LRT_MAX_FANIN,
                     Pool::Tensors => LRT_MAX_TENSORS,
@@ -278,7 +278,8 @@ struct PoolPart {
     /// The mirror's pool, holding `[split, used)` at the same positions.
     mirror: usize,
     used: u64,
-    elem: usize,
+    /// log2 of the element size (a power of two: 4, 128 or 8 bytes).
+    shift: u32,
     /// The most elements one task's region holds.
     cap: u64,
 }
@@ -292,7 +293,8 @@ impl PoolPart {
     fn in_image(&self, field: usize, delta: i32, count: i32) -> bool {
         let n = count as u64;
         let off = ((field as isize).wrapping_add(delta as isize) as usize).wrapping_sub(self.image);
-        let bound = off % self.elem == 0 && (off / self.elem) as u64 + n <= self.split;
+        let on_elem = off & ((1usize << self.shift) - 1) == 0;
+        let bound = on_elem && (off >> self.shift) as u64 + n <= self.split;
         count >= 0 && n <= self.cap && if delta == 0 { count == 0 } else { bound }
     }
 
@@ -312,8 +314,9 @@ impl PoolPart {
                     // its own, so a target matches at most one of them.
                     let find = |base: usize, lo: u64, hi: u64| {
                         let off = target.checked_sub(base)?;
-                        let idx = (off / self.elem) as u64;
-                        (off % self.elem == 0 && idx >= lo && idx + n <= hi).then_some(idx)
+                        let idx = (off >> self.shift) as u64;
+                        let on_elem = off & ((1usize << self.shift) - 1) == 0;
+                        (on_elem && idx >= lo && idx + n <= hi).then_some(idx)
                     };
                     let found = match self.image {
                         0 => None,
