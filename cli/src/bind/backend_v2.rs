@@ -13,7 +13,7 @@
 //! (`std::vector<std::byte>(n, 0)`), the runtime block copied into it, the
 //! compaction (seven copies and the pass re-taking offsets, leanrt's
 //! `v2_compact_into`), one copy to the device; the buffer is freed.
-use super::backend::{DevBuf, Device};
+use super::backend::{sample_of, DevBuf, Device};
 use super::model::RunSample;
 use leanrt::staging::{
     self, lrt_upload_policy, ClaimDesc, MakerConfig, RuntimeMaker, TensorRecord, V2ClaimDesc,
@@ -136,16 +136,7 @@ impl<'a> V2Maker<'a> {
                     .maker
                     .v2_upload(&self.block, &[])
                     .map_err(|e| format!("v2 upload: {e}"))?;
-                RunSample {
-                    zero_ns: r.zero_ns,
-                    relocate_ns: r.relocate_ns,
-                    copy_ns: r.copy_ns,
-                    bytes: r.bytes,
-                    copies: r.copies,
-                    total_tasks: r.total_tasks,
-                    path: "compact",
-                    ..RunSample::default()
-                }
+                sample_of(&r)
             }
             true => self.reference_upload(n)?,
         };

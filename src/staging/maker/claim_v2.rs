@@ -43,11 +43,10 @@ use super::super::mirror::Mapping;
 use super::super::pin::MakerPins;
 use super::v2_state::{Pool, Seg, V2Run, V2State};
 use super::{
-    check_borrowed, device_kind, elapsed_ns, BorrowedImage, ClaimDesc, CostModel, MakerConfig,
-    OwnedImage, RuntimeMaker,
+    device_region, elapsed_ns, BorrowedImage, ClaimDesc, CostModel, MakerConfig, RuntimeMaker,
 };
 use crate::device::Device;
-use crate::{Error, ErrorKind, Result};
+use crate::{Error, Result};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -132,19 +131,7 @@ impl RuntimeMaker {
         let staging = Mapping::new(len)?;
         // 64 bytes more on the device, for aligning a region that is not.
         let device_len = len as u64 + 64;
-        let (image, owned) = match borrowed {
-            Some(b) => (check_borrowed(b, device_len)?, None),
-            None => {
-                let ptr = device.alloc(device_len as usize).map_err(|e| {
-                    Error::new(
-                        device_kind(&e, ErrorKind::NoMemory),
-                        format!("device allocation of the {device_len}-byte v2 image failed: {e}"),
-                    )
-                })?;
-                let owner = Arc::clone(&device);
-                (ptr, Some(OwnedImage { device: owner, ptr }))
-            }
-        };
+        let (image, owned) = device_region(&device, borrowed, device_len)?;
         // Claims go straight into the image they ship while a run repeats
         // the last one's shape; a fresh mirror every run (the reference's
         // own path, a baseline) has none.

@@ -96,6 +96,27 @@ fn check_borrowed(b: BorrowedImage, end: u64) -> Result<*mut u8> {
     Ok(b.ptr.cast())
 }
 
+/// The device region of an image of `len` bytes: `borrowed` if it can hold
+/// it, else one allocated through `device` (owned, freed at drop). A failed
+/// allocation is `NoMemory` (or `Unavailable` when the device says so).
+fn device_region(
+    device: &Arc<dyn Device>,
+    borrowed: Option<BorrowedImage>,
+    len: u64,
+) -> Result<(*mut u8, Option<OwnedImage>)> {
+    if let Some(b) = borrowed {
+        return Ok((check_borrowed(b, len)?, None));
+    }
+    let ptr = device.alloc(len as usize).map_err(|e| {
+        Error::new(
+            device_kind(&e, ErrorKind::NoMemory),
+            format!("device allocation of the {len}-byte image failed: {e}"),
+        )
+    })?;
+    let owner = Arc::clone(device);
+    Ok((ptr, Some(OwnedImage { device: owner, ptr })))
+}
+
 /// The runtime maker (C: `lrt_runtime_maker`). `Send` (a maker may move
 /// between threads) but not `Sync`: one thread uses it at a time.
 pub struct RuntimeMaker {
@@ -179,19 +200,7 @@ impl RuntimeMaker {
             }
             _ => None,
         };
-        let (image, owned) = match borrowed {
-            Some(b) => (check_borrowed(b, seg.end)?, None),
-            None => {
-                let ptr = device.alloc(len).map_err(|e| {
-                    Error::new(
-                        device_kind(&e, ErrorKind::NoMemory),
-                        format!("device allocation of the {len}-byte image failed: {e}"),
-                    )
-                })?;
-                let owner = Arc::clone(&device);
-                (ptr, Some(OwnedImage { device: owner, ptr }))
-            }
-        };
+        let (image, owned) = device_region(&device, borrowed, seg.end)?;
         // SAFETY: the maker releases its pins before the mappings they
         // cover are unmapped (Drop, and begin_run for a fresh mirror).
         let pins = unsafe {
