@@ -1049,7 +1049,10 @@ enum lrt_status lrt_set_log_callback(lrt_log_fn callback, void *ctx);
  * Creates a pool from `opts` (which stay owned by the caller). On success
  * `*out` is the pool, or NULL when the resolved thread count is 1 (a NULL
  * pool runs everything on the caller). Failure to start a worker thread:
- * `LRT_ERR_NO_MEMORY`, `*out` untouched.
+ * `LRT_ERR_NO_MEMORY`, `*out` untouched. `opts` must not be NULL:
+ * `lrt_pool_create(NULL, &pool)` is `LRT_ERR_INVALID_ARGUMENT` and leaves
+ * `*out` untouched; for the defaults, pass options fresh from
+ * `lrt_pool_options_create`.
  */
 enum lrt_status lrt_pool_create(const struct lrt_pool_options *opts, struct lrt_pool **out);
 
@@ -1180,8 +1183,8 @@ enum lrt_status lrt_pool_start_profiling(struct lrt_pool *pool);
  * Stops profiling and writes to `*json_out` a NUL-terminated JSON string
  * with the figures of each thread since `lrt_pool_start_profiling`
  * (schema in docs/POOL.md: blocks run, tasks, steals, spin iterations,
- * parks and nanoseconds in loops per worker; blocks, loops and
- * nanoseconds for the calling threads together). The caller owns the
+ * spin yields, parks and nanoseconds in loops per worker; blocks, loops
+ * and nanoseconds for the calling threads together). The caller owns the
  * string and frees it with `lrt_string_free`. Profiling not started:
  * `LRT_ERR_STATE`, `*json_out` untouched.
  */

@@ -11,7 +11,29 @@ BUILD_DIR=${LEANRT_BUILD_DIR:-$ROOT/build/ci}
 JOBS=${LEANRT_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 stage() { printf '\n==> %s\n' "$*"; STAGE_START=$(date +%s); }
+
 done_stage() { printf '    (%ss)\n' "$(( $(date +%s) - STAGE_START ))"; }
+
+# ---- Rust toolchain (checked first: nothing below works without it) --------
+# The minimum is Cargo.toml's rust-version; a distribution's own rustc is
+# often older (Debian 12 ships 1.63), so say how to get a current one.
+RUST_MIN=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+rust_help="install Rust >= $RUST_MIN with rustup (https://rustup.rs: curl -sSf https://sh.rustup.rs | sh -s -- -y --component rustfmt,clippy), then open a new shell or run: . \"\$HOME/.cargo/env\""
+if ! command -v cargo >/dev/null || ! command -v rustc >/dev/null; then
+  echo "error: cargo/rustc not found: $rust_help" >&2
+  exit 1
+fi
+rust_have=$(rustc --version | sed -n 's/^rustc \([0-9]*\.[0-9]*\).*/\1/p')
+if [ -z "$rust_have" ] || [ "$(printf '%s\n%s\n' "$RUST_MIN" "$rust_have" | sort -V | head -n1)" != "$RUST_MIN" ]; then
+  echo "error: $(rustc --version) is older than the $RUST_MIN this build needs: $rust_help" >&2
+  exit 1
+fi
+for tool in fmt clippy; do
+  if ! cargo "$tool" --version >/dev/null 2>&1; then
+    echo "error: cargo $tool is missing: rustup component add $( [ $tool = fmt ] && echo rustfmt || echo clippy )" >&2
+    exit 1
+  fi
+done
 
 # ---- system packages -------------------------------------------------------
 need=()

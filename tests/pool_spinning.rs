@@ -121,3 +121,47 @@ fn sleeping_workers_all_join_a_long_loop() {
         assert_eq!(ids.into_inner().unwrap().len(), 2, "every worker helped");
     }
 }
+
+/// The sum of every `"key":N` in a profiling report (per-worker keys: the
+/// sum over the workers).
+fn sum_of(json: &str, key: &str) -> u64 {
+    json.match_indices(&format!("\"{key}\":"))
+        .map(|(at, m)| {
+            json[at + m.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse::<u64>()
+                .expect("a number")
+        })
+        .sum()
+}
+
+/// A worker woken onto the CPU of the thread whose request or loop it waits
+/// for (as the operating system may place a woken thread) must not spin
+/// there: spinning would keep that very thread from running. With the
+/// whole pool on one CPU every spin of the worker is on its caller's CPU,
+/// so the worker yields it (counted as `spin_yields`) as soon as it spins.
+#[test]
+fn a_worker_spinning_on_its_callers_cpu_yields_it() {
+    // Pin this thread to one CPU first: the workers inherit it.
+    let cpu = leanrt::pool::affinity::allowed_cpus()[0];
+    assert!(leanrt::pool::affinity::pin_current_thread(&[cpu]));
+    let p = pool(1000, &[("session.force_spinning_stop", "1")]);
+    p.start_profiling().unwrap();
+    p.enable_spinning();
+    loop_once(&p, 64);
+    // The caller sleeps, so the workers get the CPU and spin.
+    assert!(
+        wait_until(10.0, || p.stats().spin_iterations > 0),
+        "no worker spun: {:?}",
+        p.stats()
+    );
+    p.disable_spinning();
+    let json = p.stop_profiling().unwrap();
+    let yields = sum_of(&json, "spin_yields");
+    assert!(
+        yields > 0,
+        "workers spun on their caller's CPU without yielding: {json}"
+    );
+}

@@ -1,12 +1,26 @@
-# Installs the leanrt build BUILD_DIR into WORK_DIR/prefix, configures the
-# consumer project SOURCE_DIR against it (find_package and pkg-config),
-# builds it and runs every program. Then builds SOURCE_DIR/subdir, a parent
-# project that takes leanrt in with add_subdirectory(LEANRT_SOURCE_DIR)
-# (sharing CARGO_TARGET_DIR, so cargo has nothing left to build), and runs it.
+# Every way the README tells a user to take leanrt in, done as it says and
+# each program then run:
+#
+# 1. the install recipe (`cmake -S . -B build -DLEANRT_BUILD_TESTS=OFF &&
+#    cmake --build build && cmake --install build --prefix P`) into
+#    WORK_DIR/prefix, checking that it built no test (it shares
+#    CARGO_TARGET_DIR, so cargo has nothing left to build);
+# 2. find_package (shared and static) and pkg-config through CMake: the
+#    project SOURCE_DIR;
+# 3. pkg-config by hand, the README's line `cc app.c $(pkg-config --cflags
+#    --libs leanrt)`, whose ./a.out must start with no LD_LIBRARY_PATH;
+# 4. the examples (LEANRT_SOURCE_DIR/examples) as a project of their own, and
+#    each with the one-line command at its top;
+# 5. add_subdirectory: SOURCE_DIR/subdir, a parent project that takes leanrt
+#    in from LEANRT_SOURCE_DIR;
+# 6. LD_PRELOAD of the installed libleanrt.so.0 over SWAP_PROGRAM, a program
+#    linked against a plain-C stand-in (the swap test's check:
+#    c_tests/swap/run_swap.cmake).
 set(prefix "${WORK_DIR}/prefix")
-set(bdir "${WORK_DIR}/build")
 file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
 
+# Runs a command; fails the test with its output when it fails.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -15,19 +29,64 @@ function(run)
   message(STATUS "${out}")
 endfunction()
 
-run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+# Runs a shell line in DIR with the installed package on PKG_CONFIG_PATH and
+# nothing on LD_LIBRARY_PATH, as a user's shell would.
+function(shell dir line)
+  run(${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH PKG_CONFIG_PATH=${pcdir}
+      sh -c "cd '${dir}' && ${line}")
+endfunction()
+
+# 1. The install recipe.
+set(ibuild "${WORK_DIR}/install-build")
+run(${CMAKE_COMMAND} -S "${LEANRT_SOURCE_DIR}" -B "${ibuild}" -G "${GENERATOR}"
+    -DLEANRT_BUILD_TESTS=OFF -DLEANRT_CARGO_TARGET_DIR=${CARGO_TARGET_DIR}
+    -DLEANRT_CARGO_PROFILE=${CARGO_PROFILE} -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build "${ibuild}")
+if(EXISTS "${ibuild}/c_tests")
+  message(FATAL_ERROR "-DLEANRT_BUILD_TESTS=OFF still configured the tests (${ibuild}/c_tests)")
+endif()
+run(${CMAKE_COMMAND} --install "${ibuild}" --prefix "${prefix}")
 file(GLOB_RECURSE pcfile "${prefix}/*/leanrt.pc")
 get_filename_component(pcdir "${pcfile}" DIRECTORY)
+
+# 2. find_package and pkg-config through CMake.
+set(bdir "${WORK_DIR}/build")
 run(${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pcdir}
     ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${bdir}" -G "${GENERATOR}"
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build "${bdir}")
-get_filename_component(libdir "${pcdir}" DIRECTORY)
 foreach(prog consumer_shared consumer_static consumer_cxx consumer_pkgconfig)
   # The shared consumers find libleanrt.so.0 through their build RPATH.
   run("${bdir}/${prog}")
 endforeach()
 
+# 3. The README's pkg-config line, by hand.
+set(hand "${WORK_DIR}/by-hand")
+file(MAKE_DIRECTORY "${hand}")
+configure_file("${SOURCE_DIR}/main.c" "${hand}/app.c" COPYONLY)
+shell("${hand}" "cc app.c $(pkg-config --cflags --libs leanrt) && ./a.out")
+
+# 4. The examples, as a project and one by one as their first lines say.
+set(edir "${WORK_DIR}/examples")
+run(${CMAKE_COMMAND} -S "${LEANRT_SOURCE_DIR}/examples" -B "${edir}" -G "${GENERATOR}"
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build "${edir}")
+file(GLOB examples "${LEANRT_SOURCE_DIR}/examples/*.c" "${LEANRT_SOURCE_DIR}/examples/*.cpp")
+foreach(src IN LISTS examples)
+  get_filename_component(name "${src}" NAME_WE)
+  run("${edir}/${name}")
+  # The build line in the example's comment: "cc ... && ./name" or "c++ ...".
+  file(STRINGS "${src}" lines REGEX "^(//| \\*)   (cc|c\\+\\+) ")
+  list(GET lines 0 line)
+  string(REGEX REPLACE "^(//| \\*)   " "" line "${line}")
+  file(COPY "${src}" DESTINATION "${hand}/${name}")
+  if(NOT line MATCHES "&& \\./")
+    set(line "${line} && ./${name}")
+  endif()
+  shell("${hand}/${name}" "${line}")
+endforeach()
+
+# 5. add_subdirectory.
 set(pdir "${WORK_DIR}/parent")
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/subdir" -B "${pdir}" -G "${GENERATOR}"
     -DLEANRT_SOURCE_DIR=${LEANRT_SOURCE_DIR} -DLEANRT_CARGO_TARGET_DIR=${CARGO_TARGET_DIR}
@@ -36,3 +95,8 @@ run(${CMAKE_COMMAND} --build "${pdir}")
 foreach(prog parent_shared parent_static)
   run("${pdir}/${prog}")
 endforeach()
+
+# 6. LD_PRELOAD of the installed library.
+get_filename_component(libdir "${pcdir}" DIRECTORY)
+run(${CMAKE_COMMAND} -DPROGRAM=${SWAP_PROGRAM} -DLEANRT=${libdir}/libleanrt.so.0
+    -P "${LEANRT_SOURCE_DIR}/c_tests/swap/run_swap.cmake")

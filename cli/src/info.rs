@@ -31,20 +31,24 @@ impl Machine {
         }
     }
 
-    /// One line: "machine: <cpu>, <p> physical / <l> logical cores, Linux <k>".
+    /// "machine: <cpu>, <p> physical / <l> logical cores, Linux <k>, load
+    /// <l> (<version>)", wrapped to the output width.
     pub fn line(&self) -> String {
-        format!(
-            "machine: {}, {} physical / {} logical cores, Linux {}, load {:.2} ({})",
-            if self.cpu_model.is_empty() {
-                "unknown CPU"
-            } else {
-                &self.cpu_model
-            },
-            self.physical_cores,
-            self.logical_cores,
-            self.kernel,
-            self.load_average_1m,
-            self.leanrt_version
+        crate::format::wrap(
+            "machine: ",
+            &format!(
+                "{}, {} physical / {} logical cores, Linux {}, load {:.2} ({})",
+                if self.cpu_model.is_empty() {
+                    "unknown CPU"
+                } else {
+                    &self.cpu_model
+                },
+                self.physical_cores,
+                self.logical_cores,
+                self.kernel,
+                self.load_average_1m,
+                self.leanrt_version
+            ),
         )
     }
 }
@@ -103,7 +107,7 @@ pub fn backends() -> Vec<BackendInfo> {
 
 /// Gathers the info (runs the one-time pause calibration).
 pub fn gather() -> Result<Info, String> {
-    let dop = crate::pool::peers::leanrt::default_degree_of_parallelism()?;
+    let dop = crate::pool::peers::leanrt_pool::default_degree_of_parallelism()?;
     Ok(Info {
         machine: Machine::detect(),
         hybrid: pool::cpu::is_hybrid(),

@@ -18,6 +18,12 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The text with every run of whitespace (line breaks of wrapped titles
+/// included) as one space.
+fn flat(b: &[u8]) -> String {
+    text(b).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// A fresh scratch directory for one test.
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("leanrt-cli-{}-{name}", std::process::id()));
@@ -45,14 +51,21 @@ fn svg_bars(p: &Path) -> usize {
         .count()
 }
 
+/// A usage error: exit status 2 and one line on stderr naming the problem.
 fn assert_usage_error(args: &[&str], needle: &str) {
     let o = leanrt(args);
-    assert!(!o.status.success(), "{args:?} succeeded");
     let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
     assert!(
         err.contains(needle),
         "{args:?}: stderr lacks '{needle}':\n{err}"
     );
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line:\n{err}"
+    );
+    assert!(o.stdout.is_empty(), "{args:?}: printed results");
 }
 
 #[test]
@@ -78,7 +91,10 @@ fn help_and_version() {
 
 #[test]
 fn bad_flags_and_impossible_values_fail_clearly() {
-    assert_usage_error(&[], "Usage");
+    // No subcommand: the help, on stderr, exit 2.
+    let o = leanrt(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("Usage"));
     assert_usage_error(&["frobnicate"], "unrecognized subcommand");
     assert_usage_error(&["bind", "--frobnicate"], "unexpected argument");
     assert_usage_error(&["bind", "--window", "12"], "not a power of two");
@@ -117,6 +133,94 @@ fn bad_flags_and_impossible_values_fail_clearly() {
     assert_usage_error(&["pool", "--request-gaps", "exp"], "not a gap");
     assert_usage_error(&["pool", "--request-gaps", "0"], "not a gap");
     assert_usage_error(&["pool", "--rounds", "0"], "--rounds");
+    // Negative numbers are values, not flags; words are not numbers.
+    assert_usage_error(&["bind", "--tasks", "-5"], "'-5' for '--tasks");
+    assert_usage_error(&["bind", "--tasks", "-5"], "whole number");
+    assert_usage_error(&["bind", "--tasks", "abc"], "whole number >= 0");
+    assert_usage_error(&["pool", "--scenario", "bogus"], "unknown scenario 'bogus'");
+    assert_usage_error(&["bench", "--peers", "tbb"], "unknown peer 'tbb'");
+    // The library's own limit, at parse time.
+    assert_usage_error(&["pool", "--threads", "5000"], "outside [0, 1024]");
+    assert_usage_error(&["bench", "--threads", "5000"], "outside [0, 1024]");
+}
+
+#[test]
+fn output_paths_are_checked_before_any_work() {
+    for (sub, flag) in [
+        ("bench", "--json"),
+        ("bench", "--svg"),
+        ("pool", "--json"),
+        ("bind", "--svg"),
+        ("info", "--json"),
+    ] {
+        let t = std::time::Instant::now();
+        assert_usage_error(
+            &[sub, flag, "/nonexistent/x.json"],
+            "/nonexistent does not exist",
+        );
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(1),
+            "{sub} {flag}: {:?}",
+            t.elapsed()
+        );
+    }
+    let d = scratch("paths");
+    assert_usage_error(&["bench", "--json", d.to_str().unwrap()], "is a directory");
+}
+
+#[test]
+fn the_help_lists_every_preset_peer_and_scenario() {
+    let help = flat(&leanrt(&["pool", "--help"]).stdout);
+    // The presets the command knows, as its error for an unknown one says.
+    let err = text(&leanrt(&["pool", "--config", "spin_3000"]).stderr);
+    let presets = err
+        .split("presets: ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap_or_else(|| panic!("no preset list in: {err}"));
+    let presets: Vec<&str> = presets.split(", ").collect();
+    assert!(
+        presets.len() >= 12 && presets.contains(&"adaptive"),
+        "{presets:?}"
+    );
+    for name in presets
+        .iter()
+        .chain(&["openmp-passive", "idle_after_burst", "section"])
+    {
+        assert!(help.contains(name), "pool --help lacks {name}:\n{help}");
+    }
+}
+
+#[test]
+fn a_bad_force_hybrid_value_is_reported() {
+    let o = Command::new(env!("CARGO_BIN_EXE_leanrt"))
+        .arg("info")
+        .env("LEANRT_POOL_FORCE_HYBRID", "yes")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("warning: LEANRT_POOL_FORCE_HYBRID=yes is neither 0 nor 1"),
+        "{err}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_leanrt"))
+        .arg("info")
+        .env("LEANRT_POOL_FORCE_HYBRID", "1")
+        .output()
+        .unwrap();
+    assert!(!text(&o.stderr).contains("warning"));
+}
+
+/// No line of `out` is wider than 100 columns.
+fn assert_fits_100_columns(what: &str, out: &str) {
+    for l in out.lines() {
+        assert!(
+            l.chars().count() <= 100,
+            "{what}: a line of {} columns:\n{l}\nin\n{out}",
+            l.chars().count()
+        );
+    }
 }
 
 #[test]
@@ -174,6 +278,10 @@ fn bind_smoke_json_and_svg() {
     let out = text(&o.stdout);
     assert!(out.starts_with("machine: "));
     assert!(out.contains("staging headline"));
+    // bind's tables carry the memory columns too: they continue in a
+    // second block rather than run past 100 columns.
+    assert_fits_100_columns("bind", &out);
+    assert!(out.contains("VmLck create→runs"), "{out}");
     let v = read_json(&j);
     let cells = v["staging"].as_array().unwrap();
     // (16: 0, 8) and (64: 0, 8, 64): 5 pairs × 5 policies; 64 > 16 skipped.
@@ -274,7 +382,7 @@ fn bind_pin_mirror_is_recorded() {
         j.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stdout).contains("pinned mirror"));
+    assert!(flat(&o.stdout).contains("pinned mirror"));
     let v = read_json(&j);
     let cells = v["staging"].as_array().unwrap();
     assert_eq!(cells.len(), 1);
@@ -344,7 +452,7 @@ fn cuda_backend_is_used_or_refused_clearly() {
     ]);
     if cuda["available"] == true {
         assert!(o.status.success(), "{}", text(&o.stderr));
-        assert!(text(&o.stdout).contains("backend cuda:0"));
+        assert!(flat(&o.stdout).contains("backend cuda:0"));
     } else {
         assert!(!o.status.success());
         assert!(
@@ -382,10 +490,11 @@ fn pool_smoke_json_and_svg() {
     let (j, s) = (d.join("p.json"), d.join("p.svg"));
     let mut args = vec![
         "pool",
+        // Repeats run once, in their first order.
         "--threads",
-        "1,2",
+        "2,1,2",
         "--config",
-        "default,spin_1000_backoff_8,session.intra_op.spin_duration_us=50",
+        "default,spin_1000_backoff_8,session.intra_op.spin_duration_us=50,default",
         "--peers",
         "rayon,openmp",
         "--json",
@@ -396,8 +505,24 @@ fn pool_smoke_json_and_svg() {
     args.extend(TINY_POOL);
     let o = leanrt(&args);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    // The long custom label is shortened in the tables, given in full below.
+    let out = text(&o.stdout);
+    assert_fits_100_columns("pool", &out);
+    assert!(
+        out.contains("= leanrt session.intra_op.spin_duration_us=50"),
+        "{out}"
+    );
     let v = read_json(&j);
     let cells = v["pool"].as_array().unwrap();
+    let threads: Vec<u64> = cells
+        .iter()
+        .map(|c| c["spec"]["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(threads[0], 2);
+    assert_eq!(
+        threads.iter().filter(|&&t| t == 1).count(),
+        threads.len() / 2
+    );
     let openmp = cells
         .iter()
         .any(|c| c["label"].as_str().unwrap().starts_with("openmp"));
@@ -463,8 +588,8 @@ fn pool_scenario_subset_runs_only_those() {
     let o = leanrt(&args);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
-    assert!(out.contains("pool, overheads"), "{out}");
-    assert!(!out.contains("pool, load"), "{out}");
+    assert!(out.contains("pool: fork-join overhead"), "{out}");
+    assert!(!out.contains("pool: load"), "{out}");
     let v = read_json(&j);
     let cells = v["pool"].as_array().unwrap();
     assert_eq!(cells.len(), 1);
@@ -493,11 +618,19 @@ fn bench_smoke_prints_both_tables_and_headlines() {
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
-    assert!(out.contains("staging — backend host"), "{out}");
-    assert!(out.contains("pool, overheads"), "{out}");
-    assert!(out.contains("pool, load"), "{out}");
+    assert!(
+        out.contains("staging: a run") && out.contains("backend host"),
+        "{out}"
+    );
+    assert!(out.contains("pool: fork-join overhead"), "{out}");
+    assert!(out.contains("pool: load"), "{out}");
     assert!(out.contains("staging headline"), "{out}");
     assert!(out.contains("pool headline"), "{out}");
+    assert_fits_100_columns("bench", &out);
+    // stderr is a pipe here: progress comes as plain lines.
+    let err = text(&o.stderr);
+    assert!(err.contains("staging [1/10]"), "{err}");
+    assert!(err.contains("pool [6/6] rayon ×2"), "{err}");
     let v = read_json(&j);
     assert_eq!(v["staging"].as_array().unwrap().len(), 10); // 2 windows × 5 policies
     assert_eq!(v["pool"].as_array().unwrap().len(), 6); // 5 configurations + rayon
@@ -547,8 +680,8 @@ fn pool_request_and_wake_scenarios_report_their_figures() {
     let o = leanrt(&args);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
-    assert!(out.contains("pool, requests"), "{out}");
-    assert!(out.contains("pool, waking the team"), "{out}");
+    assert!(out.contains("pool: inference runs"), "{out}");
+    assert!(out.contains("region: whole team"), "{out}");
     let v = read_json(&j);
     let cells = v["pool"].as_array().unwrap();
     let labels: Vec<&str> = cells.iter().map(|c| c["label"].as_str().unwrap()).collect();
@@ -618,7 +751,7 @@ fn pool_oversubscribe_is_recorded() {
     args.extend(TINY_REQUEST);
     let o = leanrt(&args);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stdout).contains("pool, requests, oversubscribed"));
+    assert!(flat(&o.stdout).contains("pool: inference runs, oversubscribed"));
     let v = read_json(&j);
     let cells = v["pool"].as_array().unwrap();
     assert_eq!(cells.len(), 1);
@@ -654,7 +787,7 @@ fn pool_section_scenario_compares_loops_in_and_out_of_a_section() {
         s.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stdout).contains("pool, parallel sections"));
+    assert!(flat(&o.stdout).contains("pool: parallel sections"));
     let v = read_json(&j);
     let cells = v["pool"].as_array().unwrap();
     let mut with_sections = 0;
@@ -685,5 +818,85 @@ fn pool_section_scenario_compares_loops_in_and_out_of_a_section() {
     }
     if with_sections > 0 {
         assert!(svg_bars(&s) >= 2 * with_sections);
+    }
+}
+
+/// `cargo tree` of the library alone, or of the library inside the CLI's
+/// graph (`--no-dedupe`: every subtree in full), one `name version
+/// features` line per dependency edge, with depth.
+fn library_tree(package: &str) -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let o = Command::new(cargo)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            package,
+            "-e",
+            "normal,build",
+            "--no-dedupe",
+            "--prefix",
+            "depth",
+            "-f",
+            "{p} {f}",
+        ])
+        .output()
+        .expect("run cargo tree");
+    assert!(o.status.success(), "cargo tree: {}", text(&o.stderr));
+    let lines: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
+    if package == "leanrt" {
+        return lines;
+    }
+    // The library's subtree inside the CLI's: from "1leanrt v..." to the
+    // next line of depth 1 or less, depths shifted by one.
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("1leanrt v"))
+        .expect("the CLI depends on the library");
+    let depth = |l: &str| -> usize {
+        l.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap_or(0)
+    };
+    let mut out = vec![format!("0{}", &lines[start][1..])];
+    for l in &lines[start + 1..] {
+        let d = depth(l);
+        if d <= 1 {
+            break;
+        }
+        out.push(format!("{}{}", d - 1, &l[d.to_string().len()..]));
+    }
+    out
+}
+
+/// `cargo build -p leanrt` and `cargo run -p leanrt-cli` build the library
+/// with the same dependency features, so neither rebuilds it after the
+/// other (a feature a CLI dependency adds to one of the library's
+/// dependencies would make both rebuild the library, and relink the CLI,
+/// every time one follows the other).
+#[test]
+fn the_library_builds_the_same_alone_and_under_the_cli() {
+    let alone = library_tree("leanrt");
+    let under_cli = library_tree("leanrt-cli");
+    assert!(alone.len() > 5, "{alone:?}");
+    if alone != under_cli {
+        let diff: Vec<String> = alone
+            .iter()
+            .filter(|l| !under_cli.contains(l))
+            .map(|l| format!("alone:    {l}"))
+            .chain(
+                under_cli
+                    .iter()
+                    .filter(|l| !alone.contains(l))
+                    .map(|l| format!("with cli: {l}")),
+            )
+            .collect();
+        panic!(
+            "the library's dependencies get other features under the CLI:\n{}",
+            diff.join("\n")
+        );
     }
 }

@@ -1,5 +1,13 @@
 //! CPU facts the pool needs: core counts, hybrid (P/E cores), WAITPKG.
 
+/// The CPU the calling thread runs on right now (`sched_getcpu`, a vDSO
+/// call), or `u32::MAX` when unknown. It may change at any moment: a hint.
+pub fn current_cpu() -> u32 {
+    // SAFETY: sched_getcpu has no arguments and no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u32::try_from(cpu).unwrap_or(u32::MAX)
+}
+
 /// The CPU's model name (`/proc/cpuinfo`), or `"unknown"`.
 pub fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")

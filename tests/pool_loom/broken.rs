@@ -20,6 +20,10 @@ pub mod sync {
     pub fn spin_hint() {
         loom::hint::spin_loop();
     }
+
+    pub fn yield_now() {
+        loom::thread::yield_now();
+    }
 }
 
 #[allow(dead_code)]

@@ -1,7 +1,7 @@
 //! `leanrt bind --bandwidth`: copy_to_device bandwidth from pageable and
 //! pinned host memory.
 use super::backend::{Backend, Device};
-use super::report::{fmt_bytes, fmt_ns};
+use crate::format::{fmt_bytes, fmt_ns, Table};
 use crate::stats::median;
 use crate::svg::{Bar, Chart, Group};
 use serde::Serialize;
@@ -71,7 +71,7 @@ pub fn bandwidth(
     backend: Backend,
     sizes: &[u64],
     runs: u32,
-    tick: &dyn Fn(&str),
+    step: &dyn Fn(&str),
 ) -> Result<Vec<BandwidthCell>, String> {
     if runs == 0 {
         return Err("--runs must be at least 1".into());
@@ -96,7 +96,7 @@ pub fn bandwidth(
             None
         };
         for &b in sizes {
-            tick(&format!("{memory} {}", fmt_bytes(b as f64)));
+            step(&format!("{memory} {}", fmt_bytes(b as f64)));
             let src = host.slice(b as usize);
             dst.copy_from(src)?; // warm-up
             let mut samples = Vec::with_capacity(runs as usize);
@@ -139,24 +139,20 @@ fn unmeasured(backend: Backend, bytes: u64, memory: &str, note: &str) -> Bandwid
 
 /// The bandwidth table.
 pub fn bandwidth_table(cells: &[BandwidthCell]) -> String {
-    let mut s = format!(
-        "\ncopy_to_device bandwidth, medians\n{:<10} {:<9} {:>10} {:>12} {:>10}\n",
-        "backend", "memory", "size", "time", "GB/s"
-    );
+    let mut t = Table::new("copy_to_device bandwidth, medians", &["backend", "memory"]);
+    t.group("", &["size", "time", "GB/s"]);
     for c in cells {
-        s.push_str(&format!(
-            "{:<10} {:<9} {:>10} {:>12} {:>10}\n",
-            c.backend,
-            c.memory,
-            fmt_bytes(c.bytes as f64),
-            c.median_ns.map_or("-".into(), fmt_ns),
-            c.gb_per_s.map_or_else(
-                || c.note.clone().unwrap_or("-".into()),
-                |g| format!("{g:.2}")
-            ),
-        ));
+        t.row(
+            vec![c.backend.clone(), c.memory.clone()],
+            vec![vec![
+                fmt_bytes(c.bytes as f64),
+                c.median_ns.map_or("-".into(), fmt_ns),
+                c.gb_per_s.map_or("-".into(), |g| format!("{g:.2}")),
+            ]],
+            c.note.clone(),
+        );
     }
-    s
+    t.render()
 }
 
 /// Bandwidth chart: groups per size, bars per memory kind.

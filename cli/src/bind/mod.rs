@@ -10,7 +10,8 @@
 //! * `v2`, `backend_v2` — `--layout v2`: the reference's current image on
 //!   leanrt's maker and on the reference's own per-run path
 //! * `model`     — the policies and one run's figures
-//! * `report`    — tables, headline, charts and unit formatting
+//! * `report`    — tables, headline and charts (layout and units in
+//!   `crate::format`)
 mod backend;
 mod backend_v2;
 mod bandwidth;
@@ -24,9 +25,7 @@ pub use bandwidth::{bandwidth, bandwidth_charts, bandwidth_table, BandwidthCell}
 pub use model::Policy;
 pub use policies::{pairs, parse_window, run, BindCell, BindPlan};
 pub use report::{charts, headline, table};
-#[cfg(test)]
-pub use report::{fmt_bytes, fmt_ns, times};
-pub use v2::{run_v2, table_v2};
+pub use v2::{run_v2, table_v2, V2Cell};
 
 #[cfg(test)]
 mod tests {
@@ -67,14 +66,5 @@ mod tests {
             pin_mirror: false,
         };
         assert_eq!(pairs(&plan), vec![(4, 0), (16, 0), (16, 8), (16, 16)]);
-    }
-
-    #[test]
-    fn units_format() {
-        assert_eq!(fmt_ns(1500.0), "1.5 µs");
-        assert_eq!(fmt_ns(2.5e6), "2.50 ms");
-        assert_eq!(fmt_bytes(81_412_416.0), "81.41 MB");
-        assert_eq!(times(3.25), "3.2×");
-        assert_eq!(times(6952.6), "6953×");
     }
 }

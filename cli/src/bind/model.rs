@@ -5,7 +5,7 @@ use serde::Serialize;
 /// A policy as the benchmark names it: FULL with a fresh mirror (the old
 /// path), FULL on a reused mirror, BOUNDED, COMPACT, AUTO (BOUNDED or
 /// COMPACT per run, by the library's cost model).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
     FullFresh,
@@ -16,6 +16,26 @@ pub enum Policy {
 }
 
 impl Policy {
+    /// Every policy, in the order the tables show them.
+    pub const ALL: [Policy; 5] = [
+        Policy::FullFresh,
+        Policy::Full,
+        Policy::Bounded,
+        Policy::Compact,
+        Policy::Auto,
+    ];
+
+    /// A policy by its name.
+    pub fn parse(s: &str) -> Result<Policy, String> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name() == s.trim())
+            .ok_or_else(|| {
+                let names: Vec<&str> = Policy::ALL.iter().map(|p| p.name()).collect();
+                format!("unknown policy '{s}' (expected {})", names.join(", "))
+            })
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Policy::FullFresh => "full-fresh",

@@ -132,8 +132,8 @@ pub(super) fn pairs_of(windows: &[u64], tasks: &[u64]) -> Vec<(u64, u64)> {
     v
 }
 
-/// Runs the plan; `tick` is called after each cell.
-pub fn run(plan: &BindPlan, tick: &dyn Fn(&str)) -> Result<Vec<BindCell>, String> {
+/// Runs the plan; `step` is told when each cell starts.
+pub fn run(plan: &BindPlan, step: &dyn Fn(&str)) -> Result<Vec<BindCell>, String> {
     if plan.runs == 0 {
         return Err("--runs must be at least 1".into());
     }
@@ -145,7 +145,7 @@ pub fn run(plan: &BindPlan, tick: &dyn Fn(&str)) -> Result<Vec<BindCell>, String
     let mut cells = Vec::new();
     for &(w, n) in &pairs {
         for &p in &plan.policies {
-            tick(&format!("W={w} N={n} {}", p.name()));
+            step(&format!("W={w} N={n} {}", p.name()));
             cells.push(measure_cell(plan, &dev, w, n, p)?);
         }
     }

@@ -1,83 +1,8 @@
-//! Text tables, headline and charts of the upload-policy benchmark, and the
-//! unit formatting shared by both halves of `leanrt bind`.
+//! Text tables, headline and charts of the upload-policy benchmark.
 use super::model::Policy;
 use super::policies::BindCell;
+use crate::format::{fmt_bytes, fmt_count, fmt_ns, share_removed, times, wrap, Table};
 use crate::svg::{Bar, Chart, Group};
-
-/// Formats nanoseconds in a readable unit.
-pub fn fmt_ns(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.2} s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
-}
-
-/// Formats a factor: one decimal below 10, whole numbers above.
-pub fn times(x: f64) -> String {
-    if x < 10.0 {
-        format!("{x:.1}×")
-    } else {
-        format!("{x:.0}×")
-    }
-}
-
-/// Formats a byte count (decimal units).
-pub fn fmt_bytes(b: f64) -> String {
-    if b >= 1e9 {
-        format!("{:.2} GB", b / 1e9)
-    } else if b >= 1e6 {
-        format!("{:.2} MB", b / 1e6)
-    } else if b >= 1e3 {
-        format!("{:.1} kB", b / 1e3)
-    } else {
-        format!("{b:.0} B")
-    }
-}
-
-/// The title and column names of a block of the table.
-fn block_header(c: &BindCell) -> String {
-    let mut s = format!(
-        "\nstaging — backend {}, window {} (image {}){}, medians per run\n",
-        c.backend,
-        c.window,
-        fmt_bytes(c.image_bytes as f64),
-        if c.pinned_mirror {
-            ", pinned mirror"
-        } else {
-            ""
-        },
-    );
-    s.push_str(&format!(
-        "{:>6} {:<10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10} {:>17} {:>12} {:>10} {:>19}\n",
-        "tasks",
-        "policy",
-        "runs",
-        "total",
-        "zero",
-        "claim",
-        "relocate",
-        "copy",
-        "bytes",
-        "copies",
-        "faults/run",
-        "rss before→after",
-        "full-fresh/x",
-        "create",
-        "VmLck create→runs"
-    ));
-    if c.median.h2d_ns.is_some() {
-        // CUDA: the synchronize after the upload, and the time inside the
-        // driver's H2D copies (part of copy).
-        s.pop();
-        s.push_str(&format!(" {:>10} {:>10}\n", "sync", "in H2D"));
-    }
-    s
-}
 
 /// The policy as the table names it; AUTO also says which path its last
 /// run took (`auto/bnd`, `auto/cmp`).
@@ -89,53 +14,124 @@ fn policy_label(c: &BindCell) -> String {
     }
 }
 
-/// The text table of the cells, one block per backend and window.
-pub fn table(cells: &[BindCell]) -> String {
-    let mut s = String::new();
-    let mut last: Option<(String, u64)> = None;
+/// The text table of the cells, one block per backend and window: the
+/// cost of a run and what the upload shipped; with `detail`, also the
+/// maker's creation and the process's memory.
+pub fn table(cells: &[BindCell], detail: bool) -> String {
+    let mut keys: Vec<(String, u64)> = Vec::new();
     for c in cells {
-        let key = (c.backend.clone(), c.window);
-        if last.as_ref() != Some(&key) {
-            s.push_str(&block_header(c));
-            last = Some(key);
-        }
-        let m = &c.median;
-        s.push_str(&format!(
-            "{:>6} {:<10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10.1} {:>17} {:>12} {:>10} {:>19}\n",
-            c.tasks,
-            policy_label(c),
-            c.runs,
-            fmt_ns(m.total_ns),
-            fmt_ns(m.zero_ns),
-            fmt_ns(m.claim_ns),
-            fmt_ns(m.relocate_ns),
-            fmt_ns(m.copy_ns),
-            fmt_bytes(m.bytes),
-            m.copies,
-            c.faults_per_run,
-            format!(
-                "{}→{}",
-                fmt_bytes(c.rss_before as f64),
-                fmt_bytes(c.rss_after as f64)
-            ),
-            // Shown as how many times cheaper than FULL+fresh (the JSON
-            // keeps the cost ratio itself).
-            c.ratio_to_full_fresh
-                .filter(|r| *r > 0.0)
-                .map_or("-".into(), |r| times(1.0 / r)),
-            fmt_ns(c.create_ns as f64),
-            format!(
-                "{}→{}",
-                fmt_bytes(c.locked_after_create as f64),
-                fmt_bytes(c.locked_after_runs as f64)
-            ),
-        ));
-        if let (Some(sync), Some(h2d)) = (m.sync_ns, m.h2d_ns) {
-            s.pop();
-            s.push_str(&format!(" {:>10} {:>10}\n", fmt_ns(sync), fmt_ns(h2d)));
+        let k = (c.backend.clone(), c.window);
+        if !keys.contains(&k) {
+            keys.push(k);
         }
     }
+    let mut s = String::new();
+    for (i, (backend, window)) in keys.iter().enumerate() {
+        let block: Vec<&BindCell> = cells
+            .iter()
+            .filter(|c| &c.backend == backend && c.window == *window)
+            .collect();
+        s.push_str(&block_table(&block, detail, i + 1 == keys.len()));
+    }
     s
+}
+
+fn block_table(block: &[&BindCell], detail: bool, with_legend: bool) -> String {
+    let c0 = block[0];
+    let cuda = block.iter().any(|c| c.median.h2d_ns.is_some());
+    let mut t = Table::new(
+        format!(
+            "staging: a run (begin + claim N + upload), medians; backend {}, window {}, image {}{}",
+            c0.backend,
+            c0.window,
+            fmt_bytes(c0.image_bytes as f64),
+            if c0.pinned_mirror {
+                ", pinned mirror"
+            } else {
+                ""
+            },
+        ),
+        &["tasks", "policy"],
+    );
+    t.left_keys(&[false, true]);
+    t.group("", &["runs", "total", "zero", "claim", "relocate", "copy"]);
+    t.group("", &["bytes", "copies", "faults", "×fresh"]);
+    if detail {
+        t.group("", &["create", "rss before→after", "VmLck create→runs"]);
+    }
+    if cuda {
+        t.group("", &["sync", "in H2D"]);
+    }
+    for c in block {
+        let m = &c.median;
+        let mut cells = vec![
+            vec![
+                c.runs.to_string(),
+                fmt_ns(m.total_ns),
+                fmt_ns(m.zero_ns),
+                fmt_ns(m.claim_ns),
+                fmt_ns(m.relocate_ns),
+                fmt_ns(m.copy_ns),
+            ],
+            vec![
+                fmt_bytes(m.bytes),
+                m.copies.to_string(),
+                fmt_count(c.faults_per_run),
+                // How many times cheaper than FULL+fresh (the JSON keeps
+                // the cost ratio itself).
+                c.ratio_to_full_fresh
+                    .filter(|r| *r > 0.0)
+                    .map_or("-".into(), |r| times(1.0 / r)),
+            ],
+        ];
+        if detail {
+            cells.push(vec![
+                fmt_ns(c.create_ns as f64),
+                format!(
+                    "{}→{}",
+                    fmt_bytes(c.rss_before as f64),
+                    fmt_bytes(c.rss_after as f64)
+                ),
+                format!(
+                    "{}→{}",
+                    fmt_bytes(c.locked_after_create as f64),
+                    fmt_bytes(c.locked_after_runs as f64)
+                ),
+            ]);
+        }
+        if cuda {
+            cells.push(vec![
+                m.sync_ns.map_or("-".into(), fmt_ns),
+                m.h2d_ns.map_or("-".into(), fmt_ns),
+            ]);
+        }
+        t.row(vec![c.tasks.to_string(), policy_label(c)], cells, None);
+    }
+    if with_legend {
+        t.legend(
+            "full-fresh = the old path (the whole image, from a freshly mapped mirror); full = \
+             the whole image from a reused mirror; bounded, compact = only the live prefix; auto \
+             = bounded or compact by the cost model (/bnd, /cmp: the path it took)",
+        );
+        t.legend(
+            "total = begin + claim + upload; zero = clearing the image, relocate = pointers to \
+             device addresses and back, copy = the copies (parts of the upload); bytes, copies = \
+             what the upload shipped; faults = minor page faults per run; ×fresh = times cheaper \
+             than full-fresh",
+        );
+        if detail {
+            t.legend(
+                "create = lrt_runtime_maker_create; rss = resident memory before the first run \
+                 → after the last; VmLck = locked memory after create → after the runs",
+            );
+        }
+        if cuda {
+            t.legend(
+                "sync = the synchronize after the upload; in H2D = time inside the driver's copies",
+            );
+        }
+    }
+    t.render()
 }
 
 /// Headline: how much cheaper BOUNDED (and COMPACT) are than FULL+fresh at
@@ -153,26 +149,39 @@ pub fn headline(cells: &[BindCell]) -> Option<String> {
             .find(|c| c.window == w && c.tasks == n && c.policy == p)
     };
     let base = get(Policy::FullFresh)?;
-    let mut parts = Vec::new();
-    for p in [Policy::Bounded, Policy::Compact, Policy::Auto, Policy::Full] {
-        if let Some(c) = get(p) {
-            if c.median.total_ns > 0.0 {
-                parts.push(format!(
-                    "{} {}",
-                    p.name(),
-                    times(base.median.total_ns / c.median.total_ns)
-                ));
-            }
+    let bounded = get(Policy::Bounded).filter(|c| c.median.total_ns > 0.0);
+    let mut others = Vec::new();
+    for p in [Policy::Compact, Policy::Auto, Policy::Full] {
+        if let Some(c) = get(p).filter(|c| c.median.total_ns > 0.0) {
+            others.push(format!(
+                "{} {}",
+                p.name(),
+                times(base.median.total_ns / c.median.total_ns)
+            ));
         }
     }
-    if parts.is_empty() {
-        return None;
-    }
-    let mut line = format!(
-        "staging headline: at W={w}, N={n}, a run costs {} with FULL+fresh; cheaper by {}",
-        fmt_ns(base.median.total_ns),
-        parts.join(", ")
-    );
+    let mut line = match bounded {
+        // What leanrt removes: the old path's cost, down to bounded's.
+        Some(b) => format!(
+            "at W={w}, N={n} the bounded upload removes {} of a run's cost ({} → {}, {} \
+             cheaper than the old path, full-fresh); {}",
+            share_removed(base.median.total_ns, b.median.total_ns),
+            fmt_ns(base.median.total_ns),
+            fmt_ns(b.median.total_ns),
+            times(base.median.total_ns / b.median.total_ns),
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!("cheaper too: {}", others.join(", "))
+            },
+        ),
+        None if !others.is_empty() => format!(
+            "at W={w}, N={n} a run costs {} the old way (full-fresh); cheaper by {}",
+            fmt_ns(base.median.total_ns),
+            others.join(", ")
+        ),
+        None => return None,
+    };
     // Cost follows tasks, not capacity: BOUNDED at the same N across windows.
     let b: Vec<&BindCell> = cells
         .iter()
@@ -183,7 +192,8 @@ pub fn headline(cells: &[BindCell]) -> Option<String> {
         let hi = b.iter().map(|c| c.median.total_ns).fold(0.0, f64::max);
         if lo > 0.0 {
             line.push_str(&format!(
-                "; bounded at N={n} across windows {}: spread {:.0}%",
+                "; the cost follows the tasks, not the window: bounded at N={n} across windows {} \
+                 is {:.0}% apart",
                 b.iter()
                     .map(|c| c.window.to_string())
                     .collect::<Vec<_>>()
@@ -192,7 +202,7 @@ pub fn headline(cells: &[BindCell]) -> Option<String> {
             ));
         }
     }
-    Some(line)
+    Some(wrap("staging headline: ", &(line + ".")))
 }
 
 /// Charts: per window, groups per task count, bars per policy (total median).

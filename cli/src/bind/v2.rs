@@ -6,7 +6,7 @@
 use super::backend::Device;
 use super::backend_v2::{memcpy_ns, mirror_bytes, V2Maker, V2Path};
 use super::policies::{medians, pairs_of, warm_and_measure, BindPlan, Medians};
-use super::report::{fmt_bytes, fmt_ns, times};
+use crate::format::{fmt_bytes, fmt_count, fmt_ns, times, Table};
 use serde::Serialize;
 
 /// One (window, tasks, path) cell.
@@ -102,42 +102,68 @@ fn measure(
 
 /// The text table: one block per backend and window.
 pub fn table_v2(cells: &[V2Cell]) -> String {
-    let mut s = String::new();
-    let mut last: Option<(String, u64)> = None;
+    let mut keys: Vec<(String, u64)> = Vec::new();
     for c in cells {
-        if last.as_ref() != Some(&(c.backend.clone(), c.window)) {
-            s.push_str(&format!(
-                "\nstaging, layout v2 — backend {}, window {} (mirror {}), 2 tensors + 1 scalar + 1 producer per task, medians per run\n",
-                c.backend,
-                c.window,
-                fmt_bytes(c.mirror_bytes as f64)
-            ));
-            s.push_str(&format!(
-                "{:>6} {:<7} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10} {:>10} {:>7} {:>13}\n",
-                "tasks", "path", "runs", "total", "begin", "claim", "upload", "zero", "copy", "bytes",
-                "copies", "faults/run", "memcpy", "/ref-v2", "(begin+up)/cp"
-            ));
-            last = Some((c.backend.clone(), c.window));
+        let k = (c.backend.clone(), c.window);
+        if !keys.contains(&k) {
+            keys.push(k);
         }
-        let m = &c.median;
-        s.push_str(&format!(
-            "{:>6} {:<7} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>10.1} {:>10} {:>7} {:>13}\n",
-            c.tasks,
-            c.path,
-            c.runs,
-            fmt_ns(m.total_ns),
-            fmt_ns(m.begin_ns),
-            fmt_ns(m.claim_ns),
-            fmt_ns(m.upload_ns),
-            fmt_ns(m.zero_ns),
-            fmt_ns(m.copy_ns),
-            fmt_bytes(m.bytes),
-            m.copies,
-            c.faults_per_run,
-            fmt_ns(c.memcpy_ns),
-            c.ratio_to_reference.map_or("-".into(), ratio),
-            times(c.staging_to_memcpy()),
-        ));
+    }
+    let mut s = String::new();
+    for (i, (backend, window)) in keys.iter().enumerate() {
+        let block: Vec<&V2Cell> = cells
+            .iter()
+            .filter(|c| &c.backend == backend && c.window == *window)
+            .collect();
+        let mut t = Table::new(
+            format!(
+                "staging, layout v2: a run (begin + claim N + upload), medians; backend {backend}, \
+                 window {window}, mirror {}; 2 tensors, 1 scalar, 1 producer per task",
+                fmt_bytes(block[0].mirror_bytes as f64)
+            ),
+            &["tasks", "path"],
+        );
+        t.left_keys(&[false, true]);
+        t.group("", &["runs", "total", "begin", "claim", "upload", "copy"]);
+        t.group(
+            "",
+            &["bytes", "copies", "faults", "memcpy", "/ref-v2", "(b+u)/cp"],
+        );
+        for c in block {
+            let m = &c.median;
+            t.row(
+                vec![c.tasks.to_string(), c.path.to_string()],
+                vec![
+                    vec![
+                        c.runs.to_string(),
+                        fmt_ns(m.total_ns),
+                        fmt_ns(m.begin_ns),
+                        fmt_ns(m.claim_ns),
+                        fmt_ns(m.upload_ns),
+                        fmt_ns(m.copy_ns),
+                    ],
+                    vec![
+                        fmt_bytes(m.bytes),
+                        m.copies.to_string(),
+                        fmt_count(c.faults_per_run),
+                        fmt_ns(c.memcpy_ns),
+                        c.ratio_to_reference.map_or("-".into(), ratio),
+                        times(c.staging_to_memcpy()),
+                    ],
+                ],
+                None,
+            );
+        }
+        if i + 1 == keys.len() {
+            t.legend(
+                "ref-v2: the reference's own per-run path (fresh mirror, O(W) re-init, zero-filled \
+                 framed buffer, seven copies and the offset pass, one copy); leanrt: the maker, a \
+                 run of the last run's shape claimed in place; memcpy: one plain copy of the same \
+                 framed bytes from a warm buffer; faults: minor page faults per warm run; \
+                 /ref-v2: total over ref-v2's; (b+u)/cp: begin + upload over memcpy.",
+            );
+        }
+        s.push_str(&t.render());
     }
     s
 }

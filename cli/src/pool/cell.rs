@@ -1,25 +1,16 @@
 //! One cell, in this process: the runtime under test, a warm-up, then the
 //! scenarios the spec names, in order.
-use super::peers::{self, Peer};
+use super::peers;
 use super::request;
 use super::results::CellResult;
 use super::scenarios;
 use super::section;
-use super::spec::{CellSpec, PeerKind};
+use super::spec::CellSpec;
 use super::workload::{request, IS_CALLER};
-
-/// The runtime a spec names.
-fn open_peer(spec: &CellSpec) -> Result<Box<dyn Peer>, String> {
-    Ok(match &spec.peer {
-        PeerKind::Leanrt { config } => Box::new(peers::leanrt::Leanrt::new(spec.threads, config)?),
-        PeerKind::Rayon => Box::new(peers::rayon::Rayon::new(spec.threads)?),
-        PeerKind::OpenMp { .. } => Box::new(peers::openmp::OpenMp::new(spec.threads)?),
-    })
-}
 
 /// Runs one cell in this process.
 pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
-    let peer = open_peer(spec)?;
+    let peer = peers::open(&spec.peer, spec.threads)?;
     let p = peer.as_ref();
     let s = &spec.sizes;
     let wants = |name: &str| spec.scenarios.iter().any(|x| x == name);
@@ -62,7 +53,7 @@ pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::spec::{Gap, RunShape, Sizes, SCENARIOS, WAKE_IDLE_MS};
+    use crate::pool::spec::{Gap, PeerKind, RunShape, Sizes, SCENARIOS, WAKE_IDLE_MS};
     use crate::pool::{charts, table};
 
     fn tiny() -> Sizes {

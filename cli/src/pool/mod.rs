@@ -11,15 +11,18 @@
 //!   their own modules)
 //! * `cell`      — one cell in this process
 //! * `child`     — the parent/child protocol
-//! * `parse`     — the flags
-//! * `table`, `request_table`, `charts` — text and SVG output
-//! * `peers`     — the runtimes under test (`peers::leanrt` is the only place
-//!   that calls leanrt's pool API)
+//! * `parse`     — the checks behind the flags
+//! * `presets`   — leanrt's configurations by name (ORT's spin presets)
+//! * `table`, `request_table`, `charts` — text and SVG output (layout in
+//!   `crate::format`)
+//! * `peers`     — the runtimes under test (`peers::leanrt_pool` is the only
+//!   place that calls leanrt's pool API)
 mod cell;
 mod charts;
 mod child;
 mod parse;
 pub mod peers;
+mod presets;
 mod request;
 mod request_table;
 mod results;
@@ -32,10 +35,12 @@ mod workload;
 pub use cell::run_cell;
 pub use charts::charts;
 pub use child::{busy_main, run_cell_in_child};
-pub use parse::{check_config, parse_gap, parse_peers, parse_scenarios, skipped_configs};
+pub use parse::{check_config, check_threads, parse_scenario, skipped_configs};
+pub use peers::parse_peer;
+pub use presets::PRESETS;
 pub use results::CellResult;
-pub use spec::{CellSpec, Gap, PeerKind, RunShape, Sizes, BENCH_SCENARIOS};
-pub use table::{headline, table};
+pub use spec::{CellSpec, Gap, PeerKind, RunShape, Sizes, BENCH_SCENARIOS, SCENARIOS};
+pub use table::{headline, table, warnings};
 pub use workload::sizes_for;
 
 /// What `leanrt pool` runs.
@@ -77,11 +82,12 @@ pub fn cells(plan: &PoolPlan) -> Vec<CellSpec> {
     v
 }
 
-/// Runs every cell of the plan, each in a child process.
-pub fn run(plan: &PoolPlan, tick: &dyn Fn(&str)) -> Result<Vec<CellResult>, String> {
+/// Runs every cell of the plan, each in a child process; `step` is told
+/// when each starts.
+pub fn run(plan: &PoolPlan, step: &dyn Fn(&str)) -> Result<Vec<CellResult>, String> {
     let mut out = Vec::new();
     for spec in cells(plan) {
-        tick(&format!("{} ×{}", spec.peer.label(), spec.threads));
+        step(&format!("{} ×{}", spec.peer.label(), spec.threads));
         out.push(run_cell_in_child(&spec)?);
     }
     Ok(out)

@@ -1,64 +1,21 @@
-//! The `--peers`, `--scenario` and `--config` flags.
-use super::peers::{leanrt, openmp::OPENMP_BUILT};
-use super::spec::{Gap, PeerKind, SCENARIOS};
+//! The checks behind `--scenario`, `--config` and `--threads` (clap calls
+//! them per list item while it parses the line).
+use super::peers::leanrt_pool;
+use super::spec::SCENARIOS;
 
-/// The peers flag: which runtimes besides leanrt.
-pub fn parse_peers(list: &[String]) -> Result<Vec<PeerKind>, String> {
-    let mut v = Vec::new();
-    for p in list {
-        let add: Vec<PeerKind> = match p.as_str() {
-            "none" => vec![],
-            "rayon" => vec![PeerKind::Rayon],
-            "openmp" => vec![
-                PeerKind::OpenMp { wait_policy: "passive".into() },
-                PeerKind::OpenMp { wait_policy: "active".into() },
-            ],
-            "openmp-passive" => vec![PeerKind::OpenMp { wait_policy: "passive".into() }],
-            "openmp-active" => vec![PeerKind::OpenMp { wait_policy: "active".into() }],
-            _ => {
-                return Err(format!(
-                    "unknown peer '{p}' (expected rayon, openmp, openmp-passive, openmp-active or none)"
-                ))
-            }
-        };
-        for k in add {
-            if matches!(k, PeerKind::OpenMp { .. }) && !OPENMP_BUILT {
-                eprintln!(
-                    "warning: leanrt was built without an OpenMP compiler; skipping {}",
-                    k.label()
-                );
-                continue;
-            }
-            if !v.contains(&k) {
-                v.push(k);
-            }
-        }
+/// One `--scenario` item: a scenario, or `all` for every one.
+pub fn parse_scenario(s: &str) -> Result<Vec<String>, String> {
+    let s = s.trim();
+    if s == "all" {
+        Ok(SCENARIOS.iter().map(|x| x.to_string()).collect())
+    } else if SCENARIOS.contains(&s) {
+        Ok(vec![s.to_string()])
+    } else {
+        Err(format!(
+            "unknown scenario '{s}' (expected {} or all)",
+            SCENARIOS.join(", ")
+        ))
     }
-    Ok(v)
-}
-
-/// Parses one `--request-gaps` item: `N` ms or `expN`.
-pub fn parse_gap(s: &str) -> Result<Gap, String> {
-    Gap::parse(s)
-}
-
-/// Parses the scenario list.
-pub fn parse_scenarios(list: &[String]) -> Result<Vec<String>, String> {
-    let mut v: Vec<String> = Vec::new();
-    for s in list {
-        if s == "all" {
-            v.extend(SCENARIOS.iter().map(|x| x.to_string()));
-        } else if SCENARIOS.contains(&s.as_str()) {
-            v.push(s.clone());
-        } else {
-            return Err(format!(
-                "unknown scenario '{s}' (expected {} or all)",
-                SCENARIOS.join(", ")
-            ));
-        }
-    }
-    v.dedup();
-    Ok(v)
 }
 
 /// Checks a configuration name without running anything (the library checks
@@ -66,11 +23,17 @@ pub fn parse_scenarios(list: &[String]) -> Result<Vec<String>, String> {
 /// passes even where the library does not know that key: it is skipped
 /// later, with a note (`skipped_configs`).
 pub fn check_config(config: &str) -> Result<String, String> {
-    if leanrt::skip_reason(config).is_some() {
+    if leanrt_pool::skip_reason(config).is_some() {
         return Ok(config.to_string());
     }
-    leanrt::pool_options(2, config)?;
+    leanrt_pool::pool_options(2, config)?;
     Ok(config.to_string())
+}
+
+/// A thread count the library accepts (it owns the limit).
+pub fn check_threads(n: usize) -> Result<(), String> {
+    let n = i32::try_from(n).map_err(|_| format!("{n} threads is too many"))?;
+    leanrt_pool::check_threads(n)
 }
 
 /// Splits configurations into those to run and notes on those skipped.
@@ -78,7 +41,7 @@ pub fn skipped_configs(configs: &[String]) -> (Vec<String>, Vec<String>) {
     let mut run = Vec::new();
     let mut notes = Vec::new();
     for c in configs {
-        match leanrt::skip_reason(c) {
+        match leanrt_pool::skip_reason(c) {
             Some(note) => notes.push(note),
             None => run.push(c.clone()),
         }
@@ -91,18 +54,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn peers_and_scenarios_parse() {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            parse_peers(&s(&["rayon", "rayon"])).unwrap(),
-            vec![PeerKind::Rayon]
-        );
-        assert!(parse_peers(&s(&["none"])).unwrap().is_empty());
-        assert!(parse_peers(&s(&["tbb"])).is_err());
-        assert_eq!(
-            parse_scenarios(&s(&["all"])).unwrap().len(),
-            SCENARIOS.len()
-        );
-        assert!(parse_scenarios(&s(&["forkjoin"])).is_err());
+    fn scenarios_and_threads_parse() {
+        assert_eq!(parse_scenario("all").unwrap().len(), SCENARIOS.len());
+        assert_eq!(parse_scenario("wake").unwrap(), vec!["wake".to_string()]);
+        assert!(parse_scenario("forkjoin")
+            .unwrap_err()
+            .contains("unknown scenario"));
+        assert!(check_threads(4).is_ok());
+        assert!(check_threads(5000).is_err());
+        assert!(check_config("adaptive").is_ok());
+        assert!(check_config("spin_3000").is_err());
     }
 }

@@ -1,6 +1,7 @@
 //! What a cell measured (the JSON a child prints and `--json` keeps).
 use super::spec::{CellSpec, Gap};
 use crate::stats::Summary;
+use leanrt::pool::abi::lrt_pool_stats;
 use serde::{Deserialize, Serialize};
 
 /// bursty at one gap.
@@ -13,6 +14,12 @@ pub struct Bursty {
     pub cpu_pct: f64,
     pub wall_s: f64,
     pub cpu_s: f64,
+    /// Share of the requests in which a thread other than the caller ran
+    /// some indices, percent. Between 0 and 100 the latency is a mix of
+    /// team runs and caller-alone runs: its p50 is whichever is the
+    /// majority, and flips from run to run.
+    #[serde(default)]
+    pub joined_pct: Option<f64>,
 }
 
 /// idle_after_burst.
@@ -89,15 +96,36 @@ pub struct Throughput {
     pub cpu_pct: f64,
 }
 
-/// leanrt's pool counters at the end of a cell.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Counters {
-    pub tasks_run: u64,
-    pub steals: u64,
-    pub spin_iterations: u64,
-    pub parks: u64,
-    pub wakeups: u64,
-    pub workers_asleep: u64,
+/// The library's pool counters (`lrt_pool_stats`) in a cell's JSON. The
+/// library has no serde, so serde's remote derive describes the type here;
+/// it stops compiling when these fields no longer match the library's.
+mod pool_stats_json {
+    use leanrt::pool::abi::lrt_pool_stats;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(remote = "lrt_pool_stats")]
+    struct Fields {
+        tasks_run: u64,
+        steals: u64,
+        spin_iterations: u64,
+        parks: u64,
+        wakeups: u64,
+        workers_asleep: u64,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct Stats(#[serde(with = "Fields")] lrt_pool_stats);
+
+    pub fn serialize<S: Serializer>(v: &Option<lrt_pool_stats>, s: S) -> Result<S::Ok, S::Error> {
+        v.map(Stats).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<lrt_pool_stats>, D::Error> {
+        Ok(Option::<Stats>::deserialize(d)?.map(|x| x.0))
+    }
 }
 
 /// Everything one cell measured.
@@ -134,10 +162,20 @@ pub struct CellResult {
     pub section: Vec<SectionRun>,
     #[serde(default)]
     pub section_note: Option<String>,
-    pub counters: Option<Counters>,
+    /// leanrt's pool counters at the end of the cell.
+    #[serde(with = "pool_stats_json", default)]
+    pub counters: Option<lrt_pool_stats>,
 }
 
+/// The key columns of every pool table: a row per cell.
+pub const KEY_HEADERS: [&str; 2] = ["runtime / configuration", "thr"];
+
 impl CellResult {
+    /// This cell's key cells in a table.
+    pub fn keys(&self) -> Vec<String> {
+        vec![self.label.clone(), self.spec.threads.to_string()]
+    }
+
     /// A result with nothing measured yet.
     pub fn empty(spec: &CellSpec, dop: usize) -> CellResult {
         CellResult {

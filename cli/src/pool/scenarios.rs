@@ -3,7 +3,7 @@
 use super::peers::Peer;
 use super::results::{Bursty, CellResult, IdleAfterBurst, Throughput, Wake};
 use super::spec::{Sizes, WAKE_IDLE_MS};
-use super::workload::{request, sleep_precise, work, IS_CALLER};
+use super::workload::{request, request_joined, sleep_precise, work, IS_CALLER};
 use crate::stats::{median, us, usage, Summary};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -67,9 +67,10 @@ pub fn bursty(p: &dyn Peer, s: &Sizes) -> Vec<Bursty> {
         let u0 = usage();
         let w0 = Instant::now();
         let mut v = Vec::with_capacity(s.requests as usize);
+        let mut joined = 0u32;
         for _ in 0..s.requests {
             let t = Instant::now();
-            request(p, s);
+            joined += u32::from(request_joined(p, s));
             v.push(us(t.elapsed()));
             // A plain sleep: the caller must not burn CPU in the gaps
             // (the CPU figure is the pool's), so the gap may overshoot
@@ -84,6 +85,7 @@ pub fn bursty(p: &dyn Peer, s: &Sizes) -> Vec<Bursty> {
             cpu_pct: 100.0 * cpu / wall.max(1e-9),
             wall_s: wall,
             cpu_s: cpu,
+            joined_pct: Some(100.0 * f64::from(joined) / f64::from(s.requests.max(1))),
         });
     }
     out

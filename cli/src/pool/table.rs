@@ -1,150 +1,209 @@
-//! The text tables and the headline lines.
-use super::request_table::{self, label_width};
-use super::results::CellResult;
+//! The text tables of `leanrt pool` (overheads, wake-ups, load; the
+//! request and section tables are in `request_table`), the headline and
+//! the warnings that say when a figure means little on this machine.
+use super::request_table;
+use super::results::{CellResult, KEY_HEADERS};
 use super::spec::PeerKind;
-use crate::stats::Summary;
+use crate::format::{f1, p50_p90_p99, p50_p99, pct, share_removed, wrap, Table};
 
-pub fn f1(v: f64) -> String {
-    if v >= 1000.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-fn pct(v: Option<f64>) -> String {
-    v.map_or("-".into(), |h| format!("{h:.0}"))
-}
-
-fn p50_p99(v: Option<&Summary>) -> String {
-    v.map_or("-".into(), |f| format!("{}/{}", f1(f.p50), f1(f.p99)))
-}
-
-fn overheads_table(results: &[CellResult], first: &CellResult) -> String {
-    let lw = label_width(results);
-    let mut s = format!(
-        "\npool, overheads (µs; p50/p99; forked% = regions where a non-caller thread ran an index)\n{:<lw$} {:>3} {:>13} {:>7} {:>17} {:>7} {:>22}\n",
-        "runtime / configuration",
-        "thr",
-        "fork-join",
-        "forked%",
-        format!("fj {:.0}µs-items", first.fork_join_small_item_us.unwrap_or(0.0)),
-        "forked%",
-        "wake 0.1/1/50ms p50"
-    );
-    for r in results {
-        let wake: Vec<String> = r.wake.iter().map(|w| f1(w.latency_us.p50)).collect();
-        s.push_str(&format!(
-            "{:<lw$} {:>3} {:>13} {:>7} {:>17} {:>7} {:>22}\n",
-            r.label,
-            r.spec.threads,
-            p50_p99(r.fork_join_us.as_ref()),
-            pct(r.fork_join_helped_pct),
-            p50_p99(r.fork_join_small_overhead_us.as_ref()),
-            pct(r.fork_join_small_helped_pct),
-            if wake.is_empty() {
-                "-".into()
-            } else {
-                wake.join("/")
-            }
-        ));
-    }
-    s
-}
-
-/// The text tables: overheads and wake-ups, then load (bursty, throughput,
-/// CPU); one row per cell.
+/// Every table the results have figures for.
 pub fn table(results: &[CellResult]) -> String {
-    let Some(first) = results.first() else {
-        return String::new();
-    };
-    let has = |f: &dyn Fn(&CellResult) -> bool| results.iter().any(f);
-    let overheads = has(&|r| r.fork_join_us.is_some() || !r.wake.is_empty());
-    let load =
-        has(&|r| !r.bursty.is_empty() || r.throughput.is_some() || r.idle_after_burst.is_some());
     let mut s = String::new();
-    if overheads {
-        s.push_str(&overheads_table(results, first));
+    if results.iter().any(|r| r.fork_join_us.is_some()) {
+        s.push_str(&overheads_table(results));
     }
-    if load {
-        s.push_str(&load_table(results, first));
+    if results.iter().any(|r| !r.wake.is_empty()) {
+        s.push_str(&wake_table(results));
     }
-    s.push_str(&request_table::wake_team_table(results));
+    if results
+        .iter()
+        .any(|r| !r.bursty.is_empty() || r.throughput.is_some() || r.idle_after_burst.is_some())
+    {
+        s.push_str(&load_table(results));
+    }
     s.push_str(&request_table::request_table(results));
     s.push_str(&request_table::section_table(results));
     s
 }
 
-/// The load table: bursty per gap, throughput, CPU after a burst.
-fn load_table(results: &[CellResult], first: &CellResult) -> String {
-    let lw = label_width(results);
+fn overheads_table(results: &[CellResult]) -> String {
+    let item_us = results
+        .iter()
+        .find_map(|r| r.fork_join_small_item_us)
+        .unwrap_or(0.0);
+    let mut t = Table::new("pool: fork-join overhead, µs per region", &KEY_HEADERS);
+    t.group("tiny regions", &["p50/p99", "joined%"]);
+    t.group(
+        format!("{item_us:.0} µs per index"),
+        &["overhead p50/p99", "joined%"],
+    );
+    for r in results {
+        t.row(
+            r.keys(),
+            vec![
+                vec![
+                    p50_p99(r.fork_join_us.as_ref()),
+                    pct(r.fork_join_helped_pct),
+                ],
+                vec![
+                    p50_p99(r.fork_join_small_overhead_us.as_ref()),
+                    pct(r.fork_join_small_helped_pct),
+                ],
+            ],
+            None,
+        );
+    }
+    t.legend(
+        "tiny = a region of one empty index per thread; µs per index = one index of that much \
+         work per thread, overhead = the region's time minus one index's; joined% = regions in \
+         which a thread other than the caller ran an index (leanrt's caller takes part, as \
+         ORT's does, and may finish a tiny region alone)",
+    );
+    t.render()
+}
+
+fn wake_table(results: &[CellResult]) -> String {
+    let has_team = results
+        .iter()
+        .any(|r| r.wake.iter().any(|w| w.team_us.n > 0));
+    let mut t = Table::new(
+        "pool: waking up after 0.1 / 1 / 50 ms idle, µs (p50 for each idle period)",
+        &KEY_HEADERS,
+    );
+    t.group("Schedule'd task", &["0.1/1/50 ms"]);
+    if has_team {
+        t.group("region: first helper", &["0.1/1/50 ms"]);
+        t.group("region: whole team", &["0.1/1/50 ms", "missed"]);
+    }
+    for r in results {
+        let col = |f: &dyn Fn(&super::results::Wake) -> f64| {
+            let v: Vec<String> = r.wake.iter().map(|w| f1(f(w))).collect();
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                v.join("/")
+            }
+        };
+        let missed: u32 = r.wake.iter().map(|w| w.team_missed).sum();
+        let mut cells = vec![vec![col(&|w| w.latency_us.p50)]];
+        if has_team {
+            cells.push(vec![col(&|w| w.first_helper_us.p50)]);
+            cells.push(vec![col(&|w| w.team_us.p50), missed.to_string()]);
+        }
+        t.row(r.keys(), cells, None);
+    }
+    t.legend(
+        "Schedule'd task = one task handed to the workers: from the submission to its start \
+         (one awake worker suffices). region = one index per thread, each waiting for the \
+         others: to the first index on a thread other than the caller, and to every thread \
+         running; missed = probes without the whole team within 50 ms. The two measure \
+         different things and may differ tenfold.",
+    );
+    t.render()
+}
+
+fn load_table(results: &[CellResult]) -> String {
+    let first = &results[0];
     let s0 = &first.spec.sizes;
-    let gaps: Vec<f64> = first.bursty.iter().map(|b| b.gap_ms).collect();
-    let mut s = format!(
-        "\npool, load (request = {} items × {} rounds, ~{:.0} µs serial; latency µs p50/p90/p99; CPU% = process user+sys / wall; idle CPU ms = CPU time burnt in the idle period after a burst)\n{:<lw$} {:>3}",
-        s0.items,
-        s0.iters,
-        s0.items as f64 * s0.cost_cycles / 3.0 / 1e3,
-        "runtime / configuration",
-        "thr"
+    let gaps: Vec<f64> = results
+        .iter()
+        .find(|r| !r.bursty.is_empty())
+        .map_or(vec![], |r| r.bursty.iter().map(|b| b.gap_ms).collect());
+    let idle_ms = results
+        .iter()
+        .find_map(|r| r.idle_after_burst.as_ref().map(|i| i.idle_ms))
+        .unwrap_or(s0.idle_ms);
+    let mut t = Table::new(
+        "pool: load (request latency µs p50/p90/p99; CPU% = process CPU / wall time)",
+        &KEY_HEADERS,
     );
     for g in &gaps {
-        s.push_str(&format!(
-            " {:>20} {:>5}",
-            format!("bursty {g} ms gaps"),
-            "CPU%"
+        t.group(format!("bursty, {g} ms gaps"), &["p50/p90/p99", "CPU%"]);
+    }
+    t.group("after a burst", &["idle CPU ms"]);
+    t.group("throughput", &["req/s", "CPU%"]);
+    for r in results {
+        let mut cells: Vec<Vec<String>> = gaps
+            .iter()
+            .map(|g| match r.bursty.iter().find(|b| b.gap_ms == *g) {
+                Some(b) => vec![p50_p90_p99(&b.latency_us), format!("{:.0}", b.cpu_pct)],
+                None => vec!["-".into(), "-".into()],
+            })
+            .collect();
+        cells.push(vec![r
+            .idle_after_burst
+            .as_ref()
+            .map_or("-".into(), |i| format!("{:.2}", i.cpu_s * 1e3))]);
+        cells.push(match &r.throughput {
+            Some(x) => vec![
+                format!("{:.0}", x.requests_per_s),
+                format!("{:.0}", x.cpu_pct),
+            ],
+            None => vec!["-".into(), "-".into()],
+        });
+        t.row(r.keys(), cells, None);
+    }
+    t.legend(format!(
+        "request = a parallel loop of {} indices (~{:.0} µs of serial work); bursty = requests \
+         with a sleep between them; CPU% = 100 per busy core; idle CPU ms = CPU time burnt in \
+         the {idle_ms} ms after a burst of back-to-back requests (spinning workers); throughput \
+         = back-to-back requests",
+        s0.items,
+        s0.items as f64 * s0.cost_cycles / 3.0 / 1e3,
+    ));
+    t.render()
+}
+
+/// Requests in which helpers joined, between these shares, make a p50
+/// that flips between the team's time and the caller's alone.
+const MIXED_JOINED_PCT: (f64, f64) = (10.0, 90.0);
+
+/// Plain warnings where this machine cannot give the pool figures a
+/// meaning: more threads than cores, a loaded machine, helpers that
+/// joined only some requests.
+pub fn warnings(results: &[CellResult], logical_cores: usize, load_1m: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    let max_threads = results.iter().map(|r| r.spec.threads).max().unwrap_or(0);
+    if max_threads > logical_cores {
+        out.push(format!(
+            "{max_threads} threads on {logical_cores} logical cores: the pool figures \
+             measure the operating system's scheduler as much as the pool"
         ));
     }
-    s.push_str(&format!(
-        " {:>8} {:>5} {:>11}\n",
-        "req/s", "CPU%", "idle CPU ms"
-    ));
-    for r in results {
-        s.push_str(&load_row(r, &gaps, lw));
+    if load_1m.is_finite() && load_1m >= logical_cores as f64 {
+        out.push(format!(
+            "the machine was loaded ({load_1m:.2} on {logical_cores} logical cores) \
+             when the run started: other work skews every figure; rerun on a quiet machine"
+        ));
     }
-    s
+    let mixed: Vec<String> = results
+        .iter()
+        .filter_map(|r| {
+            let b = r.bursty.first()?;
+            let j = b.joined_pct?;
+            (j > MIXED_JOINED_PCT.0 && j < MIXED_JOINED_PCT.1)
+                .then(|| format!("{} {j:.0}%", r.label))
+        })
+        .collect();
+    if !mixed.is_empty() {
+        out.push(format!(
+            "helpers joined only some of the bursty requests ({}): their p50 is the \
+             team's time or the caller's alone, whichever won this run, so latency ratios are \
+             left out; too few free cores for the thread count",
+            mixed.join(", ")
+        ));
+    }
+    out.iter().map(|w| wrap("warning: ", w)).collect()
 }
 
-/// One row of the load table.
-fn load_row(r: &CellResult, gaps: &[f64], lw: usize) -> String {
-    let mut s = format!("{:<lw$} {:>3}", r.label, r.spec.threads);
-    for g in gaps {
-        match r.bursty.iter().find(|b| b.gap_ms == *g) {
-            Some(b) => s.push_str(&format!(
-                " {:>20} {:>5.0}",
-                p50_p90_p99(&b.latency_us),
-                b.cpu_pct
-            )),
-            None => s.push_str(&format!(" {:>20} {:>5}", "-", "-")),
-        }
-    }
-    match &r.throughput {
-        Some(t) => s.push_str(&format!(" {:>8.0} {:>5.0}", t.requests_per_s, t.cpu_pct)),
-        None => s.push_str(&format!(" {:>8} {:>5}", "-", "-")),
-    }
-    s.push_str(&format!(
-        " {:>11}\n",
-        r.idle_after_burst
-            .as_ref()
-            .map_or("-".into(), |i| format!("{:.2}", i.cpu_s * 1e3))
-    ));
-    s
-}
-
-/// "p50/p90/p99" of a summary.
-pub fn p50_p90_p99(f: &Summary) -> String {
-    format!("{}/{}/{}", f1(f.p50), f1(f.p90), f1(f.p99))
-}
-
-/// Headline lines: spin_1000_backoff_8 against default (CPU after a burst,
-/// bursty latency) and leanrt's best fork-join against the best peer, per
-/// thread count.
+/// The headline, per thread count: what spin_1000_backoff_8 removes
+/// against ORT's default (CPU after a burst, bursty p50 where it means
+/// something) and leanrt's fork-join against the best peer; then the
+/// request headline. Each entry is one or more lines within the width.
 pub fn headline(results: &[CellResult]) -> Vec<String> {
     let mut lines = Vec::new();
     let mut threads: Vec<usize> = results.iter().map(|r| r.spec.threads).collect();
-    threads.dedup();
+    threads = crate::lists::dedup(threads);
     for t in threads {
         if t < 2 {
             // One thread: no workers (leanrt's NULL pool), nothing to compare.
@@ -160,39 +219,54 @@ pub fn headline(results: &[CellResult]) -> Vec<String> {
         if let (Some(d), Some(b)) = (d, b) {
             parts.extend(against_default(d, b));
         }
-        // Fork-join of the recommended configuration against the best peer.
         if let Some(mine) = b.or(d) {
             parts.extend(fork_join_vs_best_peer(results, t, mine));
         }
         if !parts.is_empty() {
-            lines.push(format!("pool headline ({t} threads): {}", parts.join("; ")));
+            lines.push(wrap(
+                &format!("pool headline ({t} threads): "),
+                &(parts.join("; ") + "."),
+            ));
         }
     }
     lines.extend(request_table::request_headline(results));
     lines
 }
 
-/// spin_1000_backoff_8 (`b`) against default (`d`): CPU after a burst, and
-/// bursty p50 at the first gap.
+/// spin_1000_backoff_8 (`b`) against default (`d`).
 fn against_default(d: &CellResult, b: &CellResult) -> Vec<String> {
     let mut parts = Vec::new();
     if let (Some(di), Some(bi)) = (&d.idle_after_burst, &b.idle_after_burst) {
-        parts.push(format!(
-            "spin_1000_backoff_8 burns {:.2} ms of CPU in the {} ms after a burst vs {:.2} ms for default ({})",
-            bi.cpu_s * 1e3,
-            bi.idle_ms,
-            di.cpu_s * 1e3,
-            if di.cpu_s >= 0.001 {
-                format!("{:.1}%", 100.0 * bi.cpu_s / di.cpu_s)
-            } else {
-                "no ratio: default burnt under 1 ms".into()
-            }
-        ));
+        parts.push(if di.cpu_s >= 0.001 {
+            format!(
+                "spin_1000_backoff_8 removes {} of the CPU ORT's default burns in the {} ms \
+                 after a burst ({:.2} → {:.2} ms)",
+                share_removed(di.cpu_s, bi.cpu_s),
+                bi.idle_ms,
+                di.cpu_s * 1e3,
+                bi.cpu_s * 1e3,
+            )
+        } else {
+            format!(
+                "after a burst, spin_1000_backoff_8 burns {:.2} ms of CPU in {} ms, ORT's default \
+                 {:.2} ms (no ratio: under 1 ms)",
+                bi.cpu_s * 1e3,
+                bi.idle_ms,
+                di.cpu_s * 1e3,
+            )
+        });
     }
     if let (Some(db), Some(bb)) = (d.bursty.first(), b.bursty.first()) {
-        if db.latency_us.p50 > 0.0 {
+        let mixed =
+            |j: Option<f64>| j.is_some_and(|j| j > MIXED_JOINED_PCT.0 && j < MIXED_JOINED_PCT.1);
+        if mixed(db.joined_pct) || mixed(bb.joined_pct) {
             parts.push(format!(
-                "its bursty p50 latency ({} ms gaps) is {:.2}× default's",
+                "bursty p50 ({} ms gaps): no ratio, helpers joined only some requests",
+                bb.gap_ms
+            ));
+        } else if db.latency_us.p50 > 0.0 {
+            parts.push(format!(
+                "its bursty p50 ({} ms gaps) is {:.2}× default's",
                 bb.gap_ms,
                 bb.latency_us.p50 / db.latency_us.p50
             ));

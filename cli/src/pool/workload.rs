@@ -4,6 +4,7 @@ use super::peers::Peer;
 use super::spec::{Gap, RunShape, Sizes};
 use std::cell::Cell;
 use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 thread_local! {
@@ -92,6 +93,20 @@ pub fn request(p: &dyn Peer, s: &Sizes) {
     p.parallel_for(s.items as usize, s.cost_cycles, &|i| {
         black_box(work(i as u64, iters));
     });
+}
+
+/// One request, as `request`, telling whether a thread other than the
+/// caller ran some of its indices.
+pub fn request_joined(p: &dyn Peer, s: &Sizes) -> bool {
+    let iters = s.iters;
+    let joined = AtomicBool::new(false);
+    p.parallel_for(s.items as usize, s.cost_cycles, &|i| {
+        black_box(work(i as u64, iters));
+        if !IS_CALLER.with(|c| c.get()) {
+            joined.store(true, Ordering::Relaxed);
+        }
+    });
+    joined.into_inner()
 }
 
 /// `items` kernel calls on the calling thread.

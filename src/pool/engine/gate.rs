@@ -28,8 +28,9 @@
 //!   takes the mutex and signals.
 //! * Owner, once its own share is done: [`Gate::close_and_wait`] sets
 //!   `CLOSED` with an RMW that returns the final `joined` (nobody enters
-//!   after it) and waits until `left == joined`: a few polls, then under
-//!   the mutex it sets `PARKED` in `left` and blocks on the condvar.
+//!   after it) and waits until `left == joined`: polls (yielding its CPU
+//!   every few polls when a helper may be preempted on it), then under the
+//!   mutex it sets `PARKED` in `left` and blocks on the condvar.
 //!
 //! Invariants:
 //! * A helper uses the loop's state only between a successful `try_enter`
@@ -46,6 +47,9 @@
 //!   if the gate holds exactly that value now, i.e. an open state of the
 //!   current generation, so the helper joins the current loop.
 use super::sync::{self, AtomicU64, CachePadded, Condvar, Mutex, Ordering};
+
+/// Polls of `close_and_wait` between two yields of the owner's CPU.
+const YIELD_EVERY: u32 = 8;
 
 const CLOSED: u64 = 1;
 const OWNED: u64 = 1 << 1;
@@ -196,7 +200,16 @@ impl Gate {
 
     /// Owner: closes the loop and waits until every helper that entered
     /// has left (`spins` polls first, then blocks).
+    #[cfg(any(test, loom))]
     pub fn close_and_wait(&self, spins: u32) {
+        self.close_and_wait_yielding(spins, &|| false);
+    }
+
+    /// [`close_and_wait`](Self::close_and_wait), giving the CPU away every
+    /// `YIELD_EVERY` polls while `share_cpu()` says a helper inside may be
+    /// waiting for this very CPU (preempted on it): then it can finish.
+    /// Yielding otherwise would only hand the CPU to another process.
+    pub fn close_and_wait_yielding(&self, spins: u32, share_cpu: &dyn Fn() -> bool) {
         // After this RMW no helper can enter: `joined` is final.
         let joined = joined(self.state.fetch_or(CLOSED, Ordering::AcqRel));
         let done = |l: u64| l / LEFT == joined;
@@ -205,8 +218,12 @@ impl Gate {
         if done(self.left.load(Ordering::Acquire)) {
             return;
         }
-        for _ in 0..spins {
-            sync::spin_hint();
+        for i in 0..spins {
+            if i % YIELD_EVERY == YIELD_EVERY - 1 && share_cpu() {
+                sync::yield_now();
+            } else {
+                sync::spin_hint();
+            }
             if done(self.left.load(Ordering::Acquire)) {
                 return;
             }

@@ -5,6 +5,7 @@ use super::gate::Gate;
 use super::profile::Profiling;
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What each participant of `ThreadPool::run_in_parallel` runs, given its
@@ -27,6 +28,11 @@ pub(super) struct LoopJob {
     /// after its gate's `close_and_wait`, so never after the borrow ends.
     pub(super) work: &'static Work<'static>,
     pub(super) panic: Mutex<Option<Box<dyn Any + Send>>>,
+    /// The CPU the last helper entered on (`u32::MAX`: none): the caller
+    /// yields its CPU at the end gate only when it may share it with a
+    /// helper still inside. Relaxed: a placement hint, read and written
+    /// whole; the gate, not this, decides when the loop is done.
+    pub(super) helper_cpu: AtomicU32,
 }
 
 /// A loop handed out through the queues: its own gate.
@@ -36,8 +42,34 @@ pub(super) struct QueuedLoop {
 }
 
 impl LoopJob {
+    /// A loop of `work`, no panic yet, no helper yet.
+    pub(super) fn new(work: &'static Work<'static>) -> LoopJob {
+        LoopJob {
+            work,
+            panic: Mutex::new(None),
+            helper_cpu: AtomicU32::new(u32::MAX),
+        }
+    }
+
+    /// A helper that entered notes its CPU.
+    pub(super) fn note_helper_cpu(&self) {
+        self.helper_cpu
+            .store(crate::pool::cpu::current_cpu(), Ordering::Relaxed);
+    }
+
+    /// Whether the last helper entered on `cpu`.
+    pub(super) fn helper_on(&self, cpu: u32) -> bool {
+        cpu != u32::MAX && self.helper_cpu.load(Ordering::Relaxed) == cpu
+    }
+
     /// Runs one participant's share; a panic is kept for the caller.
-    pub(super) fn run(&self, participant: usize, profiling: &Profiling, worker: Option<usize>) {
+    /// Returns the blocks it ran.
+    pub(super) fn run(
+        &self,
+        participant: usize,
+        profiling: &Profiling,
+        worker: Option<usize>,
+    ) -> u64 {
         let t0 = profiling.clock();
         let blocks = match catch_unwind(AssertUnwindSafe(|| (self.work)(participant))) {
             Ok(blocks) => blocks,
@@ -48,6 +80,7 @@ impl LoopJob {
             }
         };
         profiling.record(worker, blocks, t0);
+        blocks
     }
 
     /// The first panic of any participant, taken out.

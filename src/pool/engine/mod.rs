@@ -18,7 +18,8 @@
 //! * The protocols: `gate.rs` (the loop gate), `slot.rs` (the broadcast
 //!   slot), `sleep.rs` (the event count), `section.rs` (parallel
 //!   sections), `adaptive.rs` (the adaptive spin budget); `sync.rs` is the
-//!   facade loom replaces; `profile.rs` the counters and the report.
+//!   facade loom replaces; `profile.rs` the counters and the report;
+//!   `trace.rs` the event trace (cargo feature `trace`; empty without it).
 mod adaptive;
 mod fork;
 mod gate;
@@ -33,6 +34,7 @@ mod sleep;
 mod slot;
 mod sync;
 mod threads;
+mod trace;
 mod worker;
 
 pub use pool::ThreadPool;

@@ -37,12 +37,19 @@ use super::membership::current;
 use super::pool::{ThreadPool, QUEUE_CAPACITY};
 use super::section;
 use super::shared::CASCADE;
+use super::trace::{self, Ev};
+use crate::pool::cpu;
 use std::panic::resume_unwind;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-/// Polls of the gate before the owner of a loop blocks in its join.
-const CLOSE_SPINS: u32 = 200;
+/// Polls of the gate before the owner of a loop blocks in its join (tens
+/// of µs; longer with the yields `Gate::close_and_wait_yielding` makes
+/// when a helper may be preempted on the owner's CPU). A blocked owner
+/// needs a wake-up, and on a busy machine a woken thread can wait
+/// milliseconds for a CPU: far longer than the last helper's block, which
+/// is all the owner waits for.
+const CLOSE_SPINS: u32 = 2048;
 
 impl ThreadPool {
     /// Runs `work(0)` on the caller and `work(p)` on each of up to
@@ -77,36 +84,47 @@ impl ThreadPool {
         // through the slot.
         let work: &'static Work<'static> =
             unsafe { std::mem::transmute::<&Work<'_>, &'static Work<'static>>(work) };
-        let job = LoopJob {
-            work,
-            panic: Mutex::new(None),
-        };
+        let job = LoopJob::new(work);
         let spin = &shared.spin;
         if spin.force_stop {
             spin.loops_active.fetch_add(1, Ordering::Relaxed);
         }
+        shared.note_caller_cpu();
         if let Some(a) = &spin.adaptive {
             a.loop_started();
         }
+        let who = trace::who(me);
         if let Some(tag) = section::lead_loop(shared) {
             // A loop of the section this thread leads: the slot is ours
             // already; members wait on the team event, newcomers (if the
             // team is smaller than this loop wants) on the general one.
             let team = shared.sections.team.load(Ordering::Relaxed);
             shared.slot.publish(&job, helpers, tag);
+            trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2);
             shared.sections.team_event.notify(usize::MAX);
             if team < helpers {
                 shared.event.notify((helpers - team).min(CASCADE));
             }
-            job.run(0, &shared.profiling, me);
-            shared.slot.close_and_wait(CLOSE_SPINS);
+            let blocks = job.run(0, &shared.profiling, me);
+            trace::record(shared.id, who, Ev::ShareDone, blocks);
+            let cpu = cpu::current_cpu();
+            shared
+                .slot
+                .close_and_wait_yielding(CLOSE_SPINS, &|| job.helper_on(cpu));
+            trace::record(shared.id, who, Ev::GateDone, 0);
             section::loop_done();
         } else if shared.slot.try_open(&job, helpers, 0) {
             // Cascade wake: at most CASCADE sleepers from here; each one that
             // wakes while the loop still wants helpers wakes CASCADE more.
+            trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2 | 1);
             shared.event.notify(helpers.min(CASCADE));
-            job.run(0, &shared.profiling, me);
-            shared.slot.close_and_wait(CLOSE_SPINS);
+            let blocks = job.run(0, &shared.profiling, me);
+            trace::record(shared.id, who, Ev::ShareDone, blocks);
+            let cpu = cpu::current_cpu();
+            shared
+                .slot
+                .close_and_wait_yielding(CLOSE_SPINS, &|| job.helper_on(cpu));
+            trace::record(shared.id, who, Ev::GateDone, 0);
             shared.slot.release();
         } else {
             let queued = Arc::new(QueuedLoop {
@@ -128,9 +146,16 @@ impl ThreadPool {
                 pushed += 1;
                 queues.injectors[v].push(Job::Help(queued.clone()));
             }
+            trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2 | 2);
             shared.wake(pushed);
-            queued.job.run(0, &shared.profiling, me);
-            queued.gate.close_and_wait(CLOSE_SPINS);
+            let blocks = queued.job.run(0, &shared.profiling, me);
+            trace::record(shared.id, who, Ev::ShareDone, blocks);
+            let cpu = cpu::current_cpu();
+            let job = &queued.job;
+            queued
+                .gate
+                .close_and_wait_yielding(CLOSE_SPINS, &|| job.helper_on(cpu));
+            trace::record(shared.id, who, Ev::GateDone, 0);
             return self.finish_loop(&queued.job);
         }
         self.finish_loop(&job);

@@ -20,6 +20,7 @@ use super::shared::{Queues, Sections, Shared, SpinControl, WorkerSetup};
 use super::sleep::EventCount;
 use super::slot::Slot;
 use super::threads::{self, ThreadHandle};
+use super::trace::{self, Ev};
 use super::worker::{self, random, WorkerStart};
 use super::{fork, job::Job};
 use crate::pool::abi::lrt_pool_stats;
@@ -28,7 +29,7 @@ use crate::pool::options::{PoolOptions, FORCE_HYBRID_ENV};
 use crate::pool::spin::SpinPolicy;
 use crate::{Error, Result};
 use crossbeam_deque::{Injector, Worker};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Most jobs one queue holds before Schedule runs a task inline.
@@ -102,6 +103,7 @@ impl ThreadPool {
                 loops_active: AtomicUsize::new(0),
                 policy,
                 adaptive: opts.adaptive_spin.then(|| Adaptive::new(&policy)).flatten(),
+                caller_cpu: AtomicU32::new(u32::MAX),
             },
             profiling: Profiling::new(workers),
             setup: WorkerSetup {
@@ -167,7 +169,11 @@ impl ThreadPool {
         let shared = &self.shared;
         shared.spin.requests.fetch_add(1, Ordering::Relaxed);
         shared.spin.enabled.store(true, Ordering::Relaxed);
-        if !self.forked() && shared.spin.policy.pauses > 0 {
+        let wake = !self.forked() && shared.spin.policy.pauses > 0;
+        shared.note_caller_cpu();
+        let who = trace::who(current(shared.id).map(|w| w.index));
+        trace::record(shared.id, who, Ev::Enable, u64::from(wake));
+        if wake {
             shared.wake(usize::MAX);
         }
     }
@@ -187,6 +193,8 @@ impl ThreadPool {
         if left == 0 {
             spin.enabled.store(false, Ordering::Relaxed);
         }
+        let who = trace::who(current(self.shared.id).map(|w| w.index));
+        trace::record(self.shared.id, who, Ev::Disable, u64::from(left == 0));
     }
 
     /// Counters summed over the workers.
@@ -311,5 +319,6 @@ impl Drop for ThreadPool {
         // Anything still queued (pushed by a task while the other workers
         // were leaving, or never started) runs here.
         worker::drain(shared);
+        trace::dump(shared.id);
     }
 }

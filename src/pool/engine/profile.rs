@@ -28,6 +28,8 @@ pub(super) struct Counters {
     pub(super) tasks_run: AtomicU64,
     pub(super) steals: AtomicU64,
     pub(super) spin_iterations: AtomicU64,
+    /// Times a spinning worker yielded the CPU of a loop's caller.
+    pub(super) spin_yields: AtomicU64,
     pub(super) parks: AtomicU64,
     pub(super) wakeups: AtomicU64,
     pub(super) asleep: AtomicU64,
@@ -128,16 +130,18 @@ fn stats(counters: &[CachePadded<Counters>]) -> lrt_pool_stats {
     s
 }
 
-/// One thread's figures: blocks, tasks, steals, spin iterations, parks,
-/// loop nanoseconds (workers); callers use blocks, loops, loop nanoseconds.
+/// One thread's figures: blocks, tasks, steals, spin iterations, spin
+/// yields, parks, loop nanoseconds (workers); callers use blocks, loops,
+/// loop nanoseconds.
 #[derive(Clone, Copy, Default)]
-struct Figures([u64; 6]);
+struct Figures([u64; 7]);
 
-const WORKER_KEYS: [&str; 6] = [
+const WORKER_KEYS: [&str; 7] = [
     "blocks",
     "tasks",
     "steals",
     "spin_iterations",
+    "spin_yields",
     "parks",
     "loop_ns",
 ];
@@ -162,6 +166,7 @@ impl Snapshot {
                         ld(&c.tasks_run),
                         ld(&c.steals),
                         ld(&c.spin_iterations),
+                        ld(&c.spin_yields),
                         ld(&c.parks),
                         ld(&c.loop_ns),
                     ])
@@ -179,7 +184,7 @@ impl Snapshot {
 /// The profiling report between two snapshots, as JSON:
 /// `{"duration_ns":N,"main_thread":{"blocks":..,"loops":..,"loop_ns":..},
 /// "workers":[{"id":0,"blocks":..,"tasks":..,"steals":..,
-/// "spin_iterations":..,"parks":..,"loop_ns":..},...]}`.
+/// "spin_iterations":..,"spin_yields":..,"parks":..,"loop_ns":..},...]}`.
 fn report(start: &Snapshot, now: &Snapshot) -> String {
     let mut s = String::with_capacity(128 + 128 * now.workers.len());
     let d = |a: u64, b: u64| a.wrapping_sub(b);

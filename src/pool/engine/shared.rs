@@ -8,7 +8,7 @@ use super::sleep::EventCount;
 use super::slot::Slot;
 use crate::pool::spin::SpinPolicy;
 use crossbeam_deque::{Injector, Stealer};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Sleepers the owner of a loop wakes, and each woken worker wakes while the
 /// loop still wants helpers (a wake-up tree of fan-out 2).
@@ -86,6 +86,14 @@ pub(super) struct SpinControl {
     pub(super) policy: SpinPolicy,
     /// The adaptive spin budget (`leanrt.intra_op.adaptive_spin`).
     pub(super) adaptive: Option<Adaptive>,
+    /// The CPU of the thread that last started a loop or a request
+    /// (`u32::MAX`: none yet). A spinning worker that finds itself on that
+    /// CPU yields it (see `worker.rs`): the operating system may place a
+    /// woken worker on its waker's CPU, and a worker spinning there takes
+    /// the CPU from the very thread whose loop it waits for. Relaxed is
+    /// safe: it is a placement hint, read and written whole; a stale value
+    /// costs one needless yield or one missed one, never a missed loop.
+    pub(super) caller_cpu: AtomicU32,
 }
 
 /// What a worker applies to its own thread when it starts.
@@ -109,6 +117,20 @@ impl Shared {
     /// Whether an idle worker may keep spinning now: spinning enabled, no
     /// shutdown, and with `force_spinning_stop` a loop or a request (an
     /// unmatched `enable_spinning`) in progress.
+    /// Notes the calling thread's CPU as the one a loop or request runs on.
+    pub(super) fn note_caller_cpu(&self) {
+        self.spin
+            .caller_cpu
+            .store(crate::pool::cpu::current_cpu(), Ordering::Relaxed);
+    }
+
+    /// Whether the calling (worker) thread runs on the CPU of the thread
+    /// that last started a loop or request.
+    pub(super) fn on_caller_cpu(&self) -> bool {
+        let cpu = crate::pool::cpu::current_cpu();
+        cpu != u32::MAX && cpu == self.spin.caller_cpu.load(Ordering::Relaxed)
+    }
+
     pub(super) fn may_spin(&self) -> bool {
         let spin = &self.spin;
         spin.enabled.load(Ordering::Relaxed)

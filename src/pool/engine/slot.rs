@@ -109,8 +109,15 @@ impl<T> Slot<T> {
 
     /// Owner: closes the loop and waits until every helper that entered has
     /// left (`spins` polls first, then blocks).
+    #[cfg(any(test, loom))]
     pub fn close_and_wait(&self, spins: u32) {
         self.gate.close_and_wait(spins);
+    }
+
+    /// `close_and_wait`, yielding while `share_cpu()` (see
+    /// [`Gate::close_and_wait_yielding`]).
+    pub fn close_and_wait_yielding(&self, spins: u32, share_cpu: &dyn Fn() -> bool) {
+        self.gate.close_and_wait_yielding(spins, share_cpu);
     }
 
     /// Owner, after `close_and_wait`: frees the slot.

@@ -18,6 +18,13 @@ pub fn wait<'a>(cv: &Condvar, g: std::sync::MutexGuard<'a, ()>) -> std::sync::Mu
     cv.wait(g).unwrap_or_else(|e| e.into_inner())
 }
 
+/// Gives the CPU to another runnable thread (`loom::thread::yield_now` in
+/// the model).
+#[inline]
+pub fn yield_now() {
+    std::thread::yield_now();
+}
+
 /// A spin-wait hint (`loom::hint::spin_loop` in the model).
 #[inline]
 pub fn spin_hint() {

@@ -47,6 +47,7 @@ use super::membership::{self, WorkerLocal};
 use super::profile::{bump, Counters};
 use super::shared::{Shared, CASCADE};
 use super::sleep::{EventCount, Ticket};
+use super::trace::{self, Ev};
 use crate::pool::affinity;
 use crate::pool::spin::{Backoff, DEADLINE_CHECK_EVERY};
 use crossbeam_deque::{Steal, Worker};
@@ -150,7 +151,9 @@ pub(super) fn main(start: WorkerStart) {
             shared.event.cancel(ticket);
             continue;
         }
+        trace::record(shared.id, index + 1, Ev::Park, 0);
         sleep_counted(&shared.event, ticket, counters);
+        trace::record(shared.id, index + 1, Ev::Woke, 0);
         // Cascade: a loop that still wants helpers gets more sleepers woken
         // by us, not by its owner (which is already running its share).
         if slot_wants(&shared, section) {
@@ -196,12 +199,16 @@ fn help_slot(shared: &Shared, section: &mut u64, index: usize) -> bool {
         }
         *section = tag;
     }
+    trace::record(shared.id, index + 1, Ev::Enter, 1);
     // SAFETY: the owner stored a pointer to its live `LoopJob` before
     // publishing and keeps it alive until `close_and_wait` saw no helper
     // inside; we are inside from `try_enter` until `leave`, and `run`
     // catches panics from the work, so we cannot unwind past `leave`.
-    unsafe { &*job }.run(participant, &shared.profiling, Some(index));
+    let job = unsafe { &*job };
+    job.note_helper_cpu();
+    let blocks = job.run(participant, &shared.profiling, Some(index));
     shared.slot.leave();
+    trace::record(shared.id, index + 1, Ev::Leave, blocks);
     true
 }
 
@@ -249,8 +256,12 @@ fn run_job(shared: &Shared, job: Job, worker: Option<usize>) {
         }
         Job::Help(q) => {
             if let Some(participant) = q.gate.try_enter() {
-                q.job.run(participant, &shared.profiling, worker);
+                let who = trace::who(worker);
+                trace::record(shared.id, who, Ev::Enter, 2);
+                q.job.note_helper_cpu();
+                let blocks = q.job.run(participant, &shared.profiling, worker);
                 q.gate.leave();
+                trace::record(shared.id, who, Ev::Leave, blocks);
             }
         }
     }
@@ -346,9 +357,12 @@ fn has_work(shared: &Shared, me: &WorkerLocal) -> bool {
 
 /// The spin phase of an idle worker: polls the slot and the queues.
 fn spin(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64) -> bool {
-    spin_until(shared, counters, &|| {
+    trace::record(shared.id, me.index + 1, Ev::SpinStart, 0);
+    let hit = spin_until(shared, counters, &|| {
         slot_wants(shared, section) || has_work(shared, me)
-    })
+    });
+    trace::record(shared.id, me.index + 1, Ev::SpinEnd, u64::from(hit));
+    hit
 }
 
 /// Polls `found` between pauses until it is true (true) or the pause
@@ -366,7 +380,7 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
         return false;
     }
     let mut backoff = Backoff::new(shared.spin.policy.backoff_max);
-    let (mut spent, mut iterations) = (0u64, 0u64);
+    let (mut spent, mut iterations, mut yields) = (0u64, 0u64, 0u64);
     let mut hit = false;
     // A microsecond budget is wall-clock time, not only pauses: the polls
     // between the pauses cost time too (see `SpinPolicy`).
@@ -375,6 +389,12 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
         if found() {
             hit = true;
             break;
+        }
+        // Sharing the CPU with the thread whose next loop we wait for:
+        // spinning would only keep that thread from running, so yield.
+        if iterations % DEADLINE_CHECK_EVERY == 0 && shared.on_caller_cpu() {
+            std::thread::yield_now();
+            yields += 1;
         }
         spent += u64::from(backoff.pause());
         iterations += 1;
@@ -385,6 +405,7 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
         }
     }
     bump(&counters.spin_iterations, iterations);
+    bump(&counters.spin_yields, yields);
     hit
 }
 

@@ -1,7 +1,8 @@
 //! leanrt's pool as a peer. The only module of the command that calls
 //! leanrt's pool API (options, creation, loops, spinning hints, counters).
-use super::{config_pairs, Peer};
-use crate::pool::results::Counters;
+use super::Peer;
+use crate::pool::presets::config_pairs;
+use leanrt::pool::abi::lrt_pool_stats;
 use leanrt::pool::{self, PoolOptions, ThreadPool};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -16,6 +17,14 @@ pub fn pool_options(threads: usize, config: &str) -> Result<PoolOptions, String>
             .map_err(|e| format!("configuration '{config}': {k}={v}: {e}"))?;
     }
     Ok(o)
+}
+
+/// Whether the library accepts `threads` as a pool's thread count (its
+/// message says the limit where it does not).
+pub fn check_threads(threads: i32) -> Result<(), String> {
+    PoolOptions::default()
+        .set_num_threads(threads)
+        .map_err(|e| e.to_string())
 }
 
 /// The degree of parallelism of a pool with default options.
@@ -42,23 +51,23 @@ pub fn skip_reason(config: &str) -> Option<String> {
 }
 
 /// leanrt's pool with one configuration (None = the NULL pool: serial).
-pub struct Leanrt {
+pub struct LeanrtPool {
     pool: Option<ThreadPool>,
     /// `session.force_spinning_stop`: runs are bracketed by
     /// enable_spinning / disable_spinning.
     hints: bool,
 }
 
-impl Leanrt {
-    pub fn new(threads: usize, config: &str) -> Result<Leanrt, String> {
+impl LeanrtPool {
+    pub fn new(threads: usize, config: &str) -> Result<LeanrtPool, String> {
         let o = pool_options(threads, config)?;
         let pool = ThreadPool::create(&o).map_err(|e| format!("creating the pool: {e}"))?;
         let hints = o.force_spinning_stop() && pool.is_some();
-        Ok(Leanrt { pool, hints })
+        Ok(LeanrtPool { pool, hints })
     }
 }
 
-impl Peer for Leanrt {
+impl Peer for LeanrtPool {
     fn dop(&self) -> usize {
         pool::degree_of_parallelism(self.pool.as_ref()).max(1) as usize
     }
@@ -119,17 +128,7 @@ impl Peer for Leanrt {
             p.disable_spinning();
         }
     }
-    fn stats(&self) -> Option<Counters> {
-        self.pool.as_ref().map(|p| {
-            let c = p.stats();
-            Counters {
-                tasks_run: c.tasks_run,
-                steals: c.steals,
-                spin_iterations: c.spin_iterations,
-                parks: c.parks,
-                wakeups: c.wakeups,
-                workers_asleep: c.workers_asleep,
-            }
-        })
+    fn stats(&self) -> Option<lrt_pool_stats> {
+        self.pool.as_ref().map(ThreadPool::stats)
     }
 }

@@ -1,0 +1,94 @@
+//! From parsed arguments to what runs, and the runs themselves under one
+//! progress display.
+use crate::args::PoolArgs;
+use crate::bind::{self, BindPlan};
+use crate::pool::{self, PoolPlan, Sizes};
+use crate::progress::Progress;
+
+/// Checks the plan of `leanrt bind` (not `--bandwidth`); an error is a
+/// usage error.
+pub fn check_bind_plan(plan: &BindPlan) -> Result<(), String> {
+    if bind::pairs(plan).is_empty() {
+        return Err("no task count fits in any window (--tasks must be <= --window)".into());
+    }
+    Ok(())
+}
+
+/// The plan of `leanrt pool`, and notes on the configurations skipped.
+pub fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
+    let base = Sizes {
+        regions: a.regions,
+        fj_iters: 0,
+        requests: a.requests,
+        gaps_ms: a.gaps_ms.clone(),
+        items: 0,
+        iters: 0,
+        cost_cycles: 0.0,
+        burst_ms: a.burst_ms,
+        idle_ms: a.idle_ms,
+        wake_reps: a.wake_reps,
+        duration_ms: a.duration_ms,
+        run: pool::RunShape {
+            preamble_us: a.preamble_us,
+            rounds: a.rounds,
+            round_us: a.round_us,
+            between_us: a.between_us,
+            preamble_items: 0,
+            round_items: 0,
+            between_items: 0,
+        },
+        request_gaps: a.request_gaps.clone(),
+        section_loops: a.section_loops.clone(),
+        section_item_us: a.section_item_us,
+        section_iters: 0,
+    };
+    let (configs, notes) = pool::skipped_configs(&a.config);
+    let mut peers = Vec::new();
+    for p in &a.peers {
+        if pool::peers::built(p) {
+            peers.push(p.clone());
+        } else {
+            eprintln!(
+                "warning: this leanrt command was built without an OpenMP compiler; skipping {}",
+                p.label()
+            );
+        }
+    }
+    if configs.is_empty() && peers.is_empty() {
+        return Err("nothing to run: no configuration and no peer left".into());
+    }
+    let plan = PoolPlan {
+        threads: a.threads.clone(),
+        configs,
+        peers,
+        scenarios: a.scenario.clone(),
+        sizes: pool::sizes_for(a.work_us, a.fj_item_us, base),
+        oversubscribe: a.oversubscribe,
+    };
+    Ok((plan, notes))
+}
+
+/// Runs the cells of a pool plan, each in a child process.
+pub fn run_pool(plan: &PoolPlan, quiet: bool) -> Result<Vec<pool::CellResult>, String> {
+    let progress = Progress::new(pool::cells(plan).len() as u64, "pool", quiet);
+    let results = pool::run(plan, &|m| progress.step(m));
+    progress.finish();
+    results
+}
+
+/// Runs the cells of a staging plan.
+pub fn run_bind(plan: &BindPlan, quiet: bool) -> Result<Vec<bind::BindCell>, String> {
+    let n = (bind::pairs(plan).len() * plan.policies.len()) as u64;
+    let progress = Progress::new(n, "staging", quiet);
+    let cells = bind::run(plan, &|m| progress.step(m));
+    progress.finish();
+    cells
+}
+
+/// Runs the cells of a staging plan for layout v2 (both paths per cell).
+pub fn run_bind_v2(plan: &BindPlan, quiet: bool) -> Result<Vec<bind::V2Cell>, String> {
+    let progress = Progress::new(2 * bind::pairs(plan).len() as u64, "staging v2", quiet);
+    let cells = bind::run_v2(plan, &|m| progress.step(m));
+    progress.finish();
+    cells
+}
