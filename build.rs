@@ -22,6 +22,10 @@ fn main() {
         script.display()
     );
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libleanrt.so.0");
+    // Never unloaded: leanrt's threads keep their thread-local destructors
+    // in leanrt's own table (src/thread_exit.rs), so the C library would
+    // not know to keep the code mapped until they exit.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
     soname_link_beside_output(&out_dir);
 
     let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))

@@ -14,6 +14,14 @@
 #endif
 
 /**
+ * Longest string argument accepted, in bytes without the terminating NUL
+ * (config keys and values, affinity strings, thread names). Longer
+ * strings are `LRT_ERR_INVALID_ARGUMENT`, found without reading past this
+ * many bytes.
+ */
+#define LRT_MAX_STRING_BYTES 65536
+
+/**
  * lrt_maker_config flag: page-lock the host memory the uploads copy from, so
  * that copies are direct DMA. Create locks the header and the first 64
  * slots of each segment (LRT_UPLOAD_FULL: the whole mirror); an upload of N
@@ -1041,7 +1049,8 @@ void lrt_host_api_release(struct lrt_host_api *api);
  * message to standard error. A NULL `callback` removes the callback (back
  * to the default). Installing replaces any earlier callback; the old one
  * may still receive a message that was being delivered while it was
- * replaced. Always returns LRT_OK.
+ * replaced. Returns LRT_OK, or LRT_ERR_NO_MEMORY (nothing changed) when
+ * the callback cannot be recorded for lack of memory.
  */
 enum lrt_status lrt_set_log_callback(lrt_log_fn callback, void *ctx);
 
@@ -1063,7 +1072,11 @@ enum lrt_status lrt_pool_create(const struct lrt_pool_options *opts, struct lrt_
  * of the pool's own worker threads, or from a loop body or task running on
  * this pool, it does nothing and records `LRT_ERR_STATE` for
  * `lrt_last_error`: the pool stays intact and usable, and must be
- * destroyed from elsewhere. In a forked child, destroying an inherited
+ * destroyed from elsewhere. The same while other threads are inside calls
+ * on this pool (a loop, Schedule, a query; the pool's own workers are
+ * waited for instead): destroy it again once they have returned. A call
+ * that starts after destroy began is a use after destroy, which no check
+ * can catch. In a forked child, destroying an inherited
  * pool returns at once (its threads do not exist there; see docs/POOL.md).
  */
 void lrt_pool_destroy(struct lrt_pool *pool);
@@ -1128,7 +1141,8 @@ enum lrt_status lrt_partition_work(ptrdiff_t batch_idx,
 
 /**
  * ONNX Runtime's Schedule: runs `func(ctx)` on a worker thread; on the
- * calling thread instead when `pool` is NULL or the chosen queue is full.
+ * calling thread instead when `pool` is NULL, the chosen queue is full or
+ * there is no memory to queue it.
  * Destroying the pool runs every task still queued.
  */
 void lrt_pool_schedule(struct lrt_pool *pool, lrt_task_fn func, void *ctx);
@@ -1258,8 +1272,9 @@ void lrt_pool_options_destroy(struct lrt_pool_options *opts);
 
 /**
  * Sets an option by its ONNX Runtime session config key: `key` and
- * `value` are NUL-terminated strings (keys and value syntax in
- * docs/POOL.md). An unknown key, a malformed value or a NULL argument is
+ * `value` are NUL-terminated strings of at most LRT_MAX_STRING_BYTES
+ * bytes (keys and value syntax in docs/POOL.md). An unknown key, a
+ * malformed value, a longer string or a NULL argument is
  * `LRT_ERR_INVALID_ARGUMENT`, and the options are unchanged.
  */
 enum lrt_status lrt_pool_options_set_config(struct lrt_pool_options *opts,
@@ -1268,7 +1283,8 @@ enum lrt_status lrt_pool_options_set_config(struct lrt_pool_options *opts,
 
 /**
  * Thread count, as ONNX Runtime's SetIntraOpNumThreads: 0 = one per
- * physical core, 1 = no pool (`lrt_pool_create` gives NULL), n = n-1
+ * physical core (at most LRT_POOL_MAX_THREADS; with an affinity set, one
+ * per affinity entry plus the caller), 1 = no pool (`lrt_pool_create` gives NULL), n = n-1
  * worker threads plus the calling thread. Outside [0,
  * LRT_POOL_MAX_THREADS]: `LRT_ERR_INVALID_ARGUMENT`.
  */
@@ -1302,8 +1318,12 @@ enum lrt_status lrt_pool_options_set_dynamic_block_base(struct lrt_pool_options 
 
 /**
  * Worker affinities in ONNX Runtime's format, a NUL-terminated string
- * such as "1,2;3-4" (1-based processor ids, one `;`-separated entry per
- * worker). Checked against the process's CPUs when the pool is created.
+ * such as "1,2;3-4" (1-based processor ids up to 1024, one `;`-separated
+ * entry per worker). At most LRT_MAX_STRING_BYTES bytes and
+ * LRT_POOL_MAX_THREADS - 1 entries (with num_threads 0 the pool gets one
+ * thread per entry plus the caller); longer or more is
+ * `LRT_ERR_INVALID_ARGUMENT`, found before anything is allocated.
+ * Checked against the process's CPUs when the pool is created.
  */
 enum lrt_status lrt_pool_options_set_affinity(struct lrt_pool_options *opts, const char *affinity);
 
@@ -1313,13 +1333,15 @@ enum lrt_status lrt_pool_options_set_affinity(struct lrt_pool_options *opts, con
 enum lrt_status lrt_pool_options_set_denormal_as_zero(struct lrt_pool_options *opts, int on);
 
 /**
- * Worker thread name prefix: a non-empty NUL-terminated string.
+ * Worker thread name prefix: a non-empty NUL-terminated string of at most
+ * LRT_MAX_STRING_BYTES bytes (the system shows the first 15 bytes of
+ * "<prefix>-<index>").
  */
 enum lrt_status lrt_pool_options_set_name(struct lrt_pool_options *opts, const char *name);
 
 /**
- * Stack size in bytes of every worker thread leanrt starts; 0 = the
- * platform's default. Below the platform minimum (PTHREAD_STACK_MIN):
+ * Stack size in bytes of every worker thread leanrt starts; 0 = 2 MiB
+ * (what Rust's threads get by default). Below the platform minimum (PTHREAD_STACK_MIN):
  * `LRT_ERR_INVALID_ARGUMENT`, options unchanged. A size the system cannot
  * provide makes `lrt_pool_create` fail with `LRT_ERR_NO_MEMORY`. With
  * custom thread functions the host's create function chooses the stacks

@@ -58,6 +58,56 @@ pub fn warn(message: &str) {
     }
 }
 
+/// Longest warning delivered, in bytes (longer ones are cut).
+pub const WARNING_BYTES: usize = 1024;
+
+/// A warning in a stack buffer: `parts` joined, cut at [`WARNING_BYTES`]
+/// on a character boundary. Assembling it never allocates.
+pub struct Text {
+    len: usize,
+    bytes: [u8; WARNING_BYTES],
+}
+
+impl Text {
+    /// `parts` joined.
+    pub fn join(parts: &[&str]) -> Self {
+        let mut t = Text {
+            len: 0,
+            bytes: [0; WARNING_BYTES],
+        };
+        for part in parts {
+            t.push(part);
+        }
+        t
+    }
+
+    /// Appends `s`, cut to what still fits.
+    pub fn push(&mut self, s: &str) {
+        let room = WARNING_BYTES - self.len;
+        let cut = if s.len() <= room {
+            s.len()
+        } else {
+            (0..=room)
+                .rev()
+                .find(|&i| s.is_char_boundary(i))
+                .unwrap_or(0)
+        };
+        self.bytes[self.len..self.len + cut].copy_from_slice(&s.as_bytes()[..cut]);
+        self.len += cut;
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        // Only whole characters were copied in.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+/// [`warn`] with the message given in parts (joined without allocating).
+pub fn warn_parts(parts: &[&str]) {
+    warn(Text::join(parts).as_str());
+}
+
 thread_local! {
     /// How many [`QuietPanics`] guards are live on this thread.
     static QUIET: Cell<u32> = const { Cell::new(0) };
@@ -136,6 +186,15 @@ mod tests {
         set_sink(None);
         warn("nowhere");
         assert_eq!(*seen.lock().unwrap(), vec!["first".to_owned()]);
+    }
+
+    #[test]
+    fn text_joins_and_cuts_on_a_character_boundary() {
+        assert_eq!(Text::join(&["a", ": ", "b"]).as_str(), "a: b");
+        let long = "é".repeat(WARNING_BYTES);
+        let t = Text::join(&["x", &long]);
+        assert_eq!(t.as_str().len(), WARNING_BYTES - 1);
+        assert!(t.as_str().starts_with("xé"));
     }
 
     #[test]

@@ -127,6 +127,7 @@ const ALLOWED: &[&str] = &[
     "LRT_ERR_INTERNAL",
     "lrt_status_str",
     "lrt_last_error",
+    "LRT_MAX_STRING_BYTES",
     "lrt_version",
     "lrt_string_free",
     "lrt_log_level",

@@ -22,7 +22,7 @@
 
 mod sync {
     pub use crossbeam_utils::CachePadded;
-    pub use loom::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+    pub use loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
     pub use loom::sync::{Condvar, Mutex, MutexGuard};
 
     pub fn lock(m: &Mutex<()>) -> MutexGuard<'_, ()> {
@@ -54,9 +54,17 @@ mod gate;
 #[path = "../src/pool/engine/slot.rs"]
 mod slot;
 
+#[allow(dead_code)]
+#[path = "../src/pool/engine/callers.rs"]
+mod callers;
+
 /// `gate.rs` again, against a facade whose mutex excludes nothing.
 #[path = "pool_loom/broken.rs"]
 mod broken;
+
+/// `callers.rs` again, against a facade whose `SeqCst` is `Relaxed`.
+#[path = "pool_loom/broken_callers.rs"]
+mod broken_callers;
 
 use gate::Gate;
 use loom::cell::UnsafeCell;
@@ -504,4 +512,92 @@ fn broken_gate_loses_the_owner_wakeup() {
         g.close_and_wait(0);
         h.join().unwrap();
     });
+}
+
+/// One caller and one destroy on the caller count of `$callers` (the
+/// module: the shipped one or its broken twin): the caller enters and
+/// reads the pool's state, the destroy frees it (writes) only if its close
+/// succeeded. `twice`: the caller enters twice in a row.
+macro_rules! close_against_callers {
+    ($callers:path, $twice:expr) => {{
+        use $callers as c;
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = Some(3);
+        b.check(|| {
+            let count = Arc::new(c::Callers::new());
+            let state = Arc::new(UnsafeCell::new(7usize));
+            let (count2, state2) = (count.clone(), state.clone());
+            let caller = loom::thread::spawn(move || {
+                for _ in 0..if $twice { 2 } else { 1 } {
+                    match count2.enter(1) {
+                        // SAFETY: loom checks the access itself.
+                        Some(_inside) => assert_eq!(state2.with(|p| unsafe { *p }), 7),
+                        None => return,
+                    }
+                }
+            });
+            if count.close().is_ok() {
+                // The destroy: the state is freed.
+                // SAFETY: loom checks the access itself.
+                state.with_mut(|p| unsafe { *p = 0 });
+            }
+            caller.join().unwrap();
+        });
+    }};
+}
+
+#[test]
+fn a_successful_close_excludes_callers() {
+    close_against_callers!(callers, false);
+}
+
+#[test]
+fn a_refused_close_does_not_refuse_a_caller() {
+    // A caller that entered before the close, twice: its second entry
+    // after a refused close must get in (it holds no guard then, so the
+    // close may also succeed in between: then it is refused, never inside
+    // a freed pool).
+    close_against_callers!(callers, true);
+}
+
+/// The broken caller count must fail the model (see the module docs).
+#[test]
+#[ignore = "deliberately broken caller count: must fail (race); run by the_broken_close_fails_with_a_race"]
+fn broken_close_lets_a_caller_in() {
+    close_against_callers!(broken_callers::callers, false);
+}
+
+/// The expected failure: runs [`broken_close_lets_a_caller_in`] in a child
+/// (as `the_broken_gate_fails_with_a_deadlock` does) and passes only if
+/// loom reports a race on the pool's state.
+#[test]
+fn the_broken_close_fails_with_a_race() {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args([
+            "--ignored",
+            "--exact",
+            "broken_close_lets_a_caller_in",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .expect("run the broken model in a child");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("running 1 test"),
+        "the child did not run the broken model:\n{text}"
+    );
+    assert!(
+        !out.status.success(),
+        "the broken caller count passed the model: the model cannot fail\n{text}"
+    );
+    assert!(
+        text.contains("Causality violation") || text.contains("data race"),
+        "the broken caller count failed, but not with loom's race report:\n{text}"
+    );
 }

@@ -20,7 +20,10 @@ fn window_resolution_order() {
     std::env::set_var(TASK_WINDOW_ENV, "256");
     assert_eq!(window(0), Ok(256), "env used when the config says 0");
     assert_eq!(window(32), Ok(32), "config wins over env");
-    for bad in ["abc", "3", "100", "", "-16", "1048576"] {
+    // Digits only, as the pool's config values: no spaces, no sign.
+    for bad in [
+        "abc", "3", "100", "", "-16", "1048576", " 64 ", " 64", "64 ", "+64",
+    ] {
         std::env::set_var(TASK_WINDOW_ENV, bad);
         assert_eq!(window(0), Ok(16384), "invalid env {bad:?} ignored");
     }

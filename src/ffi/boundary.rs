@@ -10,33 +10,84 @@
 //! 3. All arguments are checked before any state changes, so a rejected call
 //!    leaves everything as it was.
 //! 4. A failure records `"<function>: <message>"` in a thread-local slot read
-//!    by `lrt_last_error`; a success leaves the slot alone.
+//!    by `lrt_last_error`; a success leaves the slot alone. The slot is a
+//!    fixed buffer: recording a message never allocates.
+//! 5. Each call runs in an [`alloc::CallScope`](crate::alloc::CallScope):
+//!    the allocation-failure protocol of `crate::alloc` (the reserve marks
+//!    the thread, commit points such as [`try_into_handle`] refuse).
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::status::{describe, lrt_status};
+use crate::alloc;
 use crate::{Error, Result};
 
+/// Longest string argument accepted, in bytes without the terminating NUL
+/// (config keys and values, affinity strings, thread names). Longer
+/// strings are `LRT_ERR_INVALID_ARGUMENT`, found without reading past this
+/// many bytes.
+pub const LRT_MAX_STRING_BYTES: usize = 65536;
+
+/// Capacity of the last-error slot in bytes (longer messages are cut).
+const LAST_ERROR_BYTES: usize = 512;
+
+/// A message in a fixed buffer, NUL-terminated.
+struct Message {
+    len: usize,
+    bytes: [u8; LAST_ERROR_BYTES],
+}
+
+impl Message {
+    const EMPTY: Message = Message {
+        len: 0,
+        bytes: [0; LAST_ERROR_BYTES],
+    };
+
+    /// Appends `text` (an interior NUL written as `\0`), cutting at the
+    /// capacity (keeping room for the NUL) on a character boundary.
+    fn push(&mut self, text: &str) {
+        for ch in text.chars() {
+            let mut utf8 = [0u8; 4];
+            let piece: &[u8] = if ch == '\0' {
+                b"\\0"
+            } else {
+                ch.encode_utf8(&mut utf8).as_bytes()
+            };
+            if self.len + piece.len() >= LAST_ERROR_BYTES {
+                break;
+            }
+            self.bytes[self.len..self.len + piece.len()].copy_from_slice(piece);
+            self.len += piece.len();
+        }
+        self.bytes[self.len] = 0;
+    }
+}
+
 thread_local! {
-    /// This thread's message for its last failed call.
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// This thread's message for its last failed call (const-initialised,
+    /// without a destructor: using it never allocates).
+    static LAST_ERROR: RefCell<Message> = const { RefCell::new(Message::EMPTY) };
 }
 
-/// Records `message` as this thread's last error.
+/// Records `message` as this thread's last error, without allocating.
 pub fn set_last_error(function: &str, message: &str) {
-    let text = format!("{function}: {message}").replace('\0', "\\0");
-    let text = CString::new(text).unwrap_or_default();
-    LAST_ERROR.with(|slot| *slot.borrow_mut() = text);
+    LAST_ERROR.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        slot.len = 0;
+        slot.push(function);
+        slot.push(": ");
+        slot.push(message);
+    });
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
     if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
+        s
     } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
+        s
     } else {
-        "unknown panic payload".to_owned()
+        "unknown panic payload"
     }
 }
 
@@ -54,23 +105,34 @@ pub fn run_value<T>(
 ) -> T {
     // A panic is reported through the status and lrt_last_error, never
     // printed by Rust's hook onto the host's stderr.
+    let scope = alloc::CallScope::enter();
     let quiet = crate::diag::QuietPanics::enter();
     let outcome = catch_unwind(AssertUnwindSafe(body));
     drop(quiet);
-    match outcome {
+    let status = match outcome {
         Ok(Ok(value)) => value,
         Ok(Err(error)) => {
             set_last_error(function, error.message());
             on_error(error.kind().into())
         }
         Err(payload) => {
-            let msg = format!("internal error (panic): {}", panic_message(&*payload));
-            set_last_error(function, &msg);
-            let detail = crate::diag::take_caught_panic().unwrap_or(msg);
-            crate::diag::warn(&format!("{function}: caught {detail}"));
+            let msg = panic_message(&*payload);
+            LAST_ERROR.with(|slot| {
+                let mut slot = slot.borrow_mut();
+                slot.len = 0;
+                for part in [function, ": internal error (panic): ", msg] {
+                    slot.push(part);
+                }
+            });
+            match crate::diag::take_caught_panic() {
+                Some(detail) => crate::diag::warn_parts(&[function, ": caught ", &detail]),
+                None => crate::diag::warn_parts(&[function, ": caught panic: ", msg]),
+            }
             on_error(lrt_status::LRT_ERR_INTERNAL)
         }
-    }
+    };
+    drop(scope);
+    status
 }
 
 /// Body of an entry point returning `lrt_status`:
@@ -115,7 +177,9 @@ pub unsafe fn arg_mut<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
     unsafe { ptr.as_mut() }.ok_or_else(|| null_arg(what))
 }
 
-/// A UTF-8 string from a NUL-terminated C string.
+/// A UTF-8 string from a NUL-terminated C string of at most
+/// [`LRT_MAX_STRING_BYTES`] bytes; reads no further than that many bytes
+/// (plus the NUL) whatever the string's length.
 ///
 /// # Safety
 /// `ptr` is NULL or points to a NUL-terminated string valid for `'a`.
@@ -123,9 +187,17 @@ pub unsafe fn arg_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
     if ptr.is_null() {
         return Err(null_arg(what));
     }
-    // SAFETY: non-NULL and NUL-terminated per the caller's contract.
-    let cstr = unsafe { CStr::from_ptr(ptr) };
-    cstr.to_str()
+    // SAFETY: strnlen reads the string up to its NUL or the bound,
+    // whichever comes first: bytes the caller's contract makes readable.
+    let len = unsafe { libc::strnlen(ptr, LRT_MAX_STRING_BYTES + 1) };
+    if len > LRT_MAX_STRING_BYTES {
+        return Err(Error::invalid_argument(format!(
+            "`{what}` is longer than LRT_MAX_STRING_BYTES ({LRT_MAX_STRING_BYTES} bytes)"
+        )));
+    }
+    // SAFETY: `len` bytes are readable and followed by the NUL (above).
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    std::str::from_utf8(bytes)
         .map_err(|_| Error::invalid_argument(format!("`{what}` is not valid UTF-8")))
 }
 
@@ -170,15 +242,19 @@ unsafe impl Send for HostContext {}
 // SAFETY: as above; shared access only copies the pointer value.
 unsafe impl Sync for HostContext {}
 
-/// Moves a core object to the heap and hands it to C as an opaque handle.
-pub fn into_handle<T>(value: T) -> *mut T {
-    Box::into_raw(Box::new(value))
+/// The commit point of a create function: moves `value` to the heap
+/// (fallibly) and hands it to C as an opaque handle, unless the call ran
+/// short of memory on the way (`crate::alloc::check`): then `value` is
+/// dropped and the call fails with `LRT_ERR_NO_MEMORY`.
+pub fn try_into_handle<T>(value: T) -> Result<*mut T> {
+    alloc::check()?;
+    Ok(Box::into_raw(alloc::try_box(value)?))
 }
 
-/// Takes back and drops a handle made by [`into_handle`]; NULL is a no-op.
+/// Takes back and drops a handle made by [`try_into_handle`]; NULL is a no-op.
 ///
 /// # Safety
-/// `handle` is NULL or came from [`into_handle::<T>`] and is not used again.
+/// `handle` is NULL or came from [`try_into_handle::<T>`] and is not used again.
 pub unsafe fn drop_handle<T>(handle: *mut T) {
     if !handle.is_null() {
         // SAFETY: per the caller's contract the box is ours to drop, once.
@@ -204,7 +280,7 @@ pub extern "C" fn lrt_status_str(status: c_int) -> *const c_char {
 pub unsafe extern "C" fn lrt_last_error(buf: *mut c_char, len: usize) -> usize {
     LAST_ERROR.with(|slot| {
         let slot = slot.borrow();
-        let bytes = slot.as_bytes();
+        let bytes = &slot.bytes[..slot.len];
         if !buf.is_null() && len > 0 {
             let n = bytes.len().min(len - 1);
             // SAFETY: buf is valid for len bytes per the contract; n + 1 <= len,
@@ -298,6 +374,33 @@ mod tests {
         assert_eq!(text.to_str().unwrap(), "f: 0");
         // SAFETY: NULL with len 0 only asks for the length.
         assert_eq!(unsafe { lrt_last_error(std::ptr::null_mut(), 0) }, n);
+    }
+
+    #[test]
+    fn last_error_slot_is_bounded_and_escapes_nul() {
+        set_last_error("f", "a\0b");
+        assert_eq!(last_error(), "f: a\\0b");
+        let long = "x".repeat(10 * LAST_ERROR_BYTES);
+        set_last_error("g", &long);
+        // SAFETY: NULL with len 0 only asks for the length.
+        let n = unsafe { lrt_last_error(std::ptr::null_mut(), 0) };
+        assert_eq!(n, LAST_ERROR_BYTES - 1);
+    }
+
+    #[test]
+    fn string_arguments_are_bounded() {
+        let ok = std::ffi::CString::new("k".repeat(LRT_MAX_STRING_BYTES)).unwrap();
+        // SAFETY: a NUL-terminated string.
+        let read = unsafe { arg_str(ok.as_ptr(), "key") };
+        assert_eq!(read.unwrap().len(), LRT_MAX_STRING_BYTES);
+        let long = std::ffi::CString::new("k".repeat(LRT_MAX_STRING_BYTES + 1)).unwrap();
+        // SAFETY: as above.
+        let e = unsafe { arg_str(long.as_ptr(), "key") }.unwrap_err();
+        assert!(
+            e.message().contains("LRT_MAX_STRING_BYTES"),
+            "{}",
+            e.message()
+        );
     }
 
     #[test]

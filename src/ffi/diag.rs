@@ -3,7 +3,7 @@ use super::boundary::HostContext;
 use super::status::lrt_status;
 use crate::diag;
 pub use crate::diag::abi::{lrt_log_fn, lrt_log_level};
-use std::ffi::{c_void, CString};
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 /// Sends leanrt's warnings to `callback(ctx, level, message)` instead of the
@@ -12,7 +12,8 @@ use std::sync::Arc;
 /// message to standard error. A NULL `callback` removes the callback (back
 /// to the default). Installing replaces any earlier callback; the old one
 /// may still receive a message that was being delivered while it was
-/// replaced. Always returns LRT_OK.
+/// replaced. Returns LRT_OK, or LRT_ERR_NO_MEMORY (nothing changed) when
+/// the callback cannot be recorded for lack of memory.
 #[no_mangle]
 pub extern "C" fn lrt_set_log_callback(callback: lrt_log_fn, ctx: *mut c_void) -> lrt_status {
     ffi_status!("lrt_set_log_callback", {
@@ -21,12 +22,24 @@ pub extern "C" fn lrt_set_log_callback(callback: lrt_log_fn, ctx: *mut c_void) -
             return Ok(());
         };
         let ctx = HostContext(ctx);
-        diag::set_sink(Some(Arc::new(move |level, message: &str| {
-            let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+        let sink: diag::Sink = Arc::new(move |level, message: &str| {
+            // NUL-terminated in a stack buffer, cut before any interior NUL:
+            // delivering a warning never allocates.
+            let mut text = [0u8; diag::WARNING_BYTES + 1];
+            let bytes = message.as_bytes();
+            let n = bytes
+                .iter()
+                .position(|&b| b == 0)
+                .unwrap_or(bytes.len())
+                .min(diag::WARNING_BYTES);
+            text[..n].copy_from_slice(&bytes[..n]);
             // SAFETY: the host's callback with the contract stated above:
             // its own ctx and a NUL-terminated string valid for the call.
-            unsafe { callback(ctx.get(), level, text.as_ptr()) };
-        })));
+            unsafe { callback(ctx.get(), level, text.as_ptr().cast::<c_char>()) };
+        });
+        // Commit point: not with a sink the reserve had to pay for.
+        crate::alloc::check()?;
+        diag::set_sink(Some(sink));
         Ok(())
     })
 }

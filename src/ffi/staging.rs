@@ -14,7 +14,7 @@
 use std::ffi::c_void;
 use std::ptr::addr_of;
 
-use super::boundary::{arg_ref, drop_handle, into_handle, OutPtr};
+use super::boundary::{arg_ref, drop_handle, try_into_handle, OutPtr};
 use super::device::{device_for_api, lrt_host_api};
 use super::status::lrt_status;
 use crate::staging::one_call::{Entered, OneCall};
@@ -56,7 +56,7 @@ const ONE_CALL_AT_A_TIME: &str = "the maker is inside another call (one call at 
 /// LRT_ERR_INVALID_ARGUMENT, a maker in use LRT_ERR_STATE.
 ///
 /// # Safety
-/// `maker` is NULL or a live handle from `into_handle`.
+/// `maker` is NULL or a live handle from `try_into_handle`.
 unsafe fn enter<'a>(maker: *const lrt_runtime_maker) -> Result<Entered<'a, RuntimeMaker>> {
     // SAFETY: NULL or live, per the caller's contract.
     let handle = unsafe { arg_ref(maker, "maker") }?;
@@ -342,8 +342,9 @@ unsafe fn create(
         Some(image) => RuntimeMaker::with_image(&config, device, image)?,
         None => RuntimeMaker::new(&config, device)?,
     };
+    let handle = try_into_handle(lrt_runtime_maker(OneCall::new(maker)))?;
     // SAFETY: checked non-NULL; writable per the contract.
-    unsafe { out.write(into_handle(lrt_runtime_maker(OneCall::new(maker)))) };
+    unsafe { out.write(handle) };
     Ok(())
 }
 
@@ -680,7 +681,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_destroy(maker: *mut lrt_runtime_maker
         let held = unsafe { enter(maker) }?;
         // No call may enter a maker being destroyed.
         held.keep();
-        // SAFETY: a handle from into_handle, not used again per the contract.
+        // SAFETY: a handle from try_into_handle, not used again per the contract.
         unsafe { drop_handle(maker) };
         Ok(())
     })

@@ -5,15 +5,74 @@
 //! processor ids or inclusive intervals `a-b`. Ids are 1-based as in ORT:
 //! `1` is the first logical processor (CPU 0 for Linux).
 //! Example: `"1,2;3-4"` pins worker 0 to CPUs {0,1} and worker 1 to {2,3}.
+//!
+//! Hostile strings are bounded before anything is allocated: at most
+//! `max_entries` entries (the options pass one per worker of the largest
+//! pool), and an
+//! interval is added as a bit range to the entry's processor set, never
+//! expanded id by id, so the work is linear in the string's length and the
+//! memory one [`CpuSet`] (128 bytes) per entry. (The C boundary also caps
+//! the string at `LRT_MAX_STRING_BYTES`.)
+use crate::alloc::try_vec;
+use crate::error::quoted;
 use crate::{Error, Result};
 
 /// Largest processor id accepted (Linux `CPU_SETSIZE`).
 pub const MAX_PROCESSOR: usize = libc::CPU_SETSIZE as usize;
 
+/// A set of 0-based processor ids below [`MAX_PROCESSOR`], one bit each:
+/// one worker's affinity.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CpuSet([u64; MAX_PROCESSOR / 64]);
+
+impl std::fmt::Debug for CpuSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.ids()).finish()
+    }
+}
+
+impl CpuSet {
+    /// The empty set.
+    pub const EMPTY: CpuSet = CpuSet([0; MAX_PROCESSOR / 64]);
+
+    /// The set of `ids` (those below [`MAX_PROCESSOR`]).
+    pub fn of(ids: &[usize]) -> CpuSet {
+        let mut set = CpuSet::EMPTY;
+        for &c in ids.iter().filter(|&&c| c < MAX_PROCESSOR) {
+            set.add_range(c, c);
+        }
+        set
+    }
+
+    /// The ids in increasing order.
+    pub fn ids(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..MAX_PROCESSOR).filter(|&c| self.contains(c))
+    }
+
+    /// Adds `lo..=hi` (both < MAX_PROCESSOR), a word at a time.
+    fn add_range(&mut self, lo: usize, hi: usize) {
+        for (w, word) in self.0.iter_mut().enumerate() {
+            let (first, last) = (w * 64, w * 64 + 63);
+            if last < lo || first > hi {
+                continue;
+            }
+            let (from, to) = (lo.max(first) - first, hi.min(last) - first);
+            *word |= (u64::MAX >> (63 - (to - from))) << from;
+        }
+    }
+
+    /// Whether `cpu` is in the set.
+    pub fn contains(&self, cpu: usize) -> bool {
+        cpu < MAX_PROCESSOR && self.0[cpu / 64] & (1 << (cpu % 64)) != 0
+    }
+}
+
 fn parse_id(s: &str, whole: &str) -> Result<usize> {
     let bad = || {
         Error::invalid_argument(format!(
-            "affinity \"{whole}\": \"{s}\" is not a processor id in 1..={MAX_PROCESSOR}"
+            "affinity \"{}\": \"{}\" is not a processor id in 1..={MAX_PROCESSOR}",
+            quoted(whole),
+            quoted(s)
         ))
     };
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
@@ -26,46 +85,62 @@ fn parse_id(s: &str, whole: &str) -> Result<usize> {
     Ok(id)
 }
 
-/// Parses an affinity string into one sorted, de-duplicated list of 0-based
-/// CPU ids per worker thread.
-pub fn parse(affinity: &str) -> Result<Vec<Vec<usize>>> {
+/// Parses an affinity string of at most `max_entries` thread entries into
+/// one set of 0-based CPU ids per worker thread.
+pub fn parse(affinity: &str, max_entries: usize) -> Result<Vec<CpuSet>> {
     if affinity.is_empty() {
         return Err(Error::invalid_argument("affinity string is empty"));
     }
-    let mut threads = Vec::new();
+    let entries = affinity.bytes().filter(|&b| b == b';').count() + 1;
+    if entries > max_entries {
+        return Err(Error::invalid_argument(format!(
+            "affinity string has {entries} thread entries; at most {max_entries} \
+             (one per worker of a pool of LRT_POOL_MAX_THREADS threads)"
+        )));
+    }
+    let mut threads = try_vec(entries)?;
     for entry in affinity.split(';') {
-        let mut cpus = Vec::new();
         if entry.is_empty() {
             return Err(Error::invalid_argument(format!(
-                "affinity \"{affinity}\": empty thread entry"
+                "affinity \"{}\": empty thread entry",
+                quoted(affinity)
             )));
         }
+        let mut cpus = CpuSet::EMPTY;
         for item in entry.split(',') {
-            match item.split_once('-') {
-                Some((a, b)) => {
-                    let (a, b) = (parse_id(a, affinity)?, parse_id(b, affinity)?);
-                    if a > b {
-                        return Err(Error::invalid_argument(format!(
-                            "affinity \"{affinity}\": interval \"{item}\" is reversed"
-                        )));
-                    }
-                    cpus.extend((a..=b).map(|id| id - 1));
+            let (a, b) = match item.split_once('-') {
+                Some((a, b)) => (parse_id(a, affinity)?, parse_id(b, affinity)?),
+                None => {
+                    let id = parse_id(item, affinity)?;
+                    (id, id)
                 }
-                None => cpus.push(parse_id(item, affinity)? - 1),
+            };
+            if a > b {
+                return Err(Error::invalid_argument(format!(
+                    "affinity \"{}\": interval \"{}\" is reversed",
+                    quoted(affinity),
+                    quoted(item)
+                )));
             }
+            cpus.add_range(a - 1, b - 1);
         }
-        cpus.sort_unstable();
-        cpus.dedup();
         threads.push(cpus);
     }
     Ok(threads)
 }
 
-fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
+/// A copy of a parsed affinity, allocated fallibly.
+pub fn try_clone(threads: &[CpuSet]) -> Result<Vec<CpuSet>> {
+    let mut out = try_vec(threads.len())?;
+    out.extend_from_slice(threads);
+    Ok(out)
+}
+
+fn cpu_set(cpus: &CpuSet) -> libc::cpu_set_t {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &cpu in cpus.iter().filter(|&&c| c < MAX_PROCESSOR) {
-        // SAFETY: cpu < CPU_SETSIZE, checked by the filter.
+    for cpu in cpus.ids() {
+        // SAFETY: cpu < MAX_PROCESSOR = CPU_SETSIZE.
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
     set
@@ -73,7 +148,7 @@ fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
 
 /// The CPUs this process may run on (0-based), from sched_getaffinity.
 pub fn allowed_cpus() -> Vec<usize> {
-    let mut set = cpu_set(&[]);
+    let mut set = cpu_set(&CpuSet::EMPTY);
     // SAFETY: `set` is a valid cpu_set_t of the size passed.
     let rc =
         unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
@@ -86,11 +161,12 @@ pub fn allowed_cpus() -> Vec<usize> {
         .collect()
 }
 
-/// Checks that every CPU named is one this process may use.
-pub fn validate(threads: &[Vec<usize>]) -> Result<()> {
-    let allowed = allowed_cpus();
+/// Checks that every CPU named is one this process may use (linear in the
+/// number of ids named).
+pub fn validate(threads: &[CpuSet]) -> Result<()> {
+    let allowed = CpuSet::of(&allowed_cpus());
     for (i, cpus) in threads.iter().enumerate() {
-        if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
+        if let Some(c) = cpus.ids().find(|&c| !allowed.contains(c)) {
             return Err(Error::invalid_argument(format!(
                 "affinity of worker {i}: processor {} (1-based) is not available to this process",
                 c + 1
@@ -102,6 +178,12 @@ pub fn validate(threads: &[Vec<usize>]) -> Result<()> {
 
 /// Pins the calling thread to `cpus`; returns false if the kernel refused.
 pub fn pin_current_thread(cpus: &[usize]) -> bool {
+    pin_current_thread_to(&CpuSet::of(cpus))
+}
+
+/// Pins the calling thread to the set `cpus`; returns false if the kernel
+/// refused.
+pub fn pin_current_thread_to(cpus: &CpuSet) -> bool {
     let set = cpu_set(cpus);
     // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the
     // calling thread.
@@ -111,6 +193,12 @@ pub fn pin_current_thread(cpus: &[usize]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MAX_ENTRIES: usize = 1023;
+
+    fn parse(s: &str) -> Result<Vec<Vec<usize>>> {
+        super::parse(s, MAX_ENTRIES).map(|t| t.iter().map(|c| c.ids().collect()).collect())
+    }
 
     #[test]
     fn parses_ort_format() {
@@ -127,10 +215,32 @@ mod tests {
     }
 
     #[test]
+    fn ranges_are_not_expanded_and_entries_are_capped() {
+        // Overlapping and repeated ranges collapse to one set.
+        assert_eq!(
+            parse("1-64,60-70,1-1024,5;2,3-3,2").unwrap(),
+            vec![(0..MAX_PROCESSOR).collect::<Vec<_>>(), vec![1, 2]]
+        );
+        assert_eq!(parse("64-65").unwrap(), vec![vec![63, 64]]);
+        let max = vec!["1-1024"; MAX_ENTRIES].join(";");
+        assert_eq!(parse(&max).unwrap().len(), MAX_ENTRIES);
+        let over = vec!["1"; MAX_ENTRIES + 1].join(";");
+        let e = parse(&over).unwrap_err();
+        assert!(e.message().contains("at most 1023"), "{}", e.message());
+        // A long string is quoted in part only.
+        let long = format!("{};x", vec!["1-1024"; 1000].join(";"));
+        let e = parse(&long).unwrap_err();
+        assert!(e.message().len() < 300, "{}", e.message());
+    }
+
+    #[test]
     fn allowed_includes_current() {
         let a = allowed_cpus();
         assert!(!a.is_empty());
-        assert!(validate(&[vec![a[0]]]).is_ok());
-        assert!(validate(&[vec![MAX_PROCESSOR - 1]]).is_err() || a.contains(&(MAX_PROCESSOR - 1)));
+        assert!(validate(&[CpuSet::of(&[a[0]])]).is_ok());
+        assert!(
+            validate(&[CpuSet::of(&[MAX_PROCESSOR - 1])]).is_err()
+                || a.contains(&(MAX_PROCESSOR - 1))
+        );
     }
 }

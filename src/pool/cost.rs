@@ -52,15 +52,18 @@ pub fn task_size(n: f64, cost: &TensorOpCost) -> f64 {
     total_cost(n, cost) / TASK_SIZE
 }
 
+/// `ceil(a / b)` for `a >= 0`, `b > 0`, without overflow for any such `a`
+/// (the textbook `(a + b - 1) / b` wraps for `a` near `isize::MAX`).
 fn div_up(a: isize, b: isize) -> isize {
-    (a + b - 1) / b
+    a / b + isize::from(a % b != 0)
 }
 
 /// Eigen's block-size rule for `n > 0` iterations on `threads` threads:
 /// start from about one task's worth of iterations (but at most 4 blocks per
 /// thread), then coarsen while that does not lower the load balance
 /// (`blocks / (ceil(blocks / threads) * threads)`), never beyond twice the
-/// start size. Returns the block size (1..=n).
+/// start size. Returns the block size (1..=n); the loop then has at most
+/// `4 * threads` blocks, whatever `n` (up to `isize::MAX`) and the cost.
 pub fn block_size(n: isize, cost: &TensorOpCost, threads: i32) -> isize {
     if n <= 1 {
         return n.max(1);
@@ -147,6 +150,26 @@ mod tests {
                 for cy in [1.0, 100.0, 1e5] {
                     let b = block_size(n, &c(cy), t);
                     assert!((1..=n).contains(&b), "n={n} t={t} b={b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn block_size_near_isize_max_stays_in_range() {
+        assert_eq!(div_up(isize::MAX, 16), isize::MAX / 16 + 1);
+        assert_eq!(div_up(isize::MAX, 1), isize::MAX);
+        assert_eq!(div_up(0, 3), 0);
+        for n in (isize::MAX - 14..=isize::MAX).chain([isize::MAX / 2, 1 << 40]) {
+            for cy in [0.0, 1.0, 1e9, f64::INFINITY, f64::MAX, f64::NAN, -1.0] {
+                for t in [1, 2, 4, 16, 4096] {
+                    let b = block_size(n, &c(cy), t);
+                    assert!((1..=n).contains(&b), "n={n} cost={cy} t={t} b={b}");
+                    let blocks = div_up(n, b);
+                    assert!(
+                        blocks <= 4 * t as isize,
+                        "n={n} cost={cy} t={t}: {blocks} blocks"
+                    );
                 }
             }
         }

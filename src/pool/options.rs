@@ -6,6 +6,7 @@ use super::abi::{
     LRT_POOL_MAX_SPIN_US, LRT_POOL_MAX_THREADS,
 };
 use super::affinity;
+use crate::error::quoted;
 use crate::{Error, Result};
 use std::ffi::c_void;
 
@@ -44,15 +45,14 @@ pub struct PoolOptions {
     pub(crate) spin_duration_us: i32,
     pub(crate) spin_backoff_max: i32,
     pub(crate) dynamic_block_base: i32,
-    pub(crate) affinity: Option<Vec<Vec<usize>>>,
+    pub(crate) affinity: Option<Vec<affinity::CpuSet>>,
     pub(crate) denormal_as_zero: bool,
     pub(crate) name: String,
     pub(crate) force_spinning_stop: bool,
     pub(crate) adaptive_spin: bool,
     pub(crate) force_hybrid: bool,
     pub(crate) custom_threads: Option<CustomThreadFns>,
-    /// Stack size of each worker thread leanrt starts; 0: the platform's
-    /// default.
+    /// Stack size of each worker thread leanrt starts; 0: 2 MiB.
     pub(crate) stack_size: usize,
 }
 
@@ -80,12 +80,18 @@ fn parse_int(key: &str, value: &str) -> Result<i32> {
     let digits = value.strip_prefix('-').unwrap_or(value);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(Error::invalid_argument(format!(
-            "{key}: \"{value}\" is not an integer"
+            "{}: \"{}\" is not an integer",
+            quoted(key),
+            quoted(value)
         )));
     }
-    value
-        .parse()
-        .map_err(|_| Error::invalid_argument(format!("{key}: \"{value}\" is out of range")))
+    value.parse().map_err(|_| {
+        Error::invalid_argument(format!(
+            "{}: \"{}\" is out of range",
+            quoted(key),
+            quoted(value)
+        ))
+    })
 }
 
 /// The one check of an on/off switch given as an integer: 0 or 1.
@@ -105,8 +111,13 @@ fn parse_bool(key: &str, value: &str) -> Result<bool> {
         [d @ b'0'..=b'9'] => i32::from(d - b'0'),
         _ => -1,
     };
-    flag(digit, key)
-        .map_err(|_| Error::invalid_argument(format!("{key}: \"{value}\" must be \"0\" or \"1\"")))
+    flag(digit, key).map_err(|_| {
+        Error::invalid_argument(format!(
+            "{}: \"{}\" must be \"0\" or \"1\"",
+            quoted(key),
+            quoted(value)
+        ))
+    })
 }
 
 /// Smallest worker stack the platform allows (PTHREAD_STACK_MIN).
@@ -147,7 +158,8 @@ impl PoolOptions {
                 Ok(())
             }
             _ => Err(Error::invalid_argument(format!(
-                "unknown config key \"{key}\""
+                "unknown config key \"{}\"",
+                quoted(key)
             ))),
         }
     }
@@ -170,8 +182,8 @@ impl PoolOptions {
         Ok(())
     }
 
-    /// Stack size in bytes of every worker thread leanrt starts (0: the
-    /// platform's default). Below [`min_stack_size`] (PTHREAD_STACK_MIN) is
+    /// Stack size in bytes of every worker thread leanrt starts (0:
+    /// 2 MiB). Below [`min_stack_size`] (PTHREAD_STACK_MIN) is
     /// `ErrorKind::InvalidArgument`. Custom thread functions own their
     /// threads' stacks; this setting does not reach them.
     pub fn set_stack_size(&mut self, bytes: usize) -> Result<()> {
@@ -222,7 +234,11 @@ impl PoolOptions {
 
     /// ORT affinity string (see [`super::affinity`]); one entry per worker.
     pub fn set_affinity(&mut self, affinity: &str) -> Result<()> {
-        self.affinity = Some(affinity::parse(affinity)?);
+        // One entry per worker: a pool has at most LRT_POOL_MAX_THREADS - 1.
+        self.affinity = Some(affinity::parse(
+            affinity,
+            LRT_POOL_MAX_THREADS as usize - 1,
+        )?);
         Ok(())
     }
 
@@ -238,7 +254,7 @@ impl PoolOptions {
                 "pool name must be non-empty, without NUL",
             ));
         }
-        self.name = name.to_owned();
+        self.name = crate::alloc::try_string(name)?;
         Ok(())
     }
 
@@ -301,7 +317,7 @@ impl PoolOptions {
         self.dynamic_block_base
     }
     /// The parsed affinity (0-based CPUs per worker), if set.
-    pub fn affinity(&self) -> Option<&[Vec<usize>]> {
+    pub fn affinity(&self) -> Option<&[affinity::CpuSet]> {
         self.affinity.as_deref()
     }
     /// Whether workers flush denormals to zero.
@@ -321,7 +337,7 @@ impl PoolOptions {
     pub fn adaptive_spin(&self) -> bool {
         self.adaptive_spin
     }
-    /// The worker stack size (0: the platform's default).
+    /// The worker stack size (0: 2 MiB).
     pub fn stack_size(&self) -> usize {
         self.stack_size
     }

@@ -315,37 +315,34 @@ const_assert!(offsets_for(2 * MAX_TASK_WINDOW).end > i32::MAX as u64);
 
 /// The segment offsets of the image for window `task_window`.
 ///
-/// `task_window` must be a power of two in `[4, i32::MAX]` and the whole
-/// image at most `i32::MAX` bytes, so `W <= 262144`: the reference runtime's
+/// `task_window` must be a power of two in `[4, MAX_TASK_WINDOW]`
+/// (262144, the largest whose whole image fits in `i32::MAX` bytes): the reference runtime's
 /// images are addressed with 32-bit offsets, and its current code refuses
 /// larger ones. Anything else is `ErrorKind::InvalidArgument`.
 pub fn segment_offsets(task_window: u64) -> Result<lrt_sm_segments> {
-    if task_window < 4 || task_window > i32::MAX as u64 {
+    if !(4..=MAX_TASK_WINDOW).contains(&task_window) || !task_window.is_power_of_two() {
         return Err(Error::invalid_argument(format!(
-            "task window {task_window} is outside [4, {}]",
-            i32::MAX
+            "task window {task_window} is not a power of two in [4, {MAX_TASK_WINDOW}] \
+             (the largest window whose image fits in INT32_MAX bytes)"
         )));
     }
-    if !task_window.is_power_of_two() {
-        return Err(Error::invalid_argument(format!(
-            "task window {task_window} is not a power of two"
-        )));
-    }
-    let segments = offsets_for(task_window);
-    if segments.end > i32::MAX as u64 {
-        return Err(Error::invalid_argument(format!(
-            "task window {task_window} needs a {}-byte image, more than {} bytes \
-             (the largest window that fits is {MAX_TASK_WINDOW})",
-            segments.end,
-            i32::MAX
-        )));
-    }
-    Ok(segments)
+    // MAX_TASK_WINDOW's image fits (pinned by the const_assert above).
+    Ok(offsets_for(task_window))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bad_windows_name_the_header_range() {
+        for w in [0, 3, 5, 6, 1 << 19, 1 << 31, u64::MAX] {
+            let e = segment_offsets(w).unwrap_err();
+            assert!(e.message().contains("[4, 262144]"), "{w}: {}", e.message());
+        }
+        assert!(segment_offsets(MAX_TASK_WINDOW).is_ok());
+        assert!(segment_offsets(4).is_ok());
+    }
 
     #[test]
     fn rejects_bad_windows() {

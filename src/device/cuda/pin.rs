@@ -37,7 +37,7 @@ pub(super) unsafe fn pin(
         };
         if rc != CUDA_SUCCESS {
             let e = c.error(&format!("cuMemHostRegister_v2({ptr:p}, {len} bytes)"), rc);
-            return Err(Error::device(e.message()));
+            return Err(Error::device(e.message().to_owned()));
         }
     }
     let addr = ptr as usize;

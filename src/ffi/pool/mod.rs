@@ -5,11 +5,11 @@
 //!
 //! For C readers: a NULL `lrt_pool*` is a valid pool everywhere and runs
 //! loops and tasks serially on the calling thread (ONNX Runtime's null
-//! thread pool). Any thread may use a pool; only its destroy must not race
-//! with other calls on it.
-use super::boundary::{arg_ref, drop_handle, into_handle, null_arg, HostContext, OutPtr};
+//! thread pool). Any thread may use a pool; a destroy while other threads
+//! are inside calls on it is refused.
+use super::boundary::{arg_ref, drop_handle, null_arg, try_into_handle, HostContext, OutPtr};
 use super::status::lrt_status;
-use crate::pool::{self, SectionHandle, ThreadPool};
+use crate::pool::{self, CallGuard, SectionHandle, ThreadPool};
 use crate::Error;
 use std::ffi::{c_char, c_int, c_void, CString};
 
@@ -36,9 +36,24 @@ pub struct lrt_pool_section(SectionHandle);
 ///
 /// # Safety
 /// `pool` is NULL or a live pool from `lrt_pool_create`.
-unsafe fn pool_arg<'a>(pool: *const lrt_pool) -> Option<&'a ThreadPool> {
+unsafe fn pool_ref<'a>(pool: *const lrt_pool) -> Option<&'a ThreadPool> {
     // SAFETY: NULL or valid per the caller's contract.
     unsafe { pool.as_ref() }.map(|p| &p.0)
+}
+
+/// A pool handle that may be NULL (= serial), with the call counted as in
+/// progress on the pool until the guard drops, so that a destroy racing it
+/// is refused (`ThreadPool::enter_call`).
+///
+/// # Safety
+/// As for [`pool_ref`].
+unsafe fn pool_arg<'a>(
+    pool: *const lrt_pool,
+) -> Result<(Option<&'a ThreadPool>, Option<CallGuard<'a>>), Error> {
+    // SAFETY: the caller's contract.
+    let pool = unsafe { pool_ref(pool) };
+    let call = pool.map(ThreadPool::enter_call).transpose()?;
+    Ok((pool, call))
 }
 
 /// Creates a pool from `opts` (which stay owned by the caller). On success
@@ -57,8 +72,10 @@ pub unsafe extern "C" fn lrt_pool_create(
         let out = OutPtr::new(out, "out")?;
         // SAFETY: NULL (rejected) or live options.
         let opts = unsafe { arg_ref(opts, "opts")? };
-        let handle = ThreadPool::create(opts.options())?
-            .map_or(std::ptr::null_mut(), |p| into_handle(lrt_pool(p)));
+        let handle = match ThreadPool::create(opts.options())? {
+            Some(p) => try_into_handle(lrt_pool(p))?,
+            None => std::ptr::null_mut(),
+        };
         // SAFETY: checked non-NULL; the caller passes writable storage.
         unsafe { out.write(handle) };
         Ok(())
@@ -71,13 +88,17 @@ pub unsafe extern "C" fn lrt_pool_create(
 /// of the pool's own worker threads, or from a loop body or task running on
 /// this pool, it does nothing and records `LRT_ERR_STATE` for
 /// `lrt_last_error`: the pool stays intact and usable, and must be
-/// destroyed from elsewhere. In a forked child, destroying an inherited
+/// destroyed from elsewhere. The same while other threads are inside calls
+/// on this pool (a loop, Schedule, a query; the pool's own workers are
+/// waited for instead): destroy it again once they have returned. A call
+/// that starts after destroy began is a use after destroy, which no check
+/// can catch. In a forked child, destroying an inherited
 /// pool returns at once (its threads do not exist there; see docs/POOL.md).
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_destroy(pool: *mut lrt_pool) {
     ffi_value!("lrt_pool_destroy", (), {
         // SAFETY: NULL or a live pool, per the contract.
-        if let Some(p) = unsafe { pool_arg(pool) } {
+        if let Some(p) = unsafe { pool_ref(pool) } {
             p.check_destroy_here()?;
         }
         // SAFETY: NULL or a handle from lrt_pool_create, not used again.
@@ -103,7 +124,7 @@ pub unsafe extern "C" fn lrt_pool_try_parallel_for(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f` to run concurrently with `ctx`.
         pool::try_parallel_for(pool, total, cost_per_unit, &|a, b| unsafe {
             f(ctx.get(), a, b)
@@ -128,7 +149,7 @@ pub unsafe extern "C" fn lrt_pool_try_parallel_for_cost(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f` to run concurrently with `ctx`.
         pool::try_parallel_for_cost(pool, total, &cost, &|a, b| unsafe { f(ctx.get(), a, b) });
         Ok(())
@@ -148,7 +169,7 @@ pub unsafe extern "C" fn lrt_pool_try_simple_parallel_for(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f` to run concurrently with `ctx`.
         pool::try_simple_parallel_for(pool, total, &|i| unsafe { f(ctx.get(), i) });
         Ok(())
@@ -171,7 +192,7 @@ pub unsafe extern "C" fn lrt_pool_try_batch_parallel_for(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f` to run concurrently with `ctx`.
         let body = |i| unsafe { f(ctx.get(), i) };
         pool::try_batch_parallel_for(pool, total, &body, num_batches);
@@ -206,7 +227,8 @@ pub unsafe extern "C" fn lrt_partition_work(
 }
 
 /// ONNX Runtime's Schedule: runs `func(ctx)` on a worker thread; on the
-/// calling thread instead when `pool` is NULL or the chosen queue is full.
+/// calling thread instead when `pool` is NULL, the chosen queue is full or
+/// there is no memory to queue it.
 /// Destroying the pool runs every task still queued.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_schedule(
@@ -218,9 +240,15 @@ pub unsafe extern "C" fn lrt_pool_schedule(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f(ctx)` to run on any thread.
-        pool::schedule(pool, Box::new(move || unsafe { f(ctx.get()) }));
+        let task = move || unsafe { f(ctx.get()) };
+        match crate::alloc::try_box_or_back(task) {
+            Ok(task) => pool::schedule(pool, task),
+            // No memory for the queued task: it runs here, as when the
+            // queue is full (never lost).
+            Err(task) => task(),
+        }
         Ok(())
     })
 }
@@ -242,7 +270,7 @@ pub unsafe extern "C" fn lrt_kernel_parallel_for(
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(usr_data);
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         // SAFETY: the caller allows `f` to run concurrently.
         pool::kernel_parallel_for(pool, total, num_batch, &|i| unsafe { f(ctx.get(), i) })
     })
@@ -268,8 +296,9 @@ pub unsafe extern "C" fn lrt_pool_section_begin(
     ffi_status!("lrt_pool_section_begin", {
         let out = OutPtr::new(out, "out")?;
         // SAFETY: NULL or a live pool.
-        let handle = match pool::begin_section(unsafe { pool_arg(pool) })? {
-            Some(section) => into_handle(lrt_pool_section(section)),
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
+        let handle = match pool::begin_section(pool)? {
+            Some(section) => try_into_handle(lrt_pool_section(section))?,
             None => std::ptr::null_mut(),
         };
         // SAFETY: checked non-NULL; the caller passes writable storage.
@@ -305,7 +334,9 @@ pub unsafe extern "C" fn lrt_pool_section_end(section: *mut lrt_pool_section) {
 pub unsafe extern "C" fn lrt_pool_start_profiling(pool: *mut lrt_pool) -> lrt_status {
     ffi_status!("lrt_pool_start_profiling", {
         // SAFETY: NULL (rejected) or a live pool.
-        unsafe { arg_ref(pool, "pool")? }.0.start_profiling()
+        let pool = unsafe { arg_ref(pool, "pool")? };
+        let _call = pool.0.enter_call()?;
+        pool.0.start_profiling()
     })
 }
 
@@ -325,6 +356,8 @@ pub unsafe extern "C" fn lrt_pool_stop_profiling(
         let out = OutPtr::new(json_out, "json_out")?;
         // SAFETY: NULL (rejected) or a live pool.
         let pool = unsafe { arg_ref(pool, "pool")? };
+        let _call = pool.0.enter_call()?;
+        // The report was reserved with room for the NUL: no allocation here.
         let json = pool.0.stop_profiling()?;
         let json = CString::new(json).map_err(|_| Error::internal("NUL in profiling report"))?;
         // SAFETY: checked non-NULL; the caller passes writable storage.
@@ -352,7 +385,7 @@ pub unsafe extern "C" fn lrt_string_free(s: *mut c_char) {
 pub unsafe extern "C" fn lrt_pool_degree_of_parallelism(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_degree_of_parallelism", 1, {
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(pool::degree_of_parallelism(pool))
     })
 }
@@ -362,7 +395,7 @@ pub unsafe extern "C" fn lrt_pool_degree_of_parallelism(pool: *const lrt_pool) -
 pub unsafe extern "C" fn lrt_pool_should_parallelize(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_should_parallelize", 0, {
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(c_int::from(pool::should_parallelize(pool)))
     })
 }
@@ -372,7 +405,7 @@ pub unsafe extern "C" fn lrt_pool_should_parallelize(pool: *const lrt_pool) -> c
 pub unsafe extern "C" fn lrt_pool_num_threads(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_num_threads", 0, {
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(pool.map_or(0, ThreadPool::num_threads))
     })
 }
@@ -383,7 +416,7 @@ pub unsafe extern "C" fn lrt_pool_num_threads(pool: *const lrt_pool) -> c_int {
 pub unsafe extern "C" fn lrt_pool_current_thread_id(pool: *const lrt_pool) -> c_int {
     ffi_value!("lrt_pool_current_thread_id", -1, {
         // SAFETY: NULL or a live pool.
-        let pool = unsafe { pool_arg(pool) };
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(pool.map_or(-1, ThreadPool::current_thread_id))
     })
 }
@@ -397,7 +430,7 @@ pub unsafe extern "C" fn lrt_pool_current_thread_id(pool: *const lrt_pool) -> c_
 pub unsafe extern "C" fn lrt_pool_enable_spinning(pool: *mut lrt_pool) {
     ffi_value!("lrt_pool_enable_spinning", (), {
         // SAFETY: NULL or a live pool.
-        if let Some(p) = unsafe { pool_arg(pool) } {
+        if let (Some(p), _call) = unsafe { pool_arg(pool) }? {
             p.enable_spinning();
         }
         Ok(())
@@ -412,7 +445,7 @@ pub unsafe extern "C" fn lrt_pool_enable_spinning(pool: *mut lrt_pool) {
 pub unsafe extern "C" fn lrt_pool_disable_spinning(pool: *mut lrt_pool) {
     ffi_value!("lrt_pool_disable_spinning", (), {
         // SAFETY: NULL or a live pool.
-        if let Some(p) = unsafe { pool_arg(pool) } {
+        if let (Some(p), _call) = unsafe { pool_arg(pool) }? {
             p.disable_spinning();
         }
         Ok(())
@@ -430,8 +463,8 @@ pub unsafe extern "C" fn lrt_pool_get_stats(
     ffi_status!("lrt_pool_get_stats", {
         let out = OutPtr::new(out, "out")?;
         // SAFETY: NULL or a live pool.
-        let stats =
-            unsafe { pool_arg(pool) }.map_or_else(lrt_pool_stats::default, ThreadPool::stats);
+        let (pool, _call) = unsafe { pool_arg(pool) }?;
+        let stats = pool.map_or_else(lrt_pool_stats::default, ThreadPool::stats);
         // SAFETY: checked non-NULL; the caller passes writable storage.
         unsafe { out.write(stats) };
         Ok(())

@@ -1,7 +1,7 @@
 //! `lrt_pool_options_*`: the pool options' C surface. Core:
 //! `crate::pool::PoolOptions`, whose setters validate and leave the options
 //! unchanged on error.
-use super::super::boundary::{arg_mut, arg_str, drop_handle, into_handle, OutPtr};
+use super::super::boundary::{arg_mut, arg_str, drop_handle, try_into_handle, OutPtr};
 use super::super::status::lrt_status;
 use crate::pool::abi::{lrt_custom_create_thread_fn, lrt_custom_join_thread_fn};
 use crate::pool::options::{self, PoolOptions};
@@ -27,7 +27,9 @@ pub unsafe extern "C" fn lrt_pool_options_create(out: *mut *mut lrt_pool_options
     ffi_status!("lrt_pool_options_create", {
         let out = OutPtr::new(out, "out")?;
         // SAFETY: checked non-NULL; the caller passes writable storage.
-        unsafe { out.write(into_handle(lrt_pool_options(PoolOptions::default()))) };
+        let handle = try_into_handle(lrt_pool_options(PoolOptions::default()))?;
+        // SAFETY: checked non-NULL; the caller passes writable storage.
+        unsafe { out.write(handle) };
         Ok(())
     })
 }
@@ -45,8 +47,9 @@ pub unsafe extern "C" fn lrt_pool_options_destroy(opts: *mut lrt_pool_options) {
 }
 
 /// Sets an option by its ONNX Runtime session config key: `key` and
-/// `value` are NUL-terminated strings (keys and value syntax in
-/// docs/POOL.md). An unknown key, a malformed value or a NULL argument is
+/// `value` are NUL-terminated strings of at most LRT_MAX_STRING_BYTES
+/// bytes (keys and value syntax in docs/POOL.md). An unknown key, a
+/// malformed value, a longer string or a NULL argument is
 /// `LRT_ERR_INVALID_ARGUMENT`, and the options are unchanged.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_config(
@@ -68,7 +71,8 @@ pub unsafe extern "C" fn lrt_pool_options_set_config(
 }
 
 /// Thread count, as ONNX Runtime's SetIntraOpNumThreads: 0 = one per
-/// physical core, 1 = no pool (`lrt_pool_create` gives NULL), n = n-1
+/// physical core (at most LRT_POOL_MAX_THREADS; with an affinity set, one
+/// per affinity entry plus the caller), 1 = no pool (`lrt_pool_create` gives NULL), n = n-1
 /// worker threads plus the calling thread. Outside [0,
 /// LRT_POOL_MAX_THREADS]: `LRT_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
@@ -141,8 +145,12 @@ pub unsafe extern "C" fn lrt_pool_options_set_dynamic_block_base(
 }
 
 /// Worker affinities in ONNX Runtime's format, a NUL-terminated string
-/// such as "1,2;3-4" (1-based processor ids, one `;`-separated entry per
-/// worker). Checked against the process's CPUs when the pool is created.
+/// such as "1,2;3-4" (1-based processor ids up to 1024, one `;`-separated
+/// entry per worker). At most LRT_MAX_STRING_BYTES bytes and
+/// LRT_POOL_MAX_THREADS - 1 entries (with num_threads 0 the pool gets one
+/// thread per entry plus the caller); longer or more is
+/// `LRT_ERR_INVALID_ARGUMENT`, found before anything is allocated.
+/// Checked against the process's CPUs when the pool is created.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_affinity(
     opts: *mut lrt_pool_options,
@@ -174,7 +182,9 @@ pub unsafe extern "C" fn lrt_pool_options_set_denormal_as_zero(
     })
 }
 
-/// Worker thread name prefix: a non-empty NUL-terminated string.
+/// Worker thread name prefix: a non-empty NUL-terminated string of at most
+/// LRT_MAX_STRING_BYTES bytes (the system shows the first 15 bytes of
+/// "<prefix>-<index>").
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_name(
     opts: *mut lrt_pool_options,
@@ -187,8 +197,8 @@ pub unsafe extern "C" fn lrt_pool_options_set_name(
     })
 }
 
-/// Stack size in bytes of every worker thread leanrt starts; 0 = the
-/// platform's default. Below the platform minimum (PTHREAD_STACK_MIN):
+/// Stack size in bytes of every worker thread leanrt starts; 0 = 2 MiB
+/// (what Rust's threads get by default). Below the platform minimum (PTHREAD_STACK_MIN):
 /// `LRT_ERR_INVALID_ARGUMENT`, options unchanged. A size the system cannot
 /// provide makes `lrt_pool_create` fail with `LRT_ERR_NO_MEMORY`. With
 /// custom thread functions the host's create function chooses the stacks

@@ -3,7 +3,7 @@
 //! loop or an inline task of theirs on its stack).
 use super::job::Job;
 use crossbeam_deque::Worker;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 /// A worker's thread-local view: which pool, which index, its own deque.
@@ -13,25 +13,61 @@ pub(super) struct WorkerLocal {
     pub(super) local: Worker<Job>,
 }
 
+/// Pools a thread is inside, innermost last, in a fixed table; entries
+/// deeper than [`INSIDE_DEPTH`] are only counted (a destroy from that deep
+/// inside a pool's own loop is then not recognised as such).
+struct Inside {
+    ids: [usize; INSIDE_DEPTH],
+    len: usize,
+    deeper: usize,
+}
+
+/// Nesting depth [`Inside`] records.
+const INSIDE_DEPTH: usize = 16;
+
+// Both thread-locals are plain data without a destructor: a thread-local
+// with one registers it on first use, which the C library does by
+// allocating (and aborting when that fails); see `crate::thread_exit`.
 thread_local! {
-    static CURRENT: RefCell<Option<Rc<WorkerLocal>>> = const { RefCell::new(None) };
+    /// This thread's worker record while `worker::main`, which owns it,
+    /// runs here ([`become_worker`]); NULL elsewhere.
+    static CURRENT: Cell<*const WorkerLocal> = const { Cell::new(std::ptr::null()) };
     /// Pools this thread is inside right now.
-    static INSIDE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    static INSIDE: RefCell<Inside> = const {
+        RefCell::new(Inside { ids: [0; INSIDE_DEPTH], len: 0, deeper: 0 })
+    };
 }
 
 /// The calling thread's worker record if it is a worker of pool `id`.
 pub(super) fn current(id: usize) -> Option<Rc<WorkerLocal>> {
-    CURRENT.with(|c| c.borrow().as_ref().filter(|w| w.pool == id).cloned())
+    let p = CURRENT.with(Cell::get);
+    // SAFETY: non-NULL only while a `Member` guard is alive on this thread,
+    // and its worker record (an Rc the guard's owner holds) outlives it.
+    if p.is_null() || unsafe { (*p).pool } != id {
+        return None;
+    }
+    // SAFETY: `p` is Rc::as_ptr of that live Rc; the count is raised for
+    // the Rc made here.
+    unsafe {
+        Rc::increment_strong_count(p);
+        Some(Rc::from_raw(p))
+    }
 }
 
-/// Makes the calling thread the worker `me` (until [`leave_worker`]).
-pub(super) fn become_worker(me: Rc<WorkerLocal>) {
-    CURRENT.with(|c| *c.borrow_mut() = Some(me));
+/// The calling thread is the worker `me` while the guard lives (also when
+/// unwinding it stops being one). `me` must outlive the guard.
+pub(super) struct Member(());
+
+/// Makes the calling thread the worker `me` until the guard is dropped.
+pub(super) fn become_worker(me: &Rc<WorkerLocal>) -> Member {
+    CURRENT.with(|c| c.set(Rc::as_ptr(me)));
+    Member(())
 }
 
-/// The calling thread is no longer a worker.
-pub(super) fn leave_worker() {
-    CURRENT.with(|c| *c.borrow_mut() = None);
+impl Drop for Member {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(std::ptr::null()));
+    }
 }
 
 /// Marks the calling thread as inside pool `id` until dropped.
@@ -40,21 +76,38 @@ pub(crate) struct InUse(usize);
 /// Marks the calling thread as inside pool `id` (running one of its loops
 /// or an inline task) until the guard is dropped.
 pub(super) fn enter(id: usize) -> InUse {
-    INSIDE.with(|s| s.borrow_mut().push(id));
+    INSIDE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len < INSIDE_DEPTH {
+            let at = s.len;
+            s.ids[at] = id;
+            s.len += 1;
+        } else {
+            s.deeper += 1;
+        }
+    });
     InUse(id)
 }
 
 /// Whether the calling thread is inside pool `id` right now.
 pub(super) fn is_inside(id: usize) -> bool {
-    INSIDE.with(|s| s.borrow().contains(&id))
+    INSIDE.with(|s| {
+        let s = s.borrow();
+        s.ids[..s.len].contains(&id)
+    })
 }
 
 impl Drop for InUse {
+    // Guards end innermost first, so the uncounted deeper entries go first.
     fn drop(&mut self) {
         INSIDE.with(|s| {
             let mut s = s.borrow_mut();
-            if let Some(at) = s.iter().rposition(|&p| p == self.0) {
-                s.remove(at);
+            if s.deeper > 0 {
+                s.deeper -= 1;
+            } else if let Some(at) = s.ids[..s.len].iter().rposition(|&p| p == self.0) {
+                let len = s.len;
+                s.ids.copy_within(at + 1..len, at);
+                s.len -= 1;
             }
         });
     }

@@ -11,7 +11,8 @@
 //! * `shared.rs` — the shared state in named parts (queues, sections,
 //!   spin control, profiling); `job.rs` — what the queues and the slot
 //!   carry.
-//! * `threads.rs` — starting and joining worker threads; `worker.rs` — the
+//! * `callers.rs` — the C calls in progress, which a destroy must not
+//!   race; `threads.rs` — starting and joining worker threads; `worker.rs` — the
 //!   worker loop (work, spin, sleep); `membership.rs` — which pool the
 //!   calling thread is a worker of or inside; `fork.rs` — pools inherited
 //!   by a forked child, and what such a child keeps alive.
@@ -21,6 +22,7 @@
 //!   facade loom replaces; `profile.rs` the counters and the report;
 //!   `trace.rs` the event trace (cargo feature `trace`; empty without it).
 mod adaptive;
+mod callers;
 mod fork;
 mod gate;
 mod job;
@@ -37,5 +39,6 @@ mod threads;
 mod trace;
 mod worker;
 
+pub use callers::CallGuard;
 pub use pool::ThreadPool;
 pub use section::{begin_section, ParallelSection, SectionHandle};

@@ -14,6 +14,7 @@
 //! worker is not joined (it cannot join itself) and leaves once the task
 //! returns. In a forked child, `Drop` touches nothing (`fork.rs`).
 use super::adaptive::Adaptive;
+use super::callers::{CallGuard, Callers};
 use super::membership::{self, current, InUse};
 use super::profile::Profiling;
 use super::shared::{Queues, Sections, Shared, SpinControl, WorkerSetup};
@@ -23,7 +24,8 @@ use super::threads::{self, ThreadHandle};
 use super::trace::{self, Ev};
 use super::worker::{self, random, WorkerStart};
 use super::{fork, job::Job};
-use crate::pool::abi::lrt_pool_stats;
+use crate::alloc::{self, try_collect, try_vec};
+use crate::pool::abi::{lrt_pool_stats, LRT_POOL_MAX_THREADS};
 use crate::pool::cpu;
 use crate::pool::options::{PoolOptions, FORCE_HYBRID_ENV};
 use crate::pool::spin::SpinPolicy;
@@ -43,17 +45,21 @@ static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
 pub struct ThreadPool {
     pub(super) shared: Arc<Shared>,
     threads: Vec<ThreadHandle>,
+    /// The C calls inside the pool right now (`callers.rs`).
+    callers: Callers,
 }
 
 impl ThreadPool {
     /// Creates a pool. The thread count `n` is `opts`' (0: one per physical
-    /// core, or the number of affinity entries + 1 when an affinity is set);
+    /// core, at most `LRT_POOL_MAX_THREADS`, or the number of affinity
+    /// entries + 1 when an affinity is set, which has at most
+    /// `LRT_POOL_MAX_THREADS - 1`);
     /// `n == 1` gives `Ok(None)`, which every helper treats as "run serially
     /// on the caller" (the C API returns a NULL pool).
     pub fn create(opts: &PoolOptions) -> Result<Option<ThreadPool>> {
         let n = match (opts.num_threads, &opts.affinity) {
             (0, Some(a)) => a.len() + 1,
-            (0, None) => cpu::physical_cores(),
+            (0, None) => cpu::physical_cores().min(LRT_POOL_MAX_THREADS as usize),
             (n, _) => n.max(1) as usize,
         };
         if let Some(a) = &opts.affinity {
@@ -74,7 +80,22 @@ impl ThreadPool {
             || std::env::var_os(FORCE_HYBRID_ENV).is_some_and(|v| v == "1")
             || cpu::is_hybrid();
         let dop = n as i32 * if hybrid { 4 } else { 1 };
-        let locals: Vec<Worker<Job>> = (0..workers).map(|_| Worker::new_lifo()).collect();
+        // Every table sized by the thread count is allocated fallibly; the
+        // small per-worker queues are not, so stop at the first the
+        // emergency reserve had to serve (`crate::alloc`).
+        let mut locals: Vec<Worker<Job>> = try_vec(workers)?;
+        let mut injectors: Vec<Injector<Job>> = try_vec(workers)?;
+        for _ in 0..workers {
+            locals.push(Worker::new_lifo());
+            injectors.push(Injector::new());
+            alloc::check()?;
+        }
+        let stealers = try_collect(locals.iter().map(Worker::stealer))?;
+        let affinity = match &opts.affinity {
+            Some(a) => Some(crate::pool::affinity::try_clone(a)?),
+            None => None,
+        };
+        let profiling = Profiling::new(workers)?;
         let policy = SpinPolicy::new(
             opts.allow_spinning,
             opts.spin_duration_us,
@@ -83,8 +104,8 @@ impl ThreadPool {
         let shared = Arc::new(Shared {
             id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
             queues: Queues {
-                injectors: (0..workers).map(|_| Injector::new()).collect(),
-                stealers: locals.iter().map(Worker::stealer).collect(),
+                injectors: injectors.into_boxed_slice(),
+                stealers: stealers.into_boxed_slice(),
                 next_victim: AtomicUsize::new(0),
             },
             event: EventCount::new(),
@@ -105,18 +126,20 @@ impl ThreadPool {
                 adaptive: opts.adaptive_spin.then(|| Adaptive::new(&policy)).flatten(),
                 caller_cpu: AtomicU32::new(u32::MAX),
             },
-            profiling: Profiling::new(workers),
+            profiling,
             setup: WorkerSetup {
                 denormal_as_zero: opts.denormal_as_zero,
-                affinity: opts.affinity.clone(),
+                affinity,
             },
             dop,
             dynamic_block_base: opts.dynamic_block_base,
             fork_generation: fork::watch(),
         });
+        alloc::check()?;
         let mut pool = ThreadPool {
             shared,
-            threads: Vec::with_capacity(workers),
+            threads: try_vec(workers)?,
+            callers: Callers::new(),
         };
         for (index, local) in locals.into_iter().enumerate() {
             let start = WorkerStart {
@@ -128,6 +151,7 @@ impl ThreadPool {
             // down and joined.
             let handle = threads::spawn(opts, start)?;
             pool.threads.push(handle);
+            alloc::check()?;
         }
         Ok(Some(pool))
     }
@@ -218,8 +242,7 @@ impl ThreadPool {
     /// forked child.
     pub fn start_profiling(&self) -> Result<()> {
         self.refuse_forked()?;
-        self.shared.profiling.start();
-        Ok(())
+        self.shared.profiling.start()
     }
 
     /// Stops profiling and returns the per-thread figures since
@@ -267,6 +290,11 @@ impl ThreadPool {
     /// from one of its own workers (a task or loop body running there), and
     /// not from a loop body or inline task of this pool on another thread.
     /// `ErrorKind::State` otherwise; the pool is then left as it is.
+    ///
+    /// Through the C API, other threads may still be inside calls on the
+    /// pool: then destroy is refused as well (`ErrorKind::State`, the pool
+    /// intact); once this returns `Ok` the pool is closed to new calls
+    /// (`callers.rs`) and must be dropped.
     pub fn check_destroy_here(&self) -> Result<()> {
         if current(self.shared.id).is_some() {
             return Err(Error::state(
@@ -279,7 +307,34 @@ impl ThreadPool {
                 "called from a loop body or task running on this pool; the pool is left intact",
             ));
         }
-        Ok(())
+        if self.forked() {
+            // The parent's other threads do not exist in a forked child.
+            return Ok(());
+        }
+        self.callers.close().map_err(|inside| {
+            Error::state(format!(
+                "{inside} other thread(s) are inside calls on this pool; the pool is left \
+                 intact (destroy it once they have returned)"
+            ))
+        })
+    }
+
+    /// Marks a C call on the pool as in progress until the guard drops, so
+    /// that a destroy racing it is refused (`callers.rs`). Calls from the
+    /// pool's own workers are not counted (destroy joins them).
+    /// `ErrorKind::State` on a pool whose destroy has begun.
+    pub fn enter_call(&self) -> Result<CallGuard<'_>> {
+        if current(self.shared.id).is_some() {
+            return Ok(CallGuard::worker());
+        }
+        // Thread descriptors are page-aligned: the multiply mixes the high
+        // bits of the id into the shard number.
+        let id = crate::pool::os_thread::current_id() as u64;
+        let shard = (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize;
+        self.callers
+            .enter(shard)
+            .map(CallGuard::caller)
+            .ok_or_else(|| Error::state("the pool is being destroyed"))
     }
 
     /// Helpers a loop started on the calling thread may have: every other

@@ -53,14 +53,16 @@ pub(super) fn bump(c: &AtomicU64, n: u64) {
 }
 
 impl Profiling {
-    /// Zeroed counters for `workers` workers, profiling off.
-    pub(super) fn new(workers: usize) -> Profiling {
-        Profiling {
-            counters: (0..workers).map(|_| CachePadded::default()).collect(),
+    /// Zeroed counters for `workers` workers, profiling off;
+    /// `ErrorKind::NoMemory` if they cannot be allocated.
+    pub(super) fn new(workers: usize) -> crate::Result<Profiling> {
+        let counters = crate::alloc::try_collect((0..workers).map(|_| CachePadded::default()))?;
+        Ok(Profiling {
+            counters: counters.into_boxed_slice(),
             callers: CachePadded::default(),
             on: AtomicBool::new(false),
             start: Mutex::new(None),
-        }
+        })
     }
 
     /// When profiling is on: now, the start of a share to [`record`](Self::record).
@@ -90,16 +92,24 @@ impl Profiling {
         }
     }
 
-    /// Starts (or restarts) profiling from now.
-    pub(super) fn start(&self) {
-        let snap = Snapshot::take(&self.counters, &self.callers);
+    /// Starts (or restarts) profiling from now; `ErrorKind::NoMemory`
+    /// (and nothing changed) if the snapshot cannot be allocated.
+    pub(super) fn start(&self) -> Result<()> {
+        let snap = Snapshot::take(&self.counters, &self.callers)?;
         *self.start.lock().unwrap_or_else(|e| e.into_inner()) = Some(snap);
         self.on.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Stops profiling and reports the figures since [`start`](Self::start)
     /// (`ErrorKind::State` if it was not started).
+    /// Everything is allocated before profiling is stopped, so a failure
+    /// (`ErrorKind::NoMemory`) leaves it running.
     pub(super) fn stop(&self) -> Result<String> {
+        let now = Snapshot::take(&self.counters, &self.callers)?;
+        let mut out = String::new();
+        crate::alloc::fallible(|| out.try_reserve_exact(report_bytes(now.workers.len())))
+            .map_err(|_| crate::alloc::no_memory())?;
         let start = self
             .start
             .lock()
@@ -107,8 +117,8 @@ impl Profiling {
             .take()
             .ok_or_else(|| Error::state("profiling was not started on this pool"))?;
         self.on.store(false, Ordering::Relaxed);
-        let now = Snapshot::take(&self.counters, &self.callers);
-        Ok(report(&start, &now))
+        report(&mut out, &start, &now);
+        Ok(out)
     }
 
     /// Counters summed over the workers.
@@ -154,30 +164,27 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    fn take(counters: &[CachePadded<Counters>], callers: &CallerCounters) -> Snapshot {
+    fn take(counters: &[CachePadded<Counters>], callers: &CallerCounters) -> Result<Snapshot> {
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        Snapshot {
+        Ok(Snapshot {
             at: Instant::now(),
-            workers: counters
-                .iter()
-                .map(|c| {
-                    Figures([
-                        ld(&c.blocks),
-                        ld(&c.tasks_run),
-                        ld(&c.steals),
-                        ld(&c.spin_iterations),
-                        ld(&c.spin_yields),
-                        ld(&c.parks),
-                        ld(&c.loop_ns),
-                    ])
-                })
-                .collect(),
+            workers: crate::alloc::try_collect(counters.iter().map(|c| {
+                Figures([
+                    ld(&c.blocks),
+                    ld(&c.tasks_run),
+                    ld(&c.steals),
+                    ld(&c.spin_iterations),
+                    ld(&c.spin_yields),
+                    ld(&c.parks),
+                    ld(&c.loop_ns),
+                ])
+            }))?,
             callers: [
                 ld(&callers.blocks),
                 ld(&callers.loops),
                 ld(&callers.loop_ns),
             ],
-        }
+        })
     }
 }
 
@@ -185,8 +192,15 @@ impl Snapshot {
 /// `{"duration_ns":N,"main_thread":{"blocks":..,"loops":..,"loop_ns":..},
 /// "workers":[{"id":0,"blocks":..,"tasks":..,"steals":..,
 /// "spin_iterations":..,"spin_yields":..,"parks":..,"loop_ns":..},...]}`.
-fn report(start: &Snapshot, now: &Snapshot) -> String {
-    let mut s = String::with_capacity(128 + 128 * now.workers.len());
+/// Bytes the report of `workers` workers can take at most (every figure
+/// with 20 digits), plus the NUL the C string adds: writing it into a
+/// string reserved that large never allocates.
+fn report_bytes(workers: usize) -> usize {
+    let per_worker = 16 + WORKER_KEYS.iter().map(|k| k.len() + 24).sum::<usize>();
+    160 + per_worker * workers + 1
+}
+
+fn report(s: &mut String, start: &Snapshot, now: &Snapshot) {
     let d = |a: u64, b: u64| a.wrapping_sub(b);
     let _ = write!(
         s,
@@ -207,5 +221,32 @@ fn report(start: &Snapshot, now: &Snapshot) -> String {
         s.push('}');
     }
     s.push_str("]}");
-    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_largest_report_fits_its_reservation() {
+        let at = Instant::now();
+        let start = Snapshot {
+            at,
+            workers: (0..1023).map(|_| Figures([0; WORKER_KEYS.len()])).collect(),
+            callers: [0; 3],
+        };
+        let now = Snapshot {
+            at,
+            workers: (0..1023)
+                .map(|_| Figures([u64::MAX; WORKER_KEYS.len()]))
+                .collect(),
+            callers: [u64::MAX; 3],
+        };
+        let mut s = String::with_capacity(report_bytes(1023));
+        let cap = s.capacity();
+        report(&mut s, &start, &now);
+        assert!(s.len() < report_bytes(1023), "{} bytes", s.len());
+        assert_eq!(s.capacity(), cap, "writing it did not reallocate");
+        assert!(s.starts_with("{\"duration_ns\":0,") && s.ends_with("}]}"));
+    }
 }

@@ -37,7 +37,6 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::ThreadId;
 
 /// The section open on this thread.
 #[derive(Clone, Copy)]
@@ -98,7 +97,7 @@ fn open(pool: &ThreadPool) -> SectionHandle {
         shared: shared.clone(),
         id,
         attached,
-        thread: std::thread::current().id(),
+        thread: crate::pool::os_thread::current_id(),
         ended: false,
         _not_send: PhantomData,
     }
@@ -140,7 +139,7 @@ pub struct SectionHandle {
     shared: Arc<Shared>,
     id: u64,
     attached: bool,
-    thread: ThreadId,
+    thread: usize,
     ended: bool,
     /// Bound to the thread that began it.
     _not_send: PhantomData<*const ()>,
@@ -179,7 +178,7 @@ impl SectionHandle {
         if self.ended {
             return Ok(());
         }
-        if std::thread::current().id() != self.thread {
+        if crate::pool::os_thread::current_id() != self.thread {
             return Err(Error::state(
                 "a parallel section must be ended on the thread that began it",
             ));

@@ -99,7 +99,7 @@ pub(super) struct SpinControl {
 /// What a worker applies to its own thread when it starts.
 pub(super) struct WorkerSetup {
     pub(super) denormal_as_zero: bool,
-    pub(super) affinity: Option<Vec<Vec<usize>>>,
+    pub(super) affinity: Option<Vec<crate::pool::affinity::CpuSet>>,
 }
 
 impl Shared {

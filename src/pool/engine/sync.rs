@@ -1,11 +1,12 @@
 //! The synchronisation primitives the event count (`sleep.rs`), the loop
-//! gate (`gate.rs`) and the broadcast slot (`slot.rs`) are written against.
+//! gate (`gate.rs`), the broadcast slot (`slot.rs`) and the caller count
+//! (`callers.rs`) are written against.
 //! Normal builds use `std`; the loom models (`tests/pool_loom.rs`) compile
 //! those files against their own facade with the same names, backed by
 //! loom, so the protocols that are model-checked are the very source that
 //! ships.
 pub use crossbeam_utils::CachePadded;
-pub use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+pub use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 pub use std::sync::{Condvar, Mutex};
 
 /// `Mutex::lock` that ignores poisoning (the guarded data is `()`).

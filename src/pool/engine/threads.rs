@@ -1,16 +1,19 @@
-//! Starting and joining the worker threads: std threads, or the host's
-//! custom create/join functions (ORT's contract, stated on
-//! `PoolOptions::set_custom_thread_fns`).
+//! Starting and joining the worker threads: leanrt's own pthreads
+//! (`crate::pool::os_thread`, which fail with a status where std's spawn
+//! could abort), or the host's custom create/join functions (ORT's
+//! contract, stated on `PoolOptions::set_custom_thread_fns`).
 use super::worker::{self, WorkerStart};
+use crate::alloc::try_box;
 use crate::pool::abi::lrt_custom_join_thread_fn;
 use crate::pool::options::PoolOptions;
+use crate::pool::os_thread::OsThread;
 use crate::{Error, Result};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// A started worker thread.
 pub(super) enum ThreadHandle {
-    Std(std::thread::JoinHandle<()>),
+    Own(OsThread),
     /// The host's join function and the handle its create function returned.
     Custom(lrt_custom_join_thread_fn, usize),
 }
@@ -32,19 +35,15 @@ unsafe extern "C" fn custom_worker_entry(param: *mut c_void) {
 pub(super) fn spawn(opts: &PoolOptions, start: WorkerStart) -> Result<ThreadHandle> {
     let index = start.index;
     let Some(fns) = opts.custom_threads else {
-        let mut b = std::thread::Builder::new().name(format!("{}-{index}", opts.name));
-        if opts.stack_size > 0 {
-            b = b.stack_size(opts.stack_size);
-        }
-        return b
-            .spawn(move || worker::main(start))
-            .map(ThreadHandle::Std)
-            .map_err(|e| Error::no_memory(format!("cannot start worker thread {index}: {e}")));
+        return OsThread::spawn(&opts.name, index, opts.stack_size, move || {
+            worker::main(start)
+        })
+        .map(ThreadHandle::Own);
     };
     let Some(create) = fns.create else {
         return Err(Error::internal("custom thread functions without create"));
     };
-    let param = Box::into_raw(Box::new(start)).cast::<c_void>();
+    let param = Box::into_raw(try_box(start)?).cast::<c_void>();
     // SAFETY: calling the host's create function with ORT's contract
     // (accepted by the unsafe `PoolOptions::set_custom_thread_fns`): it
     // starts a thread that calls `custom_worker_entry(param)` once, and
@@ -78,9 +77,7 @@ pub(super) fn join_all(threads: Vec<ThreadHandle>, me: Option<usize>) {
             continue;
         }
         match t {
-            ThreadHandle::Std(h) => {
-                let _ = h.join();
-            }
+            ThreadHandle::Own(h) => h.join(),
             ThreadHandle::Custom(Some(join), h) => {
                 // SAFETY: `h` is the handle the host's create function
                 // returned for a worker; join is called once per handle.

@@ -97,7 +97,7 @@ pub(super) fn main(start: WorkerStart) {
     if let Some(cpus) = shared.setup.affinity.as_ref().and_then(|a| a.get(index)) {
         // Validated at create; a refusal here (CPU hot-unplugged since)
         // leaves the thread unpinned.
-        let _ = affinity::pin_current_thread(cpus);
+        let _ = affinity::pin_current_thread_to(cpus);
     }
     if shared.setup.denormal_as_zero {
         set_denormals_are_zero();
@@ -107,7 +107,7 @@ pub(super) fn main(start: WorkerStart) {
         index,
         local,
     });
-    membership::become_worker(me.clone());
+    let _member = membership::become_worker(&me);
     let counters = &shared.profiling.counters[index];
     // The parallel section this worker is a member of (0: none).
     let mut section = 0u64;
@@ -160,7 +160,6 @@ pub(super) fn main(start: WorkerStart) {
             shared.event.notify(CASCADE);
         }
     }
-    membership::leave_worker();
 }
 
 /// Whether the loop in the slot (if any) wants this worker: it admits

@@ -60,6 +60,15 @@ impl MakerConfig {
     }
 }
 
+/// An environment value as a number: decimal digits only, as the pool's
+/// config values (no sign, no spaces: `" 64 "` is not a number).
+fn env_number(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
 fn resolve_window(configured: u64) -> Result<u64> {
     if configured != 0 {
         segment_offsets(configured)?;
@@ -67,12 +76,13 @@ fn resolve_window(configured: u64) -> Result<u64> {
     }
     if let Some(raw) = std::env::var_os(TASK_WINDOW_ENV) {
         let text = raw.to_string_lossy();
-        match text.trim().parse::<u64>() {
-            Ok(w) if segment_offsets(w).is_ok() => return Ok(w),
+        match env_number(&text) {
+            Some(w) if segment_offsets(w).is_ok() => return Ok(w),
             _ => crate::diag::warn(&format!(
-                "ignoring {TASK_WINDOW_ENV}={text:?} (not a power of two in \
+                "ignoring {TASK_WINDOW_ENV}={:?} (not a power of two in \
                  [4, {MAX_TASK_WINDOW}]; {MAX_TASK_WINDOW} is the largest window \
                  whose image fits in {} bytes); using {DEFAULT_TASK_WINDOW}",
+                crate::error::quoted(&text).to_string(),
                 i32::MAX
             )),
         }
@@ -91,11 +101,12 @@ fn resolve_heap_size(configured: u64) -> Result<u64> {
     }
     if let Some(raw) = std::env::var_os(HEAP_SIZE_ENV) {
         let text = raw.to_string_lossy();
-        match text.trim().parse::<u64>() {
-            Ok(v) if v >= MIN_HEAP_SIZE => return Ok(v),
+        match env_number(&text) {
+            Some(v) if v >= MIN_HEAP_SIZE => return Ok(v),
             _ => crate::diag::warn(&format!(
-                "ignoring {HEAP_SIZE_ENV}={text:?} (not an integer >= {MIN_HEAP_SIZE}); \
-                 using {LRT_DEFAULT_HEAP_SIZE}"
+                "ignoring {HEAP_SIZE_ENV}={:?} (not an integer >= {MIN_HEAP_SIZE}); \
+                 using {LRT_DEFAULT_HEAP_SIZE}",
+                crate::error::quoted(&text).to_string()
             )),
         }
     }
