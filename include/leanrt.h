@@ -991,6 +991,8 @@ const char *lrt_status_str(int status);
  * message is empty. `buf` may be NULL when `len` is 0, to ask for the length;
  * otherwise it must point to `len` writable bytes. Messages are per thread:
  * read it on the thread that made the failed call, before its next failure.
+ * A message is at most 511 bytes (kept in a fixed per-thread buffer, so
+ * recording it never allocates); a 512-byte `buf` always holds it whole.
  */
 size_t lrt_last_error(char *buf, size_t len);
 

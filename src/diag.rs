@@ -103,6 +103,15 @@ impl Text {
     }
 }
 
+impl std::fmt::Write for Text {
+    /// Appends `s` (cut as [`Text::push`]): `write!` into a `Text` formats
+    /// a warning without allocating.
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.push(s);
+        Ok(())
+    }
+}
+
 /// [`warn`] with the message given in parts (joined without allocating).
 pub fn warn_parts(parts: &[&str]) {
     warn(Text::join(parts).as_str());
@@ -195,6 +204,10 @@ mod tests {
         let t = Text::join(&["x", &long]);
         assert_eq!(t.as_str().len(), WARNING_BYTES - 1);
         assert!(t.as_str().starts_with("xé"));
+        use std::fmt::Write;
+        let mut t = Text::join(&["n="]);
+        write!(t, "{}", 42).unwrap();
+        assert_eq!(t.as_str(), "n=42");
     }
 
     #[test]

@@ -23,9 +23,11 @@ pub mod thread_exit;
 
 pub use error::{Error, ErrorKind, Result};
 
-/// The emergency reserve behind the system allocator (`alloc`): on by
+/// The emergency reserve behind the system allocator (`alloc`) and the
+/// allocation-free thread-local destructor table (`thread_exit`): on by
 /// default; a Rust program that links leanrt as a crate and brings its own
-/// global allocator turns the `emergency-reserve` feature off.
+/// global allocator (or wants the C library's destructor registration for
+/// its own thread-locals) turns the `emergency-reserve` feature off.
 #[cfg(feature = "emergency-reserve")]
 #[global_allocator]
 static GLOBAL: alloc::Allocator = alloc::Allocator;

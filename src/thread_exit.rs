@@ -130,6 +130,7 @@ fn real_register() -> Option<Register> {
 /// # Safety
 /// As the C library's: `dtor` must be callable with `obj` on this thread
 /// at its exit; `dso` identifies the object the code belongs to.
+#[cfg_attr(not(feature = "emergency-reserve"), allow(dead_code))]
 unsafe extern "C" fn thread_atexit(dtor: Dtor, obj: *mut c_void, dso: *mut c_void) -> c_int {
     // SAFETY: this thread's table, no other reference live (adopting
     // touches it only after this check, and not while it is borrowed).
@@ -161,7 +162,11 @@ unsafe extern "C" fn thread_atexit(dtor: Dtor, obj: *mut c_void, dso: *mut c_voi
 
 // A hidden global `__cxa_thread_atexit_impl` that tail-jumps to
 // `thread_atexit` (same C signature, arguments still in their registers).
-#[cfg(target_arch = "x86_64")]
+// Part of the `emergency-reserve` feature: a Rust program that links
+// leanrt as a crate gets it for all of its own Rust thread-locals too (the
+// symbol serves the whole link), and turns the feature off to keep the C
+// library's registration.
+#[cfg(all(feature = "emergency-reserve", target_arch = "x86_64"))]
 std::arch::global_asm!(
     ".globl __cxa_thread_atexit_impl",
     ".hidden __cxa_thread_atexit_impl",
@@ -171,7 +176,7 @@ std::arch::global_asm!(
     ".size __cxa_thread_atexit_impl, . - __cxa_thread_atexit_impl",
     f = sym thread_atexit,
 );
-#[cfg(target_arch = "aarch64")]
+#[cfg(all(feature = "emergency-reserve", target_arch = "aarch64"))]
 std::arch::global_asm!(
     ".globl __cxa_thread_atexit_impl",
     ".hidden __cxa_thread_atexit_impl",
@@ -182,7 +187,11 @@ std::arch::global_asm!(
     f = sym thread_atexit,
 );
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    feature = "emergency-reserve",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
 mod tests {
     use super::*;
     use std::cell::Cell;

@@ -12,6 +12,10 @@
  * the queries together, enable with disable, a host api with its
  * release).
  *
+ * Then the same cases again under RLIMIT_AS a few sizes above what the
+ * child already maps (0 to 16 MiB more): the kernel refuses heap growth,
+ * thread stacks and mirrors.
+ *
  * Must run with the failing allocator in place: under a sanitizer runtime
  * or valgrind (which replace malloc themselves) it says so and fails
  * (scripts/sanitize.sh and scripts/valgrind.sh leave it out). */
@@ -20,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "child.h"
@@ -423,8 +429,20 @@ static const scenario scenarios[] = {
 /* ---- one child ---------------------------------------------------------- */
 typedef struct job {
   const scenario *sc;
-  long headroom;
+  long headroom;    /* allocations that succeed (count mode) */
+  long as_headroom; /* >= 0: address-space mode, bytes above the current size */
 } job;
+
+/* The process's address-space size now, in bytes (/proc/self/statm). */
+static long vm_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long pages = 0;
+  if (f) {
+    if (fscanf(f, "%ld", &pages) != 1) pages = 0;
+    fclose(f);
+  }
+  return pages * sysconf(_SC_PAGESIZE);
+}
 
 #define FAIL_CHILD(code, ...)         \
   do {                                \
@@ -513,10 +531,24 @@ static int child_main(void *ctx) {
   st s;
   if (!setup(&s, sc->needs)) FAIL_CHILD(20, "%s: setup failed", sc->name);
   reset_seen();
-  failmalloc_arm(j->headroom);
-  int rc = sc->call(&s);
-  long failed = failmalloc_failed();
-  failmalloc_disarm();
+  struct rlimit unlimited, limited;
+  getrlimit(RLIMIT_AS, &unlimited);
+  long failed = 1;
+  int rc;
+  if (j->as_headroom >= 0) {
+    /* Address-space mode: every mapping (heap growth, thread stacks,
+     * mirrors) beyond the headroom is refused by the kernel. */
+    limited = unlimited;
+    limited.rlim_cur = (rlim_t)(vm_bytes() + j->as_headroom);
+    if (setrlimit(RLIMIT_AS, &limited) != 0) FAIL_CHILD(26, "%s: setrlimit", sc->name);
+    rc = sc->call(&s);
+    setrlimit(RLIMIT_AS, &unlimited);
+  } else {
+    failmalloc_arm(j->headroom);
+    rc = sc->call(&s);
+    failed = failmalloc_failed();
+    failmalloc_disarm();
+  }
   char msg[512];
   lrt_last_error(msg, sizeof msg);
   if (rc >= 100) FAIL_CHILD(21, "%s: wrong effect (code %d)", sc->name, rc);
@@ -545,7 +577,7 @@ int main(void) {
   const char *one = getenv("OOM_SWEEP_CASE");
   if (one) {
     const char *hr = getenv("OOM_SWEEP_HEADROOM");
-    job j = {&scenarios[atoi(one) % NSCEN], hr ? atol(hr) : 0};
+    job j = {&scenarios[atoi(one) % NSCEN], hr ? atol(hr) : 0, -1};
     int code = child_main(&j);
     printf("%s headroom %ld: exit %d\n", j.sc->name, j.headroom, code);
     return 0;
@@ -562,7 +594,7 @@ int main(void) {
         check_failures_++;
         break;
       }
-      job j = {sc, h};
+      job j = {sc, h, -1};
       child_result r = run_child_ctx(child_main, &j, 30);
       children++;
       if (!r.exited || r.hung) {
@@ -591,5 +623,30 @@ int main(void) {
          "%ld children, %ld aborts or hangs, %ld LRT_ERR_NO_MEMORY, %ld completed despite "
          "failed allocations\n",
          NSCEN, max_needed, children, aborts, nomem, ok_after_failure);
+  /* The same cases under an address-space limit a little above what the
+   * child already uses (RLIMIT_AS: the kernel refuses new mappings), for
+   * several headroom sizes. */
+  static const long as_headrooms[] = {0, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
+  const int nas = (int)(sizeof as_headrooms / sizeof as_headrooms[0]);
+  long as_children = 0, as_aborts = 0, as_nomem = 0;
+  for (int i = 0; i < NSCEN; i++) {
+    for (int k = 0; k < nas; k++) {
+      job j = {&scenarios[i], 0, as_headrooms[k]};
+      child_result r = run_child_ctx(child_main, &j, 30);
+      as_children++;
+      if (!r.exited || r.hung || ((r.status & 7) != 0 && (r.status & 7) != 3) || r.err[0]) {
+        if (!r.exited || r.hung) as_aborts++;
+        fprintf(stderr, "%s (#%d) RLIMIT_AS +%ld bytes: %s %d\n%s\n", scenarios[i].name, i,
+                as_headrooms[k], !r.exited ? "killed by signal" : r.hung ? "hung" : "exit",
+                r.status, r.err);
+        check_failures_++;
+        continue;
+      }
+      if (r.status & 8) as_nomem++;
+    }
+  }
+  printf("rlimit sweep: %d entry-point cases x RLIMIT_AS headroom {0, 64 KiB, 256 KiB, 1 MiB, "
+         "4 MiB, 16 MiB}: %ld children, %ld aborts or hangs, %ld LRT_ERR_NO_MEMORY\n",
+         NSCEN, as_children, as_aborts, as_nomem);
   return check_result();
 }

@@ -150,7 +150,7 @@ fn cmd_pool_cell(spec: &str) -> Result<(), String> {
 fn check_environment() {
     let var = leanrt::pool::FORCE_HYBRID_ENV;
     if let Some(v) = std::env::var_os(var) {
-        if v != "0" && v != "1" {
+        if leanrt::pool::force_hybrid_switch(&v).is_none() {
             eprintln!(
                 "warning: {var}={} is neither 0 nor 1: ignored (1 forces the hybrid-CPU \
                  parallelism)",

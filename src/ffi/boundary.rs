@@ -276,6 +276,8 @@ pub extern "C" fn lrt_status_str(status: c_int) -> *const c_char {
 /// message is empty. `buf` may be NULL when `len` is 0, to ask for the length;
 /// otherwise it must point to `len` writable bytes. Messages are per thread:
 /// read it on the thread that made the failed call, before its next failure.
+/// A message is at most 511 bytes (kept in a fixed per-thread buffer, so
+/// recording it never allocates); a 512-byte `buf` always holds it whole.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_last_error(buf: *mut c_char, len: usize) -> usize {
     LAST_ERROR.with(|slot| {

@@ -36,4 +36,4 @@ pub use loops::{
     try_batch_parallel_for, try_parallel_for, try_parallel_for_cost, try_partition_work,
     try_simple_parallel_for,
 };
-pub use options::{PoolOptions, FORCE_HYBRID_ENV};
+pub use options::{force_hybrid_switch, PoolOptions, FORCE_HYBRID_ENV};

@@ -6,9 +6,12 @@ use super::abi::{
     LRT_POOL_MAX_SPIN_US, LRT_POOL_MAX_THREADS,
 };
 use super::affinity;
+use crate::diag::Text;
 use crate::error::quoted;
 use crate::{Error, Result};
-use std::ffi::c_void;
+use std::ffi::{c_void, OsStr};
+use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Custom thread functions; both are set (`set_custom_thread_fns` keeps
 /// none otherwise).
@@ -32,8 +35,44 @@ impl PartialEq for CustomThreadFns {
 }
 
 /// Environment variable forcing the hybrid-CPU degree of parallelism (×4):
-/// `LEANRT_POOL_FORCE_HYBRID=1`.
+/// `LEANRT_POOL_FORCE_HYBRID=1` (docs/POOL.md).
 pub const FORCE_HYBRID_ENV: &str = "LEANRT_POOL_FORCE_HYBRID";
+
+/// A value of [`FORCE_HYBRID_ENV`] as a switch: `Some(true)` for `1`,
+/// `Some(false)` for `0`, `None` for anything else (empty included).
+pub fn force_hybrid_switch(value: &OsStr) -> Option<bool> {
+    match value.as_encoded_bytes() {
+        b"1" => Some(true),
+        b"0" => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether [`FORCE_HYBRID_ENV`] forces the hybrid degree of parallelism,
+/// read now. Unset or `0`: no. Any value but `0` or `1` is not forced
+/// either, and the first such read in the process warns on leanrt's log
+/// channel (`crate::diag`), naming the value.
+pub(crate) fn force_hybrid_from_env() -> bool {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let Some(value) = std::env::var_os(FORCE_HYBRID_ENV) else {
+        return false;
+    };
+    match force_hybrid_switch(&value) {
+        Some(on) => on,
+        None => {
+            if !WARNED.swap(true, Ordering::Relaxed) {
+                let mut text = Text::join(&["ignoring ", FORCE_HYBRID_ENV, "=\""]);
+                let _ = write!(text, "{}", quoted(&value.to_string_lossy()));
+                text.push(
+                    "\" (neither 0 nor 1); using 0: the degree of parallelism \
+                     is 4 x the thread count only on a hybrid CPU",
+                );
+                crate::diag::warn(text.as_str());
+            }
+            false
+        }
+    }
+}
 
 /// Thread pool options. `Default` is ONNX Runtime's: thread count 0
 /// (physical cores), spinning allowed, legacy spin count, no backoff, fixed

@@ -8,7 +8,7 @@
 //! budget: fewer iterations (fewer polls of the queues), same wall-clock
 //! time.
 use super::abi::LRT_POOL_MAX_BACKOFF;
-use once_cell::sync::OnceCell;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Instant;
 
 /// `spin_duration_us = -1`: the legacy count, 2^20 pause iterations.
@@ -18,12 +18,27 @@ const MAX_BACKOFF: u32 = LRT_POOL_MAX_BACKOFF as u32;
 /// TSC cycles one TPAUSE waits at most.
 const TPAUSE_CYCLES: u64 = 200;
 
-static WAITPKG: OnceCell<bool> = OnceCell::new();
-static PAUSE_NS: OnceCell<f64> = OnceCell::new();
+// Both facts are cached in plain atomics, computed by whichever thread
+// needs them first (racing threads compute the same CPUID answer; the
+// first calibration stored wins). Not a lazy cell: one that makes a second
+// thread wait parks it through `std::thread::current()`, which allocates
+// through the system allocator, past the emergency reserve (`crate::alloc`),
+// and aborts when the heap is exhausted.
+/// 0: not yet known, 1: no WAITPKG, 2: WAITPKG.
+static WAITPKG: AtomicU8 = AtomicU8::new(0);
+/// The calibrated pause in ns as `f64` bits; 0: not yet measured.
+static PAUSE_NS: AtomicU64 = AtomicU64::new(0);
 
 #[inline]
 fn use_tpause() -> bool {
-    *WAITPKG.get_or_init(super::cpu::has_waitpkg)
+    match WAITPKG.load(Ordering::Relaxed) {
+        0 => {
+            let has = super::cpu::has_waitpkg();
+            WAITPKG.store(if has { 2 } else { 1 }, Ordering::Relaxed);
+            has
+        }
+        known => known == 2,
+    }
 }
 
 /// One pause: TPAUSE (C0.1, about `TPAUSE_CYCLES` cycles) where the CPU has
@@ -60,19 +75,27 @@ fn tpause() {
 /// process, then cached; the smallest of several samples, clamped to
 /// [0.5, 2000] ns).
 pub fn calibrated_pause_ns() -> f64 {
-    *PAUSE_NS.get_or_init(|| {
-        const N: u32 = 2000;
-        let mut best = f64::INFINITY;
-        for _ in 0..7 {
-            let t = Instant::now();
-            for _ in 0..N {
-                pause();
-            }
-            let ns = t.elapsed().as_nanos() as f64 / f64::from(N);
-            best = best.min(ns);
+    let known = PAUSE_NS.load(Ordering::Relaxed);
+    if known != 0 {
+        return f64::from_bits(known);
+    }
+    const N: u32 = 2000;
+    let mut best = f64::INFINITY;
+    for _ in 0..7 {
+        let t = Instant::now();
+        for _ in 0..N {
+            pause();
         }
-        best.clamp(0.5, 2000.0)
-    })
+        let ns = t.elapsed().as_nanos() as f64 / f64::from(N);
+        best = best.min(ns);
+    }
+    let mine = best.clamp(0.5, 2000.0);
+    // The first calibration stored is the process's (clamped > 0, so its
+    // bits are never 0).
+    match PAUSE_NS.compare_exchange(0, mine.to_bits(), Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => mine,
+        Err(first) => f64::from_bits(first),
+    }
 }
 
 /// How long an idle worker spins before it sleeps.

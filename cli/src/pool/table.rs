@@ -278,21 +278,34 @@ fn against_default(d: &CellResult, b: &CellResult) -> Vec<String> {
 /// Fork-join p50 of `mine` against the best peer at `t` threads.
 fn fork_join_vs_best_peer(results: &[CellResult], t: usize, mine: &CellResult) -> Option<String> {
     type Pick = fn(&CellResult) -> Option<f64>;
-    let variants: [(&str, Pick); 2] = [
-        ("tiny", |r| r.fork_join_us.as_ref().map(|f| f.p50)),
-        ("small-index overhead", |r| {
-            r.fork_join_small_overhead_us.as_ref().map(|f| f.p50)
-        }),
+    // Each variant, and the share of its regions in which a helper joined.
+    let variants: [(&str, Pick, Option<f64>); 2] = [
+        (
+            "tiny",
+            |r| r.fork_join_us.as_ref().map(|f| f.p50),
+            mine.fork_join_helped_pct,
+        ),
+        (
+            "small-index overhead",
+            |r| r.fork_join_small_overhead_us.as_ref().map(|f| f.p50),
+            mine.fork_join_small_helped_pct,
+        ),
     ];
     let mut fj = Vec::new();
-    for (name, pick) in variants {
+    for (name, pick, joined) in variants {
         let best_peer = results
             .iter()
             .filter(|r| r.spec.threads == t && !matches!(r.spec.peer, PeerKind::Leanrt { .. }))
             .filter_map(|r| pick(r).map(|v| (r.label.clone(), v)))
             .min_by(|a, b| a.1.total_cmp(&b.1));
         if let (Some(v), Some((pl, pv))) = (pick(mine), best_peer) {
-            fj.push(format!("{name} {v:.2} vs {pv:.2} µs ({pl})"));
+            // A region leanrt's caller finished alone is not a team's time.
+            let alone = if joined.is_some_and(|j| j < MIXED_JOINED_PCT.0) {
+                ", leanrt's caller alone"
+            } else {
+                ""
+            };
+            fj.push(format!("{name} {v:.2} vs {pv:.2} µs ({pl}{alone})"));
         }
     }
     (!fj.is_empty()).then(|| {

@@ -27,7 +27,7 @@ use super::{fork, job::Job};
 use crate::alloc::{self, try_collect, try_vec};
 use crate::pool::abi::{lrt_pool_stats, LRT_POOL_MAX_THREADS};
 use crate::pool::cpu;
-use crate::pool::options::{PoolOptions, FORCE_HYBRID_ENV};
+use crate::pool::options::{self, PoolOptions};
 use crate::pool::spin::SpinPolicy;
 use crate::{Error, Result};
 use crossbeam_deque::{Injector, Worker};
@@ -76,9 +76,7 @@ impl ThreadPool {
             return Ok(None);
         }
         let workers = n - 1;
-        let hybrid = opts.force_hybrid
-            || std::env::var_os(FORCE_HYBRID_ENV).is_some_and(|v| v == "1")
-            || cpu::is_hybrid();
+        let hybrid = opts.force_hybrid || options::force_hybrid_from_env() || cpu::is_hybrid();
         let dop = n as i32 * if hybrid { 4 } else { 1 };
         // Every table sized by the thread count is allocated fallibly; the
         // small per-worker queues are not, so stop at the first the

@@ -7,7 +7,8 @@
 //! to one process-wide ring of `RING` slots (a relaxed `fetch_add` claims a
 //! slot; two relaxed stores fill it), and a pool dropped while the
 //! environment variable `LEANRT_POOL_TRACE` names a file appends its events
-//! there, one line each: `pid/pool t_ns who event cpu arg` (`who`: 0 = a thread
+//! there (a file it cannot append to: one warning on leanrt's log channel),
+//! one line each: `pid/pool t_ns who event cpu arg` (`who`: 0 = a thread
 //! that is not a worker, i + 1 = worker i; `cpu`: `sched_getcpu`). A ring that
 //! wrapped keeps only the newest events. `scripts/pool-trace.py` summarises
 //! such a file.
@@ -46,8 +47,12 @@ pub(super) enum Ev {
 #[cfg(feature = "trace")]
 mod ring {
     use super::Ev;
+    use std::fmt::Write as _;
     use std::io::Write;
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+    /// The environment variable naming the trace file.
+    const TRACE_ENV: &str = "LEANRT_POOL_TRACE";
     use std::sync::OnceLock;
     use std::time::Instant;
 
@@ -89,7 +94,7 @@ mod ring {
     }
 
     pub(in super::super) fn dump(pool: usize) {
-        let Some(path) = std::env::var_os("LEANRT_POOL_TRACE") else {
+        let Some(path) = std::env::var_os(TRACE_ENV) else {
             return;
         };
         let mut rows: Vec<(u64, u64)> = slots()
@@ -111,12 +116,23 @@ mod ring {
                 w & 0xfff
             ));
         }
-        if let Ok(mut f) = std::fs::OpenOptions::new()
+        let written = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(path)
-        {
-            let _ = f.write_all(out.as_bytes());
+            .open(&path)
+            .and_then(|mut f| f.write_all(out.as_bytes()));
+        if let Err(e) = written {
+            // Once per process, like leanrt's other environment warnings.
+            static WARNED: AtomicBool = AtomicBool::new(false);
+            if !WARNED.swap(true, Ordering::Relaxed) {
+                let mut text = crate::diag::Text::join(&["ignoring ", TRACE_ENV, "=\""]);
+                let _ = write!(
+                    text,
+                    "{}\" (cannot append to it: {e}); using none: this trace is dropped",
+                    crate::error::quoted(&path.to_string_lossy())
+                );
+                crate::diag::warn(text.as_str());
+            }
         }
     }
 }

@@ -1,0 +1,223 @@
+// leanrt inside the reference runtime: the adapter (see leanrt_simpler.h).
+//
+// Built into the reference's a2a3 host runtime by the integration patch, with
+// the reference's include paths (common/host_api.h, common/unified_log.h).
+//
+// Protocol. A maker is created per (task window, heap size) and borrowed by
+// one run at a time: bind takes an idle maker with the run's window and heap
+// (or creates one), points it at the run's pooled shared-memory region
+// (lrt_runtime_maker_set_device_image) and at the run's device calls
+// (lrt_runtime_maker_set_api), and marks it busy; upload ships the run and
+// marks it idle again. The pool g_makers and every `busy` flag are guarded by
+// g_mutex; a busy maker is used only by the thread that bound it (t_current),
+// so runs prepared on different threads (different arena banks) at once get
+// different makers, and leanrt's one-call-at-a-time rule per maker holds. At
+// most kMaxIdle idle makers are kept; beyond that the least recently bound
+// is destroyed. A maker owns its host mirror only: the device memory is the
+// reference's pooled region, never allocated or freed by leanrt.
+
+#include "leanrt_simpler.h"
+
+#include <leanrt.h>
+
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "common/host_api.h"
+#include "common/unified_log.h"
+
+namespace {
+
+struct Maker {
+    lrt_runtime_maker *maker = nullptr;
+    uint64_t task_window = 0;
+    uint64_t heap_size = 0;
+    uint64_t last_bind = 0;
+    bool busy = false;
+    uint64_t begin_ns = 0;  // when this run's begin_run returned
+    long begin_minflt = 0;  // the process's minor faults then
+};
+
+uint64_t now_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+long minor_faults() {
+    rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_minflt;
+}
+
+// The run's HostApi is the context of the device calls.
+const HostApi *host_api(void *ctx) { return static_cast<const HostApi *>(ctx); }
+
+void *api_device_malloc(void *ctx, size_t size) { return host_api(ctx)->device_malloc(size); }
+
+void api_device_free(void *ctx, void *dev_ptr) { host_api(ctx)->device_free(dev_ptr); }
+
+int32_t api_copy_to_device(void *ctx, void *dev_dst, const void *host_src, size_t size) {
+    return host_api(ctx)->copy_to_device(dev_dst, host_src, size);
+}
+
+int32_t api_copy_from_device(void *ctx, void *host_dst, const void *dev_src, size_t size) {
+    return host_api(ctx)->copy_from_device(host_dst, dev_src, size);
+}
+
+const lrt_host_api_ops kHostApiOps = {
+    api_device_malloc,
+    api_device_free,
+    api_copy_to_device,
+    api_copy_from_device,
+};
+
+constexpr size_t kMaxIdle = 4;
+
+std::mutex g_mutex;
+std::vector<Maker *> g_makers;  // guarded by g_mutex
+uint64_t g_binds = 0;           // guarded by g_mutex
+thread_local Maker *t_current = nullptr;
+
+int fail(const char *what, lrt_status status) {
+    char message[512];
+    lrt_last_error(message, sizeof message);
+    LOG_ERROR("leanrt: %s failed: %s: %s", what, lrt_status_str(status), message);
+    return -1;
+}
+
+// Under g_mutex: removes `m` from the pool and destroys it.
+void drop_locked(Maker *m) {
+    for (size_t i = 0; i < g_makers.size(); ++i) {
+        if (g_makers[i] == m) {
+            g_makers.erase(g_makers.begin() + static_cast<std::ptrdiff_t>(i));
+            break;
+        }
+    }
+    lrt_runtime_maker_destroy(m->maker);
+    delete m;
+}
+
+// Under g_mutex: destroys idle makers beyond kMaxIdle, least recently bound first.
+void evict_idle_locked() {
+    for (;;) {
+        size_t idle = 0;
+        size_t oldest = g_makers.size();
+        for (size_t i = 0; i < g_makers.size(); ++i) {
+            if (g_makers[i]->busy) continue;
+            ++idle;
+            if (oldest == g_makers.size() || g_makers[i]->last_bind < g_makers[oldest]->last_bind) oldest = i;
+        }
+        if (idle <= kMaxIdle) return;
+        drop_locked(g_makers[oldest]);
+    }
+}
+
+// Under g_mutex: an idle maker for this window and heap, most recently bound first.
+Maker *take_idle_locked(uint64_t task_window, uint64_t heap_size) {
+    Maker *best = nullptr;
+    for (Maker *m : g_makers) {
+        if (m->busy || m->task_window != task_window || m->heap_size != heap_size) continue;
+        if (best == nullptr || m->last_bind > best->last_bind) best = m;
+    }
+    return best;
+}
+
+}  // namespace
+
+int leanrt_simpler_bind(const HostApi *api, void *pooled_sm, uint64_t sm_size, uint64_t task_window,
+                        uint64_t heap_size) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (t_current != nullptr) {
+        // This thread's previous run stopped between bind and upload: end
+        // it, so that its maker can be rebound.
+        lrt_runtime_maker_abort_run(t_current->maker);
+        t_current->busy = false;
+        t_current = nullptr;
+    }
+    if (api == nullptr || pooled_sm == nullptr) {
+        LOG_ERROR("leanrt: bind needs the run's HostApi and its pooled shared-memory region");
+        return -1;
+    }
+    // A plain struct: the maker keeps the context pointer, this run's HostApi.
+    const lrt_host_api device = {const_cast<HostApi *>(api), &kHostApiOps};
+    Maker *m = take_idle_locked(task_window, heap_size);
+    if (m == nullptr) {
+        lrt_maker_config cfg;
+        lrt_maker_config_init(&cfg);
+        cfg.task_window = task_window;
+        cfg.heap_size = heap_size;
+        cfg.policy = LRT_UPLOAD_BOUNDED;
+        // For measurements: a fresh mirror every run, like the reference's own path.
+        const char *fresh = std::getenv("LEANRT_SIMPLER_FRESH_MIRROR");
+        if (fresh != nullptr && std::strcmp(fresh, "1") == 0) cfg.flags |= LRT_MAKER_FRESH_MIRROR;
+        lrt_runtime_maker *maker = nullptr;
+        const lrt_status status = lrt_runtime_maker_create_borrowed(&cfg, &device, pooled_sm, sm_size, &maker);
+        if (status != LRT_OK) return fail("lrt_runtime_maker_create_borrowed", status);
+        m = new Maker;
+        m->maker = maker;
+        m->task_window = task_window;
+        m->heap_size = heap_size;
+        g_makers.push_back(m);
+    } else {
+        lrt_status status = lrt_runtime_maker_set_device_image(m->maker, pooled_sm, sm_size);
+        if (status != LRT_OK) return fail("lrt_runtime_maker_set_device_image", status);
+        status = lrt_runtime_maker_set_api(m->maker, &device);
+        if (status != LRT_OK) return fail("lrt_runtime_maker_set_api", status);
+    }
+    m->busy = true;
+    m->last_bind = ++g_binds;
+    evict_idle_locked();
+    t_current = m;
+    return 0;
+}
+
+void *leanrt_simpler_begin_run(void) {
+    if (t_current == nullptr) {
+        LOG_ERROR("leanrt: begin_run without a bound region");
+        return nullptr;
+    }
+    lrt_sm_header *header = nullptr;
+    const lrt_status status = lrt_runtime_maker_begin_run(t_current->maker, &header);
+    if (status != LRT_OK) {
+        fail("lrt_runtime_maker_begin_run", status);
+        return nullptr;
+    }
+    t_current->begin_minflt = minor_faults();
+    t_current->begin_ns = now_ns();
+    return header;
+}
+
+int32_t leanrt_simpler_upload(void) {
+    Maker *m = t_current;
+    if (m == nullptr) {
+        LOG_ERROR("leanrt: upload without a bound region");
+        return -1;
+    }
+    const uint64_t orch_ns = now_ns() - m->begin_ns;
+    const long orch_minflt = minor_faults() - m->begin_minflt;
+    lrt_upload_report report;
+    const lrt_status status = lrt_runtime_maker_upload(m->maker, &report);
+    if (status != LRT_OK) return fail("lrt_runtime_maker_upload", status);
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        m->busy = false;
+    }
+    t_current = nullptr;
+    // Between begin_run and upload: the reference's orchestration into the mirror.
+    LOG_INFO(
+        "leanrt: upload tasks=%d copies=%u bytes=%llu zero_ns=%llu relocate_ns=%llu copy_ns=%llu "
+        "orchestration_ns=%llu orchestration_minflt=%ld",
+        report.total_tasks, report.copies, static_cast<unsigned long long>(report.bytes),
+        static_cast<unsigned long long>(report.zero_ns), static_cast<unsigned long long>(report.relocate_ns),
+        static_cast<unsigned long long>(report.copy_ns), static_cast<unsigned long long>(orch_ns), orch_minflt
+    );
+    return report.total_tasks;
+}
