@@ -1,6 +1,6 @@
 //! Generates the C header with cbindgen from the C surface (src/ffi/) and
 //! the core's C-visible data (src/device/abi.rs, src/staging/abi.rs,
-//! src/staging/layout.rs, src/pool/abi.rs).
+//! src/staging/layout.rs, src/staging/layout_v2.rs, src/pool/abi.rs).
 //!
 //! The header is always written to `$OUT_DIR/leanrt.h`; the test
 //! `header_is_fresh` compares it with the checked-in `include/leanrt.h`.
@@ -40,6 +40,7 @@ fn main() {
         .with_src(crate_dir.join("src/error/abi.rs"))
         .with_src(crate_dir.join("src/staging/abi.rs"))
         .with_src(crate_dir.join("src/staging/layout.rs"))
+        .with_src(crate_dir.join("src/staging/layout_v2.rs"))
         .with_src(crate_dir.join("src/pool/abi.rs"))
         .with_config(config)
         .generate()

@@ -125,6 +125,16 @@
 #define LRT_DEFAULT_HEAP_SIZE 268435456
 
 /**
+ * lrt_v2_claim_desc flag: an outer graph task (the reference's
+ * graph_submit_definition): task_kind LRT_TASK_KIND_GRAPH, no tensor or
+ * scalar region (both offsets unbound; both counts must be 0), its
+ * producers in a fanin region as any task's; mask, attributes and subtasks
+ * 0, one block, kernel ids -1 whatever `task` says. The host writes the
+ * slot's graph_context.
+ */
+#define LRT_V2_CLAIM_GRAPH_SHELL 1
+
+/**
  * Number of fanin ids a payload holds.
  */
 #define LRT_MAX_FANIN 128
@@ -138,6 +148,21 @@
  * Number of 64-bit scalars a payload holds.
  */
 #define LRT_MAX_SCALARS 16
+
+/**
+ * Bytes of one tensor record in the tensor pool (opaque to leanrt).
+ */
+#define LRT_V2_TENSOR_BYTES 128
+
+/**
+ * A task's fanin region is rounded up to this many ids (one cache line).
+ */
+#define LRT_V2_FANIN_ROUND 16
+
+/**
+ * A task's scalar region is rounded up to this many scalars (one cache line).
+ */
+#define LRT_V2_SCALAR_ROUND 8
 
 /**
  * Most threads a pool may have (`lrt_pool_options_set_num_threads`).
@@ -240,6 +265,26 @@ typedef enum lrt_upload_policy {
    */
   LRT_UPLOAD_AUTO = 3,
 } lrt_upload_policy;
+
+/**
+ * Which generation of the reference runtime's image a maker builds
+ * (lrt_maker_config.layout; chosen once, at create). docs/STAGING.md,
+ * "Layout v2", compares them.
+ */
+typedef enum lrt_layout {
+  /**
+   * The reference at #1659 (6096d3271): lrt_sm_header, lrt_task_payload,
+   * lrt_task_slot_state; the lrt_runtime_maker_begin_run / claim_slot /
+   * upload calls. The default.
+   */
+  LRT_LAYOUT_V1 = 0,
+  /**
+   * The reference at 6ebaf7715: lrt_v2_sm_header, lrt_v2_task_payload,
+   * lrt_v2_task_slot_state and the three argument pools; the
+   * lrt_runtime_maker_v2_* calls, one framed copy of the compact image.
+   */
+  LRT_LAYOUT_V2 = 1,
+} lrt_layout;
 
 /**
  * What a custom handle points to (never dereferenced by leanrt).
@@ -459,6 +504,28 @@ typedef struct lrt_maker_config {
    * environment variable PTO2_RING_HEAP, else LRT_DEFAULT_HEAP_SIZE.
    */
   uint64_t heap_size;
+  /**
+   * LRT_LAYOUT_V1 (the default) or LRT_LAYOUT_V2.
+   */
+  enum lrt_layout layout;
+  /**
+   * LRT_LAYOUT_V2: room for the bytes lrt_runtime_maker_v2_upload ships
+   * before the image (the reference's 704-byte runtime block), and after
+   * it (its graph-submission block), at most 2^30 each. Default 0.
+   */
+  uint64_t frame_before;
+  uint64_t frame_after;
+  /**
+   * LRT_LAYOUT_V2: the argument pools' capacities in elements (fanin ids,
+   * tensor records, scalars). 0 (the default) each: the reference's,
+   * every task at its cap (W x 128, W x 32, W x 16). The pools are host
+   * memory only (the compact image does not depend on them); smaller
+   * ones shrink the mirror, and a claim that does not fit is
+   * LRT_ERR_OUT_OF_RANGE. At most the reference's.
+   */
+  uint64_t v2_pool_fanin_ids;
+  uint64_t v2_pool_tensors;
+  uint64_t v2_pool_scalars;
 } lrt_maker_config;
 
 /**
@@ -677,6 +744,234 @@ typedef struct lrt_upload_report {
    */
   enum lrt_upload_policy path;
 } lrt_upload_report;
+
+/**
+ * Byte offsets of the segments of a v2 image (mirror or compact image).
+ */
+typedef struct lrt_v2_segments {
+  uint64_t header;
+  uint64_t descriptors;
+  uint64_t payloads;
+  uint64_t slot_states;
+  uint64_t completion_flags;
+  uint64_t fanin_pool;
+  uint64_t tensor_pool;
+  uint64_t scalar_pool;
+  /**
+   * Total size in bytes.
+   */
+  uint64_t end;
+} lrt_v2_segments;
+
+/**
+ * One v2 task payload (192 bytes, three cache lines): counts and region
+ * offsets; early-dispatch state; dispatch predicate and dump metadata.
+ */
+typedef struct LRT_ALIGNED(64) lrt_v2_task_payload {
+  int32_t tensor_count;
+  int32_t scalar_count;
+  /**
+   * Distinct producers, listed in the fanin region.
+   */
+  int32_t fanin_count;
+  /**
+   * The self-relative offset of the task's first tensor record (0 = unbound).
+   */
+  int32_t tensors;
+  /**
+   * The self-relative offset of the task's first scalar (0 = unbound).
+   */
+  int32_t scalars;
+  /**
+   * The self-relative offset of the task's first fanin id (0 = unbound).
+   */
+  int32_t fanin;
+  uint8_t _pad0[40];
+  /**
+   * Early-dispatch state (cache line 1), zeroed by a claim.
+   */
+  uint64_t staged_core_mask[2];
+  int32_t dispatch_fanin;
+  int16_t published_block_count;
+  uint8_t early_dispatch_state;
+  uint8_t dispatch_propagated;
+  uint8_t early_dispatch_launch_state;
+  uint8_t _pad1;
+  int16_t running_slot_count;
+  uint8_t early_sync_drain_state;
+  uint8_t _pad2[35];
+  /**
+   * Dispatch predicate (cache line 2): element address, target value,
+   * element size, operator (0 = none: always dispatch).
+   */
+  uint64_t predicate_addr;
+  int64_t predicate_target;
+  uint8_t predicate_elem_size;
+  uint8_t predicate_op;
+  uint8_t _pad3[6];
+  /**
+   * Argument-dump metadata.
+   */
+  uint64_t dump_arg_mask;
+  uint64_t dump_arg_flags;
+  uint8_t dump_scalar_dtypes[16];
+  uint8_t _pad4[8];
+} lrt_v2_task_payload;
+
+/**
+ * The scheduler's per-slot state in v2 (64 bytes): `payload` and `task`
+ * are self-relative offsets; `graph_context` stays an absolute device
+ * address.
+ */
+typedef struct LRT_ALIGNED(64) lrt_v2_task_slot_state {
+  int32_t last_consumer_local_id;
+  /**
+   * Pending 0, completed 1, consumed 2.
+   */
+  int32_t task_state;
+  /**
+   * The self-relative offset of the slot's payload.
+   */
+  int32_t payload;
+  /**
+   * The self-relative offset of the slot's descriptor.
+   */
+  int32_t task;
+  struct lrt_v2_task_slot_state *wake_list_head;
+  struct lrt_v2_task_slot_state *next_in_wake_list;
+  uint8_t active_mask;
+  uint8_t task_attrs;
+  uint8_t any_subtask_deferred;
+  /**
+   * Kernel 0, dummy 1, graph 2, graph node 3.
+   */
+  uint8_t task_kind;
+  int16_t completed_subtasks;
+  int16_t total_required_subtasks;
+  int16_t logical_block_num;
+  int16_t next_block_idx;
+  int32_t graph_node_index;
+  /**
+   * Device address of a graph shell's submission (NULL otherwise).
+   */
+  void *graph_context;
+  uint8_t _pad0[8];
+} lrt_v2_task_slot_state;
+
+/**
+ * The v2 SM header (256 bytes): ring flow control, each counter on its own
+ * cache line, the window constants, the four array pointers (host-side
+ * only: null in the shipped image), and the error words.
+ */
+typedef struct LRT_ALIGNED(64) lrt_v2_sm_header {
+  /**
+   * Next slot the orchestrator will claim; `total_tasks` at upload.
+   */
+  int32_t current_task_index;
+  uint8_t _pad0[60];
+  /**
+   * Highest id with every task up to it completed; -1 at start.
+   */
+  int32_t completed_watermark;
+  uint8_t _pad1[60];
+  uint64_t task_window_size;
+  /**
+   * `task_window_size - 1`, a 4-byte int followed by 4 bytes of padding.
+   */
+  int32_t task_window_mask;
+  uint8_t _pad_mask[4];
+  uint64_t heap_size;
+  /**
+   * Byte offset of the descriptor segment from the header (256).
+   */
+  uint64_t task_descriptors_offset;
+  struct lrt_task_descriptor *task_descriptors;
+  struct lrt_v2_task_payload *task_payloads;
+  struct lrt_v2_task_slot_state *slot_states;
+  uint8_t *completion_flags;
+  int32_t orchestrator_done;
+  uint8_t _pad2[4];
+  /**
+   * The mirror's size for the window (the reference's
+   * `calculate_size(W)`), also in the shipped image.
+   */
+  uint64_t total_size;
+  /**
+   * Non-zero: the orchestrator latched a fatal error; nothing is uploaded.
+   */
+  int32_t orch_error_code;
+  /**
+   * Bit X set: scheduler thread X reported an error.
+   */
+  uint32_t sched_error_bitmap;
+  int32_t sched_error_code;
+  int32_t sched_error_thread;
+  uint8_t _pad3[32];
+} lrt_v2_sm_header;
+
+/**
+ * What lrt_runtime_maker_v2_claim_slot writes for a task: v1's fields
+ * (`task`) and the task's arguments. Fill it with lrt_v2_claim_desc_init
+ * (a root kernel task on one AIV core, no arguments), then change what
+ * differs.
+ */
+typedef struct lrt_v2_claim_desc {
+  /**
+   * As for lrt_runtime_maker_claim_slot_ex.
+   */
+  struct lrt_claim_desc task;
+  /**
+   * LRT_V2_CLAIM_GRAPH_SHELL or 0 (the default).
+   */
+  uint32_t flags;
+  /**
+   * Tensor records of the task, in [0, LRT_MAX_TENSORS].
+   */
+  int32_t tensor_count;
+  /**
+   * tensor_count 128-byte records (opaque to leanrt), copied into the
+   * task's region; NULL reserves the region for the host to write
+   * through lrt_v2_task_slot.tensors. Read only during the call.
+   */
+  const void *tensors;
+  /**
+   * Scalars of the task, in [0, LRT_MAX_SCALARS].
+   */
+  int32_t scalar_count;
+  /**
+   * scalar_count values, copied; NULL reserves the region. The region's
+   * tail up to a multiple of 8 is zeroed either way.
+   */
+  const uint64_t *scalars;
+} lrt_v2_claim_desc;
+
+/**
+ * A claimed v2 slot: its index and the host addresses of its descriptor,
+ * payload, slot state and argument regions (in the maker's image buffer
+ * or its mirror: lrt_runtime_maker_v2_begin_run), which the host may write
+ * the task's content through. They stay valid until the next
+ * lrt_runtime_maker_v2_begin_run or lrt_runtime_maker_destroy; the
+ * payload's and slot state's self-relative offsets must be left as the
+ * claim set them.
+ */
+typedef struct lrt_v2_task_slot {
+  int32_t index;
+  struct lrt_task_descriptor *descriptor;
+  struct lrt_v2_task_payload *payload;
+  struct lrt_v2_task_slot_state *slot_state;
+  /**
+   * The task's tensor records (NULL for a graph shell).
+   */
+  void *tensors;
+  /**
+   * The task's scalars (NULL for a graph shell).
+   */
+  uint64_t *scalars;
+  /**
+   * The task's distinct producers (fanin_count of them).
+   */
+  int32_t *fanin;
+} lrt_v2_task_slot;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1326,6 +1621,150 @@ void *lrt_runtime_maker_device_image(const struct lrt_runtime_maker *maker);
  * with the parent).
  */
 void lrt_runtime_maker_destroy(struct lrt_runtime_maker *maker);
+
+/**
+ * Writes to `*out` the byte offsets of the v2 mirror for a window of
+ * `task_window` slots: header, descriptors, payloads, slot states,
+ * completion flags, the fanin, tensor and scalar pools (every task at its
+ * cap: 128 ids, 32 records, 16 scalars), end (the reference's
+ * calculate_size). Every segment starts on a 64-byte boundary.
+ *
+ * `out` must point to writable storage for an lrt_v2_segments; it is
+ * written only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
+ * NULL `out` or a window that is not a power of two in [4, 262144] (the
+ * largest whose mirror fits in INT32_MAX bytes, the reach of a
+ * self-relative offset). Any thread may call it.
+ */
+enum lrt_status lrt_v2_ring_segment_offsets(uint64_t task_window, struct lrt_v2_segments *out);
+
+/**
+ * Writes to `*out` the byte offsets of the compact v2 image of `n` tasks
+ * whose pools hold `fanin_ids` ids, `tensors` records and `scalars`
+ * scalars (as used, after the reference's rounding): pitch max(n, 1), each
+ * segment 64-aligned; `out->end` = 256 + up64(40P) + 192P + 64P + up64(P)
+ * + up64(4 fanin_ids) + 128 tensors + up64(8 scalars).
+ *
+ * `out` must point to writable storage for an lrt_v2_segments, written
+ * only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL
+ * `out`, `n` above 262144, or a pool above what n tasks at their caps use.
+ * Any thread may call it.
+ */
+enum lrt_status lrt_v2_image_segments(uint64_t n,
+                                      uint64_t fanin_ids,
+                                      uint64_t tensors,
+                                      uint64_t scalars,
+                                      struct lrt_v2_segments *out);
+
+/**
+ * Starts a v2 run (a maker created with LRT_LAYOUT_V2): maps a fresh
+ * mirror with LRT_MAKER_FRESH_MIRROR, zeroes the mirror's header and
+ * writes every field as the reference's init_per_ring does
+ * (current_task_index 0, completed_watermark -1, orchestrator_done 0, the
+ * window and mask, heap_size, task_descriptors_offset 256, four array
+ * addresses, total_size = lrt_v2_ring_segment_offsets(W).end, the error
+ * words 0 and sched_error_thread -1), resets the pools' cursors and
+ * writes the header's address to `*host_sm`; valid until the next
+ * v2_begin_run or destroy.
+ *
+ * Unless LRT_MAKER_FRESH_MIRROR is set, the run's first slots and pool
+ * regions are claimed straight into the image the last uploaded run had
+ * (as many slots as it had, its pools' sizes), so that a run of the same
+ * shape ships with no gather; the rest go to the mirror. The header's four
+ * array addresses then name that image's arrays, which hold only those
+ * first slots: reach a slot through its lrt_v2_task_slot, not through the
+ * header.
+ *
+ * `maker` must be NULL or a live maker; `host_sm` must point to writable
+ * storage for a pointer. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
+ * NULL argument or a v1 maker; LRT_ERR_NO_MEMORY when a fresh mirror
+ * cannot be mapped.
+ */
+enum lrt_status lrt_runtime_maker_v2_begin_run(struct lrt_runtime_maker *maker,
+                                               struct lrt_v2_sm_header **host_sm);
+
+/**
+ * Sets `*desc` to a root kernel task on one AIV core with no arguments:
+ * `task` as lrt_claim_desc_init, no flags, no tensors, no scalars. `desc`
+ * must be NULL or point to writable storage for an lrt_v2_claim_desc;
+ * NULL is ignored (and recorded for lrt_last_error). Any thread may call
+ * it.
+ */
+void lrt_v2_claim_desc_init(struct lrt_v2_claim_desc *desc);
+
+/**
+ * Claims slot current_task_index of a v2 run for the task `*desc`
+ * describes and writes what the reference's submit path writes: the
+ * descriptor (task_id = the slot index, kernel ids, packed buffer); the
+ * whole payload (counts; the tensor, scalar and fanin regions bound at the
+ * pools' cursors as self-relative offsets; early-dispatch, predicate and
+ * dump state 0); the task's records and scalars copied into their regions
+ * (the scalar region's tail to a multiple of 8 zeroed) and its distinct
+ * producers into its fanin region (tail to a multiple of 16 zeroed); the
+ * whole slot state (as lrt_runtime_maker_claim_slot_ex, with payload and
+ * task as self-relative offsets to the slot's elements, task_kind
+ * LRT_TASK_KIND_GRAPH for LRT_V2_CLAIM_GRAPH_SHELL); the completion flag.
+ * Each producer's last_consumer_local_id is raised to this slot's index.
+ * The pools' cursors advance by the records, up8(scalars) and up16(distinct
+ * producers). Writes the slot to `*out`.
+ *
+ * `maker` must be NULL or a live maker; `desc` must point to an
+ * lrt_v2_claim_desc whose arrays are readable for their counts during the
+ * call; `out` must point to writable storage for an lrt_v2_task_slot.
+ * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, a v1
+ * maker, an unknown flag, a bad `task` (as lrt_runtime_maker_claim_slot_ex),
+ * a count outside [0, LRT_MAX_TENSORS] or [0, LRT_MAX_SCALARS], or a graph
+ * shell with tensors or scalars; LRT_ERR_STATE before v2_begin_run or with
+ * an orchestrator error latched in the header (orch_error_code != 0);
+ * LRT_ERR_OUT_OF_RANGE when the window or a pool is full. Nothing is
+ * written on failure.
+ */
+enum lrt_status lrt_runtime_maker_v2_claim_slot(struct lrt_runtime_maker *maker,
+                                                const struct lrt_v2_claim_desc *desc,
+                                                struct lrt_v2_task_slot *out);
+
+/**
+ * Writes to `*out` the segments of the compact image the next
+ * lrt_runtime_maker_v2_upload ships, for the run as it stands (N =
+ * current_task_index, the pools as used): what a host needs to place its
+ * graph submissions after the image (`device_image + out->end + offset`).
+ *
+ * `maker` must be NULL or a live maker; `out` must point to writable
+ * storage for an lrt_v2_segments. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT
+ * for a NULL argument or a v1 maker.
+ */
+enum lrt_status lrt_runtime_maker_v2_image_segments(const struct lrt_runtime_maker *maker,
+                                                    struct lrt_v2_segments *out);
+
+/**
+ * Ships a v2 run in one copy: `before_len` bytes of `before`, the compact
+ * image, `after_len` bytes of `after`, contiguous on the device, the
+ * image at lrt_runtime_maker_device_image. The image is the mirror's live
+ * prefixes and used pools pitched to max(N, 1) (lrt_v2_image_segments):
+ * header with its four pointers NULL and orchestrator_done 1, every slot's
+ * payload/task offset re-taken for the image, every bound region offset
+ * re-taken for the image's pools (unbound ones stay 0), padding zeroed.
+ * The mirror is not changed. The report says what shipped: copies 1, the
+ * framed bytes, path LRT_UPLOAD_COMPACT.
+ *
+ * `maker` must be NULL or a live maker; `before` / `after` must be
+ * readable for their lengths (NULL only with length 0); `report` may be
+ * NULL, else it must point to writable storage for an lrt_upload_report,
+ * filled on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL
+ * maker, a v1 maker, a NULL frame with a non-zero length, a frame longer
+ * than its room (lrt_maker_config.frame_before / frame_after), or a live
+ * payload whose regions are not inside the used pools (an unbound region
+ * with a non-zero count, an offset off an element or outside its pool, a
+ * count past its cap); LRT_ERR_STATE before v2_begin_run or with an
+ * orchestrator error latched in the header; LRT_ERR_OUT_OF_RANGE when N is
+ * outside [0, W]: nothing is copied in any of these cases. LRT_ERR_DEVICE
+ * when the copy fails. The maker stays usable for the next run.
+ */
+enum lrt_status lrt_runtime_maker_v2_upload(struct lrt_runtime_maker *maker,
+                                            const void *before,
+                                            uint64_t before_len,
+                                            const void *after,
+                                            uint64_t after_len,
+                                            struct lrt_upload_report *report);
 
 #ifdef __cplusplus
 }  // extern "C"

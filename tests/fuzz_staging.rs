@@ -75,7 +75,14 @@ struct RawCfg {
     policy: u32,
     flags: u32,
     heap_size: u64,
+    /// The layout-v2 members (v1 here: all 0).
+    layout: u32,
+    pad: u32,
+    v2: [u64; 5],
 }
+const _: () = assert!(
+    std::mem::size_of::<RawCfg>() == std::mem::size_of::<leanrt::ffi::staging::lrt_maker_config>()
+);
 
 /// The end of a compact image for `n` slots (every segment rounded to 64).
 fn compact_end(n: u64) -> u64 {
@@ -191,6 +198,9 @@ fn cfg_for(rng: &mut Rng) -> RawCfg {
         policy,
         flags,
         heap_size: 0,
+        layout: 0,
+        pad: 0,
+        v2: [0; 5],
     }
 }
 
@@ -930,6 +940,9 @@ impl Fuzz {
                     policy: 99,
                     flags: 99,
                     heap_size: 99,
+                    layout: 99,
+                    pad: 0,
+                    v2: [99; 5],
                 };
                 // SAFETY: cfg has the layout of lrt_maker_config.
                 unsafe { ffi::lrt_maker_config_init((&mut cfg as *mut RawCfg).cast()) };
@@ -938,6 +951,11 @@ impl Fuzz {
                     (cfg.task_window, cfg.policy, cfg.flags, cfg.heap_size),
                     (0, 1, 0, 0),
                     "config_init"
+                );
+                assert_eq!(
+                    (cfg.layout, cfg.v2),
+                    (0, [0; 5]),
+                    "config_init (v2 members)"
                 );
             }
             (12..=19, _) | (_, None) => self.fuzz_create(),
@@ -1022,6 +1040,9 @@ fn cycles_rss(f: &mut Fuzz) -> (u64, u64) {
             policy: (c % 4) as u32,
             flags: if c % 5 == 0 { 2 } else { 0 },
             heap_size: 0,
+            layout: 0,
+            pad: 0,
+            v2: [0; 5],
         };
         let mut m = null_mut();
         let mut hdr = null_mut();

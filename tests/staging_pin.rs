@@ -346,3 +346,51 @@ fn a_failed_pin_warns_once_and_runs_pageable() {
         assert_eq!(warnings, 1, "{policy:?} fresh {fresh_mirror}");
     }
 }
+
+#[test]
+fn a_v2_maker_pins_the_staging_buffer_its_one_copy_reads() {
+    let rec = Recording::default();
+    let cfg = MakerConfig {
+        task_window: 16384,
+        layout: leanrt::staging::lrt_layout::LRT_LAYOUT_V2,
+        frame_before: 704,
+        pin_mirror: true,
+        ..MakerConfig::default()
+    };
+    let mut m = RuntimeMaker::new(&cfg, Arc::new(rec.clone())).unwrap();
+    // Nothing is pinned before a run uses it: the mirror is only read by
+    // the host's gather, the staging buffer by the copy.
+    assert_eq!(rec.pinned_bytes(), 0);
+    let block = [0u8; 704];
+    let v2_run = |m: &mut RuntimeMaker, n: u64| {
+        m.v2_begin_run().unwrap();
+        for _ in 0..n {
+            m.v2_claim_slot(&leanrt::staging::V2ClaimDesc::default())
+                .unwrap();
+        }
+        m.v2_upload(&block, &[]).unwrap()
+    };
+    let mut pins = 0;
+    for n in [10u64, 1000, 5000] {
+        // The first run of a shape is gathered into the staging buffer, the
+        // next ones are claimed in place in the image buffer: each buffer is
+        // pinned as far as its copies read, once.
+        let r = v2_run(&mut m, n);
+        assert!(rec.pinned_bytes() as u64 >= r.bytes, "N = {n}");
+        v2_run(&mut m, n);
+        assert!(
+            (rec.pinned_bytes() as u64) < 2 * (2 * r.bytes + 8192),
+            "N = {n}: each grown to a power of two"
+        );
+        pins = rec.with(|l| l.pins);
+        // The same runs again, and a smaller one, pin nothing more.
+        v2_run(&mut m, n);
+        v2_run(&mut m, n / 2);
+        assert_eq!(rec.with(|l| l.pins), pins, "N = {n} again");
+    }
+    assert!(pins >= 2);
+    assert_eq!(rec.with(|l| l.unpinned_copies), 0);
+    assert_eq!(m.pinned_bytes(), rec.pinned_bytes() as u64);
+    drop(m);
+    rec.with(|l| assert!(l.pinned.is_empty() && l.pins == l.unpins));
+}

@@ -52,6 +52,9 @@ pub struct BindArgs {
     /// What to measure (not checked yet for task counts that fit no window).
     pub plan: BindPlan,
     pub bandwidth: bool,
+    /// `--layout v2`: the reference's current image (leanrt against the
+    /// reference's own path; the policies are not used).
+    pub layout_v2: bool,
     /// --bandwidth sizes, MB.
     pub sizes: Vec<u64>,
     pub out: Output,
@@ -139,6 +142,7 @@ fn invocation(m: &ArgMatches) -> Invocation {
                 pin_mirror: m.get_flag("pin-mirror"),
             },
             bandwidth: m.get_flag("bandwidth"),
+            layout_v2: m.get_one::<String>("layout").map(String::as_str) == Some("v2"),
             sizes: dedup(many(m, "sizes")),
             out: output(m),
         }),
@@ -321,6 +325,17 @@ fn bind_command() -> Command {
                  from, growing with N, for faster DMA with cuda; on the host backend it mlocks, \
                  so touches, those pages)",
             ))
+            .arg(
+                flag_arg(
+                    "layout",
+                    "V1|V2",
+                    "Image layout: v1 (the reference at #1659) or v2 (its current image: \
+                     leanrt's maker against the reference's own per-run path, beside one plain \
+                     copy of the compact bytes; --policy and --pin-mirror not used)",
+                )
+                .default_value("v1")
+                .value_parser(["v1", "v2"]),
+            )
             .arg(switch(
                 "bandwidth",
                 "Instead: copy_to_device bandwidth from pageable and pinned host memory",

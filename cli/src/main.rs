@@ -74,6 +74,20 @@ fn cmd_bind(a: &BindArgs) -> Result<(), Failure> {
     plan::check_bind_plan(&a.plan).map_err(Failure::Usage)?;
     let machine = info::Machine::detect();
     print!("{}", machine.line());
+    if a.layout_v2 {
+        let cells = plan::run_bind_v2(&a.plan, a.out.quiet)?;
+        print!("{}", bind::table_v2(&cells));
+        let report = Report {
+            staging_v2: Some(&cells),
+            ..Report::new(machine)
+        };
+        return Ok(report::write(
+            &a.out,
+            &report,
+            "leanrt bind --layout v2",
+            &[],
+        )?);
+    }
     let cells = plan::run_bind(&a.plan, a.out.quiet)?;
     print!("{}", bind::table(&cells, true));
     println!();

@@ -80,3 +80,11 @@ pub fn run_bind(plan: &BindPlan, quiet: bool) -> Result<Vec<bind::BindCell>, Str
     progress.finish();
     cells
 }
+
+/// Runs the cells of a staging plan for layout v2 (both paths per cell).
+pub fn run_bind_v2(plan: &BindPlan, quiet: bool) -> Result<Vec<bind::V2Cell>, String> {
+    let progress = Progress::new(2 * bind::pairs(plan).len() as u64, "staging v2", quiet);
+    let cells = bind::run_v2(plan, &|m| progress.step(m));
+    progress.finish();
+    cells
+}

@@ -13,6 +13,8 @@ pub struct Report<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub staging: Option<&'a [bind::BindCell]>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub staging_v2: Option<&'a [bind::V2Cell]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub bandwidth: Option<&'a [bind::BandwidthCell]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool: Option<&'a [pool::CellResult]>,
@@ -28,6 +30,7 @@ impl Report<'_> {
             command: std::env::args().collect(),
             machine,
             staging: None,
+            staging_v2: None,
             bandwidth: None,
             pool: None,
             notes: &[],

@@ -26,6 +26,9 @@ pub use crate::staging::abi::*;
 pub use crate::staging::layout::{
     lrt_sm_header, lrt_sm_segments, lrt_task_descriptor, lrt_task_payload, lrt_task_slot_state,
 };
+pub use crate::staging::layout_v2::{
+    lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state,
+};
 use crate::{Error, Result};
 
 /// A runtime maker (lrt_runtime_maker_create); opaque. It owns the host
@@ -85,13 +88,40 @@ fn policy_from_raw(raw: u32) -> Result<lrt_upload_policy> {
     })
 }
 
-/// The core config for a C config whose fields were read as raw integers.
-fn config_from_raw(
-    task_window: u64,
-    raw_policy: u32,
-    flags: u32,
-    heap_size: u64,
-) -> Result<MakerConfig> {
+/// The layout for a raw C value; unknown values are rejected.
+fn layout_from_raw(raw: u32) -> Result<lrt_layout> {
+    use lrt_layout::*;
+    [LRT_LAYOUT_V1, LRT_LAYOUT_V2]
+        .into_iter()
+        .find(|&l| l as u32 == raw)
+        .ok_or_else(|| Error::invalid_argument(format!("unknown layout {raw} (expected 0 or 1)")))
+}
+
+/// The core config for a C config (non-NULL, readable); the enum fields are
+/// read as their raw integers so that any value a C caller stored is
+/// defined.
+///
+/// # Safety
+/// `cfg` points to a readable lrt_maker_config.
+unsafe fn config_from_c(cfg: *const lrt_maker_config) -> Result<MakerConfig> {
+    // SAFETY: readable per the contract; every field is read as a plain
+    // integer (the enums as their raw values).
+    let (raw_policy, raw_layout, flags, c) = unsafe {
+        (
+            addr_of!((*cfg).policy).cast::<u32>().read(),
+            addr_of!((*cfg).layout).cast::<u32>().read(),
+            addr_of!((*cfg).flags).read(),
+            [
+                addr_of!((*cfg).task_window).read(),
+                addr_of!((*cfg).heap_size).read(),
+                addr_of!((*cfg).frame_before).read(),
+                addr_of!((*cfg).frame_after).read(),
+                addr_of!((*cfg).v2_pool_fanin_ids).read(),
+                addr_of!((*cfg).v2_pool_tensors).read(),
+                addr_of!((*cfg).v2_pool_scalars).read(),
+            ],
+        )
+    };
     if flags & !KNOWN_FLAGS != 0 {
         return Err(Error::invalid_argument(format!(
             "unknown maker flags {:#x}",
@@ -99,11 +129,99 @@ fn config_from_raw(
         )));
     }
     Ok(MakerConfig {
-        task_window,
+        task_window: c[0],
         policy: policy_from_raw(raw_policy)?,
         pin_mirror: flags & LRT_MAKER_PIN_MIRROR != 0,
         fresh_mirror: flags & LRT_MAKER_FRESH_MIRROR != 0,
-        heap_size,
+        heap_size: c[1],
+        layout: layout_from_raw(raw_layout)?,
+        frame_before: c[2],
+        frame_after: c[3],
+        v2_pools: staging::V2PoolUse {
+            fanin_ids: c[4],
+            tensors: c[5],
+            scalars: c[6],
+        },
+    })
+}
+
+/// The C form of the default claim (a root kernel task on one AIV core).
+fn default_claim_desc() -> lrt_claim_desc {
+    let d = ClaimDesc::default();
+    lrt_claim_desc {
+        active_mask: d.active_mask,
+        task_attrs: d.task_attrs,
+        logical_block_num: d.logical_block_num,
+        flags: 0,
+        kernel_id: d.kernel_id,
+        fanin_count: 0,
+        fanin_local_ids: std::ptr::null(),
+        packed_buffer_base: d.packed_buffer_base,
+        packed_buffer_end: d.packed_buffer_end,
+    }
+}
+
+/// `count` elements at `ptr` (NULL allowed only for 0), `what` naming them;
+/// `None` for NULL with `reserve_on_null` (the region is reserved, not
+/// copied), an error otherwise; the count must be in `[0, max]`.
+///
+/// # Safety
+/// A non-NULL `ptr` is readable for `count` elements for `'a`.
+unsafe fn c_array<'a, T>(
+    ptr: *const T,
+    count: i32,
+    max: usize,
+    what: &str,
+    reserve_on_null: bool,
+) -> Result<(usize, Option<&'a [T]>)> {
+    let n = usize::try_from(count)
+        .ok()
+        .filter(|&n| n <= max)
+        .ok_or_else(|| {
+            Error::invalid_argument(format!("{what} count {count} is outside [0, {max}]"))
+        })?;
+    match (n, ptr.is_null()) {
+        (0, _) => Ok((0, Some(&[]))),
+        (_, true) if reserve_on_null => Ok((n, None)),
+        (_, true) => Err(Error::invalid_argument(format!(
+            "`{what}` is NULL with a non-zero count"
+        ))),
+        // SAFETY: non-NULL and readable for n elements, per the contract.
+        (_, false) => Ok((n, Some(unsafe { std::slice::from_raw_parts(ptr, n) }))),
+    }
+}
+
+/// The core form of a C claim descriptor: flags checked, the producer
+/// array as a slice.
+///
+/// # Safety
+/// `d.fanin_local_ids` is readable for `d.fanin_count` entries for `'a`.
+unsafe fn claim_from_c<'a>(d: &lrt_claim_desc) -> Result<ClaimDesc<'a>> {
+    if d.flags & !LRT_CLAIM_COMPLETED != 0 {
+        return Err(Error::invalid_argument(format!(
+            "unknown claim flags {:#x}",
+            d.flags & !LRT_CLAIM_COMPLETED
+        )));
+    }
+    // SAFETY: the caller's contract.
+    let (_, fanins) = unsafe {
+        c_array(
+            d.fanin_local_ids,
+            d.fanin_count,
+            staging::LRT_MAX_FANIN,
+            "fanin_local_ids",
+            false,
+        )
+    }?;
+    Ok(ClaimDesc {
+        active_mask: d.active_mask,
+        task_attrs: d.task_attrs,
+        logical_block_num: d.logical_block_num,
+        kernel_id: d.kernel_id,
+        fanins: fanins.unwrap_or(&[]),
+        completed: d.flags & LRT_CLAIM_COMPLETED != 0,
+        packed_buffer_base: d.packed_buffer_base,
+        packed_buffer_end: d.packed_buffer_end,
     })
 }
 
@@ -151,6 +269,12 @@ pub unsafe extern "C" fn lrt_maker_config_init(cfg: *mut lrt_maker_config) {
             policy: d.policy,
             flags,
             heap_size: d.heap_size,
+            layout: d.layout,
+            frame_before: d.frame_before,
+            frame_after: d.frame_after,
+            v2_pool_fanin_ids: d.v2_pools.fanin_ids,
+            v2_pool_tensors: d.v2_pools.tensors,
+            v2_pool_scalars: d.v2_pools.scalars,
         };
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(value) };
@@ -206,20 +330,11 @@ unsafe fn create(
     if cfg.is_null() {
         return Err(Error::invalid_argument("`cfg` is NULL"));
     }
-    // SAFETY: cfg is non-NULL and readable; the enum field is read as its
-    // raw integer so that any value a C caller stored is defined.
-    let (task_window, raw_policy, flags, heap_size) = unsafe {
-        (
-            addr_of!((*cfg).task_window).read(),
-            addr_of!((*cfg).policy).cast::<u32>().read(),
-            addr_of!((*cfg).flags).read(),
-            addr_of!((*cfg).heap_size).read(),
-        )
-    };
     // SAFETY: NULL or valid per the contract.
     let api = unsafe { arg_ref(api, "api") }?;
     let out = OutPtr::new(out, "out")?;
-    let config = config_from_raw(task_window, raw_policy, flags, heap_size)?;
+    // SAFETY: non-NULL and readable per the contract.
+    let config = unsafe { config_from_c(cfg) }?;
     // SAFETY: the table's validity and thread rules are the caller's
     // contract.
     let device = unsafe { device_for_api(api) }?;
@@ -389,20 +504,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot(
 pub unsafe extern "C" fn lrt_claim_desc_init(desc: *mut lrt_claim_desc) {
     ffi_value!("lrt_claim_desc_init", (), {
         let out = OutPtr::new(desc, "desc")?;
-        let d = ClaimDesc::default();
-        let value = lrt_claim_desc {
-            active_mask: d.active_mask,
-            task_attrs: d.task_attrs,
-            logical_block_num: d.logical_block_num,
-            flags: 0,
-            kernel_id: d.kernel_id,
-            fanin_count: 0,
-            fanin_local_ids: std::ptr::null(),
-            packed_buffer_base: d.packed_buffer_base,
-            packed_buffer_end: d.packed_buffer_end,
-        };
         // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { out.write(value) };
+        unsafe { out.write(default_claim_desc()) };
         Ok(())
     })
 }
@@ -442,43 +545,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
         // SAFETY: NULL or a readable lrt_claim_desc, per the contract.
         let d = *unsafe { arg_ref(desc, "desc") }?;
         let out = OutPtr::new(out, "out")?;
-        if d.flags & !LRT_CLAIM_COMPLETED != 0 {
-            return Err(Error::invalid_argument(format!(
-                "unknown claim flags {:#x}",
-                d.flags & !LRT_CLAIM_COMPLETED
-            )));
-        }
-        let count = usize::try_from(d.fanin_count)
-            .ok()
-            .filter(|&n| n <= staging::LRT_MAX_FANIN)
-            .ok_or_else(|| {
-                Error::invalid_argument(format!(
-                    "fanin_count {} is outside [0, {}]",
-                    d.fanin_count,
-                    staging::LRT_MAX_FANIN
-                ))
-            })?;
-        let fanins: &[i32] = if count == 0 {
-            &[]
-        } else if d.fanin_local_ids.is_null() {
-            return Err(Error::invalid_argument(
-                "`fanin_local_ids` is NULL with a non-zero fanin_count",
-            ));
-        } else {
-            // SAFETY: non-NULL and readable for fanin_count entries during
-            // this call, per the contract.
-            unsafe { std::slice::from_raw_parts(d.fanin_local_ids, count) }
-        };
-        let claim = ClaimDesc {
-            active_mask: d.active_mask,
-            task_attrs: d.task_attrs,
-            logical_block_num: d.logical_block_num,
-            kernel_id: d.kernel_id,
-            fanins,
-            completed: d.flags & LRT_CLAIM_COMPLETED != 0,
-            packed_buffer_base: d.packed_buffer_base,
-            packed_buffer_end: d.packed_buffer_end,
-        };
+        // SAFETY: the descriptor's arrays are readable per the contract.
+        let claim = unsafe { claim_from_c(&d) }?;
         let slot = maker.claim_slot_with(&claim)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(slot) };
@@ -617,4 +685,291 @@ pub unsafe extern "C" fn lrt_runtime_maker_destroy(maker: *mut lrt_runtime_maker
         unsafe { drop_handle(maker) };
         Ok(())
     })
+}
+
+// ---------------------------------------------------------------------------
+// Layout v2 (the reference at 6ebaf7715): docs/STAGING.md, "Layout v2".
+
+/// Writes to `*out` the byte offsets of the v2 mirror for a window of
+/// `task_window` slots: header, descriptors, payloads, slot states,
+/// completion flags, the fanin, tensor and scalar pools (every task at its
+/// cap: 128 ids, 32 records, 16 scalars), end (the reference's
+/// calculate_size). Every segment starts on a 64-byte boundary.
+///
+/// `out` must point to writable storage for an lrt_v2_segments; it is
+/// written only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
+/// NULL `out` or a window that is not a power of two in [4, 262144] (the
+/// largest whose mirror fits in INT32_MAX bytes, the reach of a
+/// self-relative offset). Any thread may call it.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_v2_ring_segment_offsets(
+    task_window: u64,
+    out: *mut lrt_v2_segments,
+) -> lrt_status {
+    ffi_status!("lrt_v2_ring_segment_offsets", {
+        let out = OutPtr::new(out, "out")?;
+        let segments = staging::v2_ring_segment_offsets(task_window)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(segments) };
+        Ok(())
+    })
+}
+
+/// Writes to `*out` the byte offsets of the compact v2 image of `n` tasks
+/// whose pools hold `fanin_ids` ids, `tensors` records and `scalars`
+/// scalars (as used, after the reference's rounding): pitch max(n, 1), each
+/// segment 64-aligned; `out->end` = 256 + up64(40P) + 192P + 64P + up64(P)
+/// + up64(4 fanin_ids) + 128 tensors + up64(8 scalars).
+///
+/// `out` must point to writable storage for an lrt_v2_segments, written
+/// only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL
+/// `out`, `n` above 262144, or a pool above what n tasks at their caps use.
+/// Any thread may call it.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_v2_image_segments(
+    n: u64,
+    fanin_ids: u64,
+    tensors: u64,
+    scalars: u64,
+    out: *mut lrt_v2_segments,
+) -> lrt_status {
+    ffi_status!("lrt_v2_image_segments", {
+        let out = OutPtr::new(out, "out")?;
+        let segments = staging::v2_image_segments(n, fanin_ids, tensors, scalars)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(segments) };
+        Ok(())
+    })
+}
+
+/// Starts a v2 run (a maker created with LRT_LAYOUT_V2): maps a fresh
+/// mirror with LRT_MAKER_FRESH_MIRROR, zeroes the mirror's header and
+/// writes every field as the reference's init_per_ring does
+/// (current_task_index 0, completed_watermark -1, orchestrator_done 0, the
+/// window and mask, heap_size, task_descriptors_offset 256, four array
+/// addresses, total_size = lrt_v2_ring_segment_offsets(W).end, the error
+/// words 0 and sched_error_thread -1), resets the pools' cursors and
+/// writes the header's address to `*host_sm`; valid until the next
+/// v2_begin_run or destroy.
+///
+/// Unless LRT_MAKER_FRESH_MIRROR is set, the run's first slots and pool
+/// regions are claimed straight into the image the last uploaded run had
+/// (as many slots as it had, its pools' sizes), so that a run of the same
+/// shape ships with no gather; the rest go to the mirror. The header's four
+/// array addresses then name that image's arrays, which hold only those
+/// first slots: reach a slot through its lrt_v2_task_slot, not through the
+/// header.
+///
+/// `maker` must be NULL or a live maker; `host_sm` must point to writable
+/// storage for a pointer. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
+/// NULL argument or a v1 maker; LRT_ERR_NO_MEMORY when a fresh mirror
+/// cannot be mapped.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_v2_begin_run(
+    maker: *mut lrt_runtime_maker,
+    host_sm: *mut *mut lrt_v2_sm_header,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_v2_begin_run", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
+        let out = OutPtr::new(host_sm, "host_sm")?;
+        let header = maker.v2_begin_run()?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(header) };
+        Ok(())
+    })
+}
+
+/// Sets `*desc` to a root kernel task on one AIV core with no arguments:
+/// `task` as lrt_claim_desc_init, no flags, no tensors, no scalars. `desc`
+/// must be NULL or point to writable storage for an lrt_v2_claim_desc;
+/// NULL is ignored (and recorded for lrt_last_error). Any thread may call
+/// it.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_v2_claim_desc_init(desc: *mut lrt_v2_claim_desc) {
+    ffi_value!("lrt_v2_claim_desc_init", (), {
+        let out = OutPtr::new(desc, "desc")?;
+        let value = lrt_v2_claim_desc {
+            task: default_claim_desc(),
+            flags: 0,
+            tensor_count: 0,
+            tensors: std::ptr::null(),
+            scalar_count: 0,
+            scalars: std::ptr::null(),
+        };
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// Claims slot current_task_index of a v2 run for the task `*desc`
+/// describes and writes what the reference's submit path writes: the
+/// descriptor (task_id = the slot index, kernel ids, packed buffer); the
+/// whole payload (counts; the tensor, scalar and fanin regions bound at the
+/// pools' cursors as self-relative offsets; early-dispatch, predicate and
+/// dump state 0); the task's records and scalars copied into their regions
+/// (the scalar region's tail to a multiple of 8 zeroed) and its distinct
+/// producers into its fanin region (tail to a multiple of 16 zeroed); the
+/// whole slot state (as lrt_runtime_maker_claim_slot_ex, with payload and
+/// task as self-relative offsets to the slot's elements, task_kind
+/// LRT_TASK_KIND_GRAPH for LRT_V2_CLAIM_GRAPH_SHELL); the completion flag.
+/// Each producer's last_consumer_local_id is raised to this slot's index.
+/// The pools' cursors advance by the records, up8(scalars) and up16(distinct
+/// producers). Writes the slot to `*out`.
+///
+/// `maker` must be NULL or a live maker; `desc` must point to an
+/// lrt_v2_claim_desc whose arrays are readable for their counts during the
+/// call; `out` must point to writable storage for an lrt_v2_task_slot.
+/// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, a v1
+/// maker, an unknown flag, a bad `task` (as lrt_runtime_maker_claim_slot_ex),
+/// a count outside [0, LRT_MAX_TENSORS] or [0, LRT_MAX_SCALARS], or a graph
+/// shell with tensors or scalars; LRT_ERR_STATE before v2_begin_run or with
+/// an orchestrator error latched in the header (orch_error_code != 0);
+/// LRT_ERR_OUT_OF_RANGE when the window or a pool is full. Nothing is
+/// written on failure.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_v2_claim_slot(
+    maker: *mut lrt_runtime_maker,
+    desc: *const lrt_v2_claim_desc,
+    out: *mut lrt_v2_task_slot,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_v2_claim_slot", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
+        // SAFETY: NULL or a readable lrt_v2_claim_desc, per the contract.
+        let d = *unsafe { arg_ref(desc, "desc") }?;
+        let out = OutPtr::new(out, "out")?;
+        if d.flags & !LRT_V2_CLAIM_GRAPH_SHELL != 0 {
+            return Err(Error::invalid_argument(format!(
+                "unknown v2 claim flags {:#x}",
+                d.flags & !LRT_V2_CLAIM_GRAPH_SHELL
+            )));
+        }
+        // SAFETY: the arrays are readable for their counts, per the contract.
+        let (task, tensors, scalars) = unsafe {
+            (
+                claim_from_c(&d.task)?,
+                c_array(
+                    d.tensors.cast::<staging::TensorRecord>(),
+                    d.tensor_count,
+                    staging::LRT_MAX_TENSORS,
+                    "tensors",
+                    true,
+                )?,
+                c_array(
+                    d.scalars,
+                    d.scalar_count,
+                    staging::LRT_MAX_SCALARS,
+                    "scalars",
+                    true,
+                )?,
+            )
+        };
+        let claim = staging::V2ClaimDesc {
+            task,
+            tensor_count: tensors.0,
+            tensors: tensors.1,
+            scalar_count: scalars.0,
+            scalars: scalars.1,
+            graph_shell: d.flags & LRT_V2_CLAIM_GRAPH_SHELL != 0,
+        };
+        let slot = maker.v2_claim_slot(&claim)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(slot) };
+        Ok(())
+    })
+}
+
+/// Writes to `*out` the segments of the compact image the next
+/// lrt_runtime_maker_v2_upload ships, for the run as it stands (N =
+/// current_task_index, the pools as used): what a host needs to place its
+/// graph submissions after the image (`device_image + out->end + offset`).
+///
+/// `maker` must be NULL or a live maker; `out` must point to writable
+/// storage for an lrt_v2_segments. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT
+/// for a NULL argument or a v1 maker.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_v2_image_segments(
+    maker: *const lrt_runtime_maker,
+    out: *mut lrt_v2_segments,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_v2_image_segments", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let maker = unsafe { enter(maker) }?;
+        let out = OutPtr::new(out, "out")?;
+        let segments = maker.v2_image_segments()?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(segments) };
+        Ok(())
+    })
+}
+
+/// Ships a v2 run in one copy: `before_len` bytes of `before`, the compact
+/// image, `after_len` bytes of `after`, contiguous on the device, the
+/// image at lrt_runtime_maker_device_image. The image is the mirror's live
+/// prefixes and used pools pitched to max(N, 1) (lrt_v2_image_segments):
+/// header with its four pointers NULL and orchestrator_done 1, every slot's
+/// payload/task offset re-taken for the image, every bound region offset
+/// re-taken for the image's pools (unbound ones stay 0), padding zeroed.
+/// The mirror is not changed. The report says what shipped: copies 1, the
+/// framed bytes, path LRT_UPLOAD_COMPACT.
+///
+/// `maker` must be NULL or a live maker; `before` / `after` must be
+/// readable for their lengths (NULL only with length 0); `report` may be
+/// NULL, else it must point to writable storage for an lrt_upload_report,
+/// filled on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL
+/// maker, a v1 maker, a NULL frame with a non-zero length, a frame longer
+/// than its room (lrt_maker_config.frame_before / frame_after), or a live
+/// payload whose regions are not inside the used pools (an unbound region
+/// with a non-zero count, an offset off an element or outside its pool, a
+/// count past its cap); LRT_ERR_STATE before v2_begin_run or with an
+/// orchestrator error latched in the header; LRT_ERR_OUT_OF_RANGE when N is
+/// outside [0, W]: nothing is copied in any of these cases. LRT_ERR_DEVICE
+/// when the copy fails. The maker stays usable for the next run.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_v2_upload(
+    maker: *mut lrt_runtime_maker,
+    before: *const c_void,
+    before_len: u64,
+    after: *const c_void,
+    after_len: u64,
+    report: *mut lrt_upload_report,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_v2_upload", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
+        // SAFETY: readable for their lengths, per the contract.
+        let (before, after) = unsafe {
+            (
+                frame_from_c(before, before_len, "before")?,
+                frame_from_c(after, after_len, "after")?,
+            )
+        };
+        let result = maker.v2_upload(before, after)?;
+        if let Ok(out) = OutPtr::new(report, "report") {
+            // SAFETY: non-NULL; writable per the contract.
+            unsafe { out.write(result) };
+        }
+        Ok(())
+    })
+}
+
+/// A caller's frame as a slice (NULL only with length 0).
+///
+/// # Safety
+/// A non-NULL `ptr` is readable for `len` bytes for `'a`.
+unsafe fn frame_from_c<'a>(ptr: *const c_void, len: u64, what: &str) -> Result<&'a [u8]> {
+    match (len, ptr.is_null()) {
+        (0, _) => Ok(&[]),
+        (_, true) => Err(Error::invalid_argument(format!(
+            "`{what}` is NULL with length {len}"
+        ))),
+        (len, false) => {
+            let len = usize::try_from(len)
+                .map_err(|_| Error::invalid_argument(format!("`{what}` length {len}")))?;
+            // SAFETY: non-NULL and readable for len bytes, per the contract.
+            Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+        }
+    }
 }

@@ -10,6 +10,7 @@
 use std::ffi::c_void;
 
 use super::layout::{lrt_task_descriptor, lrt_task_payload, lrt_task_slot_state};
+use super::layout_v2::{lrt_v2_task_payload, lrt_v2_task_slot_state};
 
 /// How lrt_runtime_maker_upload ships the image. docs/STAGING.md compares
 /// them ("Upload policies").
@@ -38,6 +39,23 @@ pub enum lrt_upload_policy {
     /// copies and one copy and one gather of up to 1 MiB into the not yet
     /// meaningful device image). lrt_upload_report.path says which ran.
     LRT_UPLOAD_AUTO = 3,
+}
+
+/// Which generation of the reference runtime's image a maker builds
+/// (lrt_maker_config.layout; chosen once, at create). docs/STAGING.md,
+/// "Layout v2", compares them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum lrt_layout {
+    /// The reference at #1659 (6096d3271): lrt_sm_header, lrt_task_payload,
+    /// lrt_task_slot_state; the lrt_runtime_maker_begin_run / claim_slot /
+    /// upload calls. The default.
+    #[default]
+    LRT_LAYOUT_V1 = 0,
+    /// The reference at 6ebaf7715: lrt_v2_sm_header, lrt_v2_task_payload,
+    /// lrt_v2_task_slot_state and the three argument pools; the
+    /// lrt_runtime_maker_v2_* calls, one framed copy of the compact image.
+    LRT_LAYOUT_V2 = 1,
 }
 
 /// lrt_maker_config flag: page-lock the host memory the uploads copy from, so
@@ -106,6 +124,22 @@ pub struct lrt_maker_config {
     /// The header's heap_size, at least 1024. 0 (the default): the
     /// environment variable PTO2_RING_HEAP, else LRT_DEFAULT_HEAP_SIZE.
     pub heap_size: u64,
+    /// LRT_LAYOUT_V1 (the default) or LRT_LAYOUT_V2.
+    pub layout: lrt_layout,
+    /// LRT_LAYOUT_V2: room for the bytes lrt_runtime_maker_v2_upload ships
+    /// before the image (the reference's 704-byte runtime block), and after
+    /// it (its graph-submission block), at most 2^30 each. Default 0.
+    pub frame_before: u64,
+    pub frame_after: u64,
+    /// LRT_LAYOUT_V2: the argument pools' capacities in elements (fanin ids,
+    /// tensor records, scalars). 0 (the default) each: the reference's,
+    /// every task at its cap (W x 128, W x 32, W x 16). The pools are host
+    /// memory only (the compact image does not depend on them); smaller
+    /// ones shrink the mirror, and a claim that does not fit is
+    /// LRT_ERR_OUT_OF_RANGE. At most the reference's.
+    pub v2_pool_fanin_ids: u64,
+    pub v2_pool_tensors: u64,
+    pub v2_pool_scalars: u64,
 }
 
 /// What lrt_runtime_maker_claim_slot_ex writes for a task: the fields the
@@ -152,6 +186,60 @@ pub struct lrt_task_slot {
     pub descriptor: *mut lrt_task_descriptor,
     pub payload: *mut lrt_task_payload,
     pub slot_state: *mut lrt_task_slot_state,
+}
+
+/// lrt_v2_claim_desc flag: an outer graph task (the reference's
+/// graph_submit_definition): task_kind LRT_TASK_KIND_GRAPH, no tensor or
+/// scalar region (both offsets unbound; both counts must be 0), its
+/// producers in a fanin region as any task's; mask, attributes and subtasks
+/// 0, one block, kernel ids -1 whatever `task` says. The host writes the
+/// slot's graph_context.
+pub const LRT_V2_CLAIM_GRAPH_SHELL: u32 = 1;
+
+/// What lrt_runtime_maker_v2_claim_slot writes for a task: v1's fields
+/// (`task`) and the task's arguments. Fill it with lrt_v2_claim_desc_init
+/// (a root kernel task on one AIV core, no arguments), then change what
+/// differs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct lrt_v2_claim_desc {
+    /// As for lrt_runtime_maker_claim_slot_ex.
+    pub task: lrt_claim_desc,
+    /// LRT_V2_CLAIM_GRAPH_SHELL or 0 (the default).
+    pub flags: u32,
+    /// Tensor records of the task, in [0, LRT_MAX_TENSORS].
+    pub tensor_count: i32,
+    /// tensor_count 128-byte records (opaque to leanrt), copied into the
+    /// task's region; NULL reserves the region for the host to write
+    /// through lrt_v2_task_slot.tensors. Read only during the call.
+    pub tensors: *const c_void,
+    /// Scalars of the task, in [0, LRT_MAX_SCALARS].
+    pub scalar_count: i32,
+    /// scalar_count values, copied; NULL reserves the region. The region's
+    /// tail up to a multiple of 8 is zeroed either way.
+    pub scalars: *const u64,
+}
+
+/// A claimed v2 slot: its index and the host addresses of its descriptor,
+/// payload, slot state and argument regions (in the maker's image buffer
+/// or its mirror: lrt_runtime_maker_v2_begin_run), which the host may write
+/// the task's content through. They stay valid until the next
+/// lrt_runtime_maker_v2_begin_run or lrt_runtime_maker_destroy; the
+/// payload's and slot state's self-relative offsets must be left as the
+/// claim set them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct lrt_v2_task_slot {
+    pub index: i32,
+    pub descriptor: *mut lrt_task_descriptor,
+    pub payload: *mut lrt_v2_task_payload,
+    pub slot_state: *mut lrt_v2_task_slot_state,
+    /// The task's tensor records (NULL for a graph shell).
+    pub tensors: *mut c_void,
+    /// The task's scalars (NULL for a graph shell).
+    pub scalars: *mut u64,
+    /// The task's distinct producers (fanin_count of them).
+    pub fanin: *mut i32,
 }
 
 /// What one lrt_runtime_maker_upload did.

@@ -135,11 +135,13 @@ pub struct lrt_sm_segments {
     pub end: u64,
 }
 
+/// Pins a field's offset at compile time (both layouts use it).
 macro_rules! assert_offset {
     ($t:ty, $field:ident, $off:expr) => {
-        const_assert_eq!(std::mem::offset_of!($t, $field), $off);
+        static_assertions::const_assert_eq!(std::mem::offset_of!($t, $field), $off);
     };
 }
+pub(crate) use assert_offset;
 
 const_assert_eq!(size_of::<lrt_sm_header>(), 320);
 const_assert_eq!(align_of::<lrt_sm_header>(), 64);

@@ -11,8 +11,11 @@
 //! * [`one_call`]: one call at a time on a shared value (the C handle's
 //!   guard).
 //! * `maker`: [`RuntimeMaker`].
+//! * [`layout_v2`]: the reference's current image (layout v2); its claims
+//!   and image assembly are `maker/claim_v2.rs` and `maker/upload_v2.rs`.
 pub mod abi;
 pub mod layout;
+pub mod layout_v2;
 mod maker;
 mod mirror;
 pub mod one_call;
@@ -25,7 +28,8 @@ mod sync {
 
 pub use abi::*;
 pub use layout::*;
+pub use layout_v2::*;
 pub use maker::{
-    BorrowedImage, ClaimDesc, CostModel, MakerConfig, RuntimeMaker, COMPACT_GATHER_MAX_BYTES,
-    HEAP_SIZE_ENV, TASK_WINDOW_ENV,
+    BorrowedImage, ClaimDesc, CostModel, MakerConfig, RuntimeMaker, TensorRecord, V2ClaimDesc,
+    COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV, TASK_WINDOW_ENV,
 };

@@ -212,6 +212,8 @@ pub(super) enum CopySource {
 pub(super) struct MakerPins {
     mirror: Option<Pins>,
     staging: Option<Pins>,
+    /// A layout-v2 maker's image buffer (its speculative image).
+    image: Option<Pins>,
     /// A pin failed: warned, no more attempts.
     failed: bool,
     /// Slots whose prefixes are pinned in every segment of the mirror: the
@@ -248,6 +250,7 @@ impl MakerPins {
             staging: staging
                 .filter(|_| enabled)
                 .map(|s| unsafe { Pins::new(s, "staging buffer") }),
+            image: None,
             failed: false,
             slots: MIN_PIN_SLOTS.min(window),
             whole,
@@ -256,6 +259,49 @@ impl MakerPins {
         };
         pins.pin_mirror_prefixes(device);
         pins
+    }
+
+    /// The policy of a layout-v2 maker: its one copy reads the staging
+    /// buffer (a gathered image) or the image buffer (an image claimed in
+    /// place), never the mirror (read by the host's gather only), so only
+    /// those two are pinned, each from its start as far as the runs use it
+    /// ([`MakerPins::ensure_staging`], [`MakerPins::ensure_image`]); nothing
+    /// at create.
+    ///
+    /// # Safety
+    /// As [`MakerPins::new`] for `staging` and `image`.
+    pub(super) unsafe fn staging_only(
+        enabled: bool,
+        seg: lrt_sm_segments,
+        window: u64,
+        staging: &Mapping,
+        image: Option<&Mapping>,
+    ) -> Self {
+        MakerPins {
+            mirror: None,
+            // SAFETY: the caller's contract above.
+            staging: enabled.then(|| unsafe { Pins::new(staging, "staging buffer") }),
+            // SAFETY: as above.
+            image: image
+                .filter(|_| enabled)
+                .map(|i| unsafe { Pins::new(i, "image buffer") }),
+            failed: false,
+            slots: MIN_PIN_SLOTS.min(window),
+            whole: false,
+            window,
+            seg,
+        }
+    }
+
+    /// Pins `[start, end)` of the staging buffer (a v2 upload's copy).
+    pub(super) fn ensure_staging(&mut self, device: &dyn Device, start: usize, end: usize) {
+        Self::ensure(&mut self.failed, &mut self.staging, device, start, end);
+    }
+
+    /// Pins `[start, end)` of the image buffer (a v2 upload's copy of an
+    /// image claimed in place).
+    pub(super) fn ensure_image(&mut self, device: &dyn Device, start: usize, end: usize) {
+        Self::ensure(&mut self.failed, &mut self.image, device, start, end);
     }
 
     /// Pins `[start, end)` of one mapping unless pinning has ended; the
@@ -352,10 +398,14 @@ impl MakerPins {
     pub(super) fn release(&mut self) {
         self.mirror = None;
         self.staging = None;
+        self.image = None;
     }
 
     fn each(&self) -> impl Iterator<Item = &Pins> {
-        self.mirror.iter().chain(self.staging.iter())
+        self.mirror
+            .iter()
+            .chain(self.staging.iter())
+            .chain(self.image.iter())
     }
 
     /// Bytes page-locked now.

@@ -6,7 +6,7 @@ use super::model::{Policy, RunSample};
 use leanrt::device::cuda::{self, CudaDevice};
 use leanrt::device::host::HostDevice;
 use leanrt::device::PinnedRegion;
-use leanrt::staging::{self, lrt_upload_policy, MakerConfig, RuntimeMaker};
+use leanrt::staging::{self, lrt_upload_policy, lrt_upload_report, MakerConfig, RuntimeMaker};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Instant;
@@ -110,6 +110,11 @@ impl Device {
         };
         let maker = RuntimeMaker::new(&config, self.dev.clone()).map_err(|e| e.to_string())?;
         Ok(Maker { dev: self, maker })
+    }
+
+    /// The library's device, for a maker created elsewhere in the command.
+    pub fn device_arc(&self) -> Arc<dyn leanrt::device::Device> {
+        self.dev.clone()
     }
 
     /// CUDA only (None elsewhere): nanoseconds spent so far inside the
@@ -223,21 +228,29 @@ impl Maker<'_> {
             claim_ns: ns(t1, t2),
             upload_ns: ns(t2, t3),
             total_ns: ns(t0, t3),
-            zero_ns: r.zero_ns,
-            relocate_ns: r.relocate_ns,
-            copy_ns: r.copy_ns,
-            bytes: r.bytes,
-            copies: r.copies,
-            total_tasks: r.total_tasks,
-            path: match r.path {
-                lrt_upload_policy::LRT_UPLOAD_FULL => "full",
-                lrt_upload_policy::LRT_UPLOAD_BOUNDED => "bounded",
-                lrt_upload_policy::LRT_UPLOAD_COMPACT => "compact",
-                lrt_upload_policy::LRT_UPLOAD_AUTO => "auto",
-            },
             sync_ns,
             h2d_ns,
+            ..sample_of(&r)
         })
+    }
+}
+
+/// The figures an upload report gives (the caller adds its wall times).
+pub(super) fn sample_of(r: &lrt_upload_report) -> RunSample {
+    RunSample {
+        zero_ns: r.zero_ns,
+        relocate_ns: r.relocate_ns,
+        copy_ns: r.copy_ns,
+        bytes: r.bytes,
+        copies: r.copies,
+        total_tasks: r.total_tasks,
+        path: match r.path {
+            lrt_upload_policy::LRT_UPLOAD_FULL => "full",
+            lrt_upload_policy::LRT_UPLOAD_BOUNDED => "bounded",
+            lrt_upload_policy::LRT_UPLOAD_COMPACT => "compact",
+            lrt_upload_policy::LRT_UPLOAD_AUTO => "auto",
+        },
+        ..RunSample::default()
     }
 }
 

@@ -4,22 +4,28 @@
 //!   counts (the default mode)
 //! * `bandwidth` — copy_to_device bandwidth from pageable and pinned memory
 //!   (`--bandwidth`)
-//! * `backend`   — the device, the maker and the measurement of one run: the
-//!   only module of the command that calls leanrt's staging and device API
+//! * `backend`   — the device, the maker and the measurement of one run: with
+//!   `backend_v2`, the only modules of the command that call leanrt's staging
+//!   and device API
+//! * `v2`, `backend_v2` — `--layout v2`: the reference's current image on
+//!   leanrt's maker and on the reference's own per-run path
 //! * `model`     — the policies and one run's figures
 //! * `report`    — tables, headline and charts (layout and units in
 //!   `crate::format`)
 mod backend;
+mod backend_v2;
 mod bandwidth;
 mod model;
 mod policies;
 mod report;
+mod v2;
 
 pub use backend::{cuda_detail, parse_backend, Backend};
 pub use bandwidth::{bandwidth, bandwidth_charts, bandwidth_table, BandwidthCell};
 pub use model::Policy;
 pub use policies::{pairs, parse_window, run, BindCell, BindPlan};
 pub use report::{charts, headline, table};
+pub use v2::{run_v2, table_v2, V2Cell};
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! The upload-policy benchmark: per run, begin_run + claim N slots (writing
 //! a little content into each) + upload, on a maker reused across runs, for
 //! each window, task count and upload policy.
-use super::backend::{self, Backend, Device, Maker};
+use super::backend::{self, Backend, Device};
 use super::model::{Policy, RunSample};
 use crate::stats::{median, resident_bytes, usage};
 use serde::Serialize;
@@ -91,7 +91,7 @@ pub struct BindCell {
     pub samples: Vec<RunSample>,
 }
 
-fn medians(s: &[RunSample]) -> Medians {
+pub(super) fn medians(s: &[RunSample]) -> Medians {
     let m = |f: &dyn Fn(&RunSample) -> f64| median(&s.iter().map(f).collect::<Vec<_>>());
     Medians {
         total_ns: m(&|r| r.total_ns as f64),
@@ -116,9 +116,14 @@ fn medians(s: &[RunSample]) -> Medians {
 
 /// The (window, tasks) pairs of a plan: tasks above the window are skipped.
 pub fn pairs(plan: &BindPlan) -> Vec<(u64, u64)> {
+    pairs_of(&plan.windows, &plan.tasks)
+}
+
+/// The (window, tasks) pairs with tasks at most the window.
+pub(super) fn pairs_of(windows: &[u64], tasks: &[u64]) -> Vec<(u64, u64)> {
     let mut v = Vec::new();
-    for &w in &plan.windows {
-        for &n in &plan.tasks {
+    for &w in windows {
+        for &n in tasks {
             if n <= w {
                 v.push((w, n));
             }
@@ -176,24 +181,8 @@ fn measure_cell(
     let create_ns = t_create.elapsed().as_nanos() as u64;
     let locked_after_create = locked_bytes();
     let image_bytes = maker.image_bytes();
-    let rss_before = resident_bytes();
-    let f0 = usage().minflt;
-    let first = maker.run_once(n)?;
-    let f1 = usage().minflt;
-    for _ in 1..plan.warmup {
-        maker.run_once(n)?;
-    }
-    let u0 = usage().minflt;
-    let samples = measured_runs(plan, &mut maker, n)?;
-    let u1 = usage().minflt;
-    let rss_after = resident_bytes();
+    let m = warm_and_measure(plan, n, &mut || maker.run_once(n))?;
     let locked_after_runs = locked_bytes();
-    if first.total_tasks as u64 != n {
-        return Err(format!(
-            "upload reported {} tasks, {n} were claimed",
-            first.total_tasks
-        ));
-    }
     drop(maker);
     Ok(BindCell {
         backend: plan.backend.name(),
@@ -202,18 +191,60 @@ fn measure_cell(
         tasks: n,
         policy: p,
         pinned_mirror: plan.pin_mirror,
-        runs: samples.len() as u32,
+        runs: m.samples.len() as u32,
         warmup_runs: plan.warmup.max(1),
-        median: medians(&samples),
-        faults_first_run: f1 - f0,
-        faults_per_run: (u1 - u0) as f64 / samples.len() as f64,
+        median: medians(&m.samples),
+        faults_first_run: m.faults_first_run,
+        faults_per_run: m.faults_per_run,
         create_ns,
         locked_after_create,
         locked_after_runs,
-        rss_before,
-        rss_after,
+        rss_before: m.rss_before,
+        rss_after: m.rss_after,
         ratio_to_full_fresh: None,
+        samples: m.samples,
+    })
+}
+
+/// One cell's runs: the first (its page faults apart), the other warm-up
+/// runs, the measured ones; resident memory before and after.
+pub(super) struct Measured {
+    pub samples: Vec<RunSample>,
+    pub faults_first_run: u64,
+    pub faults_per_run: f64,
+    pub rss_before: u64,
+    pub rss_after: u64,
+}
+
+/// Runs `run_once` (which claims `n` tasks) for a cell: one first run, the
+/// rest of the warm-up, then `measured_runs`.
+pub(super) fn warm_and_measure(
+    plan: &BindPlan,
+    n: u64,
+    run_once: &mut dyn FnMut() -> Result<RunSample, String>,
+) -> Result<Measured, String> {
+    let rss_before = resident_bytes();
+    let f0 = usage().minflt;
+    let first = run_once()?;
+    let f1 = usage().minflt;
+    for _ in 1..plan.warmup {
+        run_once()?;
+    }
+    let u0 = usage().minflt;
+    let samples = measured_runs(plan, run_once)?;
+    let u1 = usage().minflt;
+    if first.total_tasks as u64 != n {
+        return Err(format!(
+            "upload reported {} tasks, {n} were claimed",
+            first.total_tasks
+        ));
+    }
+    Ok(Measured {
+        faults_first_run: f1 - f0,
+        faults_per_run: (u1 - u0) as f64 / samples.len() as f64,
         samples,
+        rss_before,
+        rss_after: resident_bytes(),
     })
 }
 
@@ -231,8 +262,12 @@ fn locked_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// At least `runs` runs, more (up to `max_runs`) until `min_time_ms` passed.
-fn measured_runs(plan: &BindPlan, maker: &mut Maker, n: u64) -> Result<Vec<RunSample>, String> {
+/// At least `runs` runs of `run_once`, more (up to `max_runs`) until
+/// `min_time_ms` passed.
+pub(super) fn measured_runs(
+    plan: &BindPlan,
+    run_once: &mut dyn FnMut() -> Result<RunSample, String>,
+) -> Result<Vec<RunSample>, String> {
     let min_time = Duration::from_millis(plan.min_time_ms);
     let max_runs = plan.max_runs.max(plan.runs) as usize;
     // Allocated (and touched) up front: growing it while measuring
@@ -243,7 +278,7 @@ fn measured_runs(plan: &BindPlan, maker: &mut Maker, n: u64) -> Result<Vec<RunSa
     while samples.len() < plan.runs as usize
         || (start.elapsed() < min_time && samples.len() < max_runs)
     {
-        samples.push(maker.run_once(n)?);
+        samples.push(run_once()?);
     }
     Ok(samples)
 }

@@ -49,6 +49,48 @@ impl Default for ClaimDesc<'_> {
     }
 }
 
+impl ClaimDesc<'_> {
+    /// The checks a claim of slot `idx` in a window of `window` slots makes
+    /// before it writes anything (both layouts): `OutOfRange` when the
+    /// window is full; `InvalidArgument` for fewer than one block, more
+    /// subtasks than an `i16` holds, more than 128 fanins or a fanin that
+    /// is not an earlier slot. Returns `total_required_subtasks`.
+    pub(super) fn check(&self, idx: i32, window: u64) -> Result<i16> {
+        if idx < 0 || idx as u64 >= window {
+            return Err(Error::out_of_range(format!(
+                "cannot claim slot {idx}: the window holds slots [0, {window})"
+            )));
+        }
+        if self.logical_block_num < 1 {
+            return Err(Error::invalid_argument(format!(
+                "logical_block_num {} is below 1",
+                self.logical_block_num
+            )));
+        }
+        let active = (self.active_mask & SUBTASK_BITS).count_ones();
+        let subtasks = i32::from(self.logical_block_num) * active as i32;
+        let total_required = i16::try_from(subtasks).map_err(|_| {
+            Error::invalid_argument(format!(
+                "{} blocks x {active} active subtasks = {subtasks} subtasks, more than {}",
+                self.logical_block_num,
+                i16::MAX
+            ))
+        })?;
+        if self.fanins.len() > LRT_MAX_FANIN {
+            return Err(Error::invalid_argument(format!(
+                "{} fanins, more than {LRT_MAX_FANIN}",
+                self.fanins.len()
+            )));
+        }
+        if let Some(bad) = self.fanins.iter().find(|&&p| p < 0 || p >= idx) {
+            return Err(Error::invalid_argument(format!(
+                "fanin {bad} is not an earlier slot of this run [0, {idx})"
+            )));
+        }
+        Ok(total_required)
+    }
+}
+
 impl RuntimeMaker {
     /// Claims slot `current_task_index` for a root kernel task on one AIV
     /// core: `claim_slot_with` the default [`ClaimDesc`].
@@ -66,42 +108,12 @@ impl RuntimeMaker {
     /// is not an earlier slot of this run; `OutOfRange` when the window is
     /// full; `State` before `begin_run`.
     pub fn claim_slot_with(&mut self, desc: &ClaimDesc<'_>) -> Result<lrt_task_slot> {
+        self.v1_only("claim_slot")?;
         if !self.run_open {
             return Err(Error::state("claim_slot before begin_run"));
         }
         let idx = self.current_index();
-        if idx < 0 || idx as u64 >= self.window {
-            return Err(Error::out_of_range(format!(
-                "cannot claim slot {idx}: the window holds slots [0, {})",
-                self.window
-            )));
-        }
-        if desc.logical_block_num < 1 {
-            return Err(Error::invalid_argument(format!(
-                "logical_block_num {} is below 1",
-                desc.logical_block_num
-            )));
-        }
-        let active = (desc.active_mask & SUBTASK_BITS).count_ones();
-        let subtasks = i32::from(desc.logical_block_num) * active as i32;
-        let total_required = i16::try_from(subtasks).map_err(|_| {
-            Error::invalid_argument(format!(
-                "{} blocks x {active} active subtasks = {subtasks} subtasks, more than {}",
-                desc.logical_block_num,
-                i16::MAX
-            ))
-        })?;
-        if desc.fanins.len() > LRT_MAX_FANIN {
-            return Err(Error::invalid_argument(format!(
-                "{} fanins, more than {LRT_MAX_FANIN}",
-                desc.fanins.len()
-            )));
-        }
-        if let Some(bad) = desc.fanins.iter().find(|&&p| p < 0 || p >= idx) {
-            return Err(Error::invalid_argument(format!(
-                "fanin {bad} is not an earlier slot of this run [0, {idx})"
-            )));
-        }
+        let total_required = desc.check(idx, self.window)?;
         let slot = self.slot_at(idx);
         let flag_p: *mut u8 = self.mirror_at(self.seg.slot(idx as u64).completion_flag);
         // SAFETY: idx < W, so the four elements lie inside the owned mapping

@@ -1,8 +1,9 @@
 //! What a maker is created with, and where each setting comes from when the
 //! config leaves it open: the config, then the reference's environment
 //! variables, then the reference's defaults.
-use super::super::abi::{lrt_upload_policy, LRT_DEFAULT_HEAP_SIZE};
+use super::super::abi::{lrt_layout, lrt_upload_policy, LRT_DEFAULT_HEAP_SIZE};
 use super::super::layout::{segment_offsets, DEFAULT_TASK_WINDOW, MAX_TASK_WINDOW};
+use super::super::layout_v2::V2PoolUse;
 use crate::{Error, Result};
 
 /// The environment variable read when the config leaves the window at 0.
@@ -28,6 +29,15 @@ pub struct MakerConfig {
     /// The header's `heap_size`; 0 = env `PTO2_RING_HEAP`, else 256 MiB. At
     /// least 1024 (the reference's minimum).
     pub heap_size: u64,
+    /// Which image the maker builds (default v1).
+    pub layout: lrt_layout,
+    /// Layout v2: room for the caller's bytes shipped before and after the
+    /// image (C: `frame_before`, `frame_after`), at most 2^30 each.
+    pub frame_before: u64,
+    pub frame_after: u64,
+    /// Layout v2: the pools' capacities in elements; 0 for a pool = the
+    /// reference's (every task at its cap).
+    pub v2_pools: V2PoolUse,
 }
 
 /// The settings a maker runs with, every one resolved.

@@ -27,22 +27,27 @@
 //! second image layout is a layout file of its own with its claim and
 //! upload beside these, selected once per maker at create.
 use std::ffi::c_void;
-use std::mem::size_of;
+use std::mem::{offset_of, size_of};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::abi::{lrt_task_slot, lrt_upload_policy, lrt_upload_report};
+use super::abi::{lrt_layout, lrt_task_slot, lrt_upload_policy, lrt_upload_report};
 use super::layout::{lrt_sm_header, lrt_sm_segments, segment_offsets};
+use super::layout_v2::lrt_v2_sm_header;
 use super::mirror::Mapping;
 use super::pin::MakerPins;
 use crate::device::Device;
 use crate::{Error, ErrorKind, Result};
 
 mod claim;
+mod claim_v2;
 mod config;
 mod upload;
+mod upload_v2;
+mod v2_state;
 
 pub use claim::ClaimDesc;
+pub use claim_v2::{TensorRecord, V2ClaimDesc};
 pub use config::{MakerConfig, HEAP_SIZE_ENV, TASK_WINDOW_ENV};
 pub use upload::{CostModel, COMPACT_GATHER_MAX_BYTES};
 
@@ -91,6 +96,27 @@ fn check_borrowed(b: BorrowedImage, end: u64) -> Result<*mut u8> {
     Ok(b.ptr.cast())
 }
 
+/// The device region of an image of `len` bytes: `borrowed` if it can hold
+/// it, else one allocated through `device` (owned, freed at drop). A failed
+/// allocation is `NoMemory` (or `Unavailable` when the device says so).
+fn device_region(
+    device: &Arc<dyn Device>,
+    borrowed: Option<BorrowedImage>,
+    len: u64,
+) -> Result<(*mut u8, Option<OwnedImage>)> {
+    if let Some(b) = borrowed {
+        return Ok((check_borrowed(b, len)?, None));
+    }
+    let ptr = device.alloc(len as usize).map_err(|e| {
+        Error::new(
+            device_kind(&e, ErrorKind::NoMemory),
+            format!("device allocation of the {len}-byte image failed: {e}"),
+        )
+    })?;
+    let owner = Arc::clone(device);
+    Ok((ptr, Some(OwnedImage { device: owner, ptr })))
+}
+
 /// The runtime maker (C: `lrt_runtime_maker`). `Send` (a maker may move
 /// between threads) but not `Sync`: one thread uses it at a time.
 pub struct RuntimeMaker {
@@ -123,6 +149,9 @@ pub struct RuntimeMaker {
     uploaded: bool,
     /// Nanoseconds the last `begin_run` spent zeroing.
     last_zero_ns: u64,
+    /// A layout-v2 maker's own state (`None`: layout v1). The mirror, the
+    /// staging buffer and the device image above are then v2's.
+    v2: Option<v2_state::V2State>,
 }
 
 // SAFETY: every pointer the maker holds (mirror, staging, device image) is
@@ -157,6 +186,9 @@ impl RuntimeMaker {
         device: Arc<dyn Device>,
         borrowed: Option<BorrowedImage>,
     ) -> Result<Self> {
+        if cfg.layout == lrt_layout::LRT_LAYOUT_V2 {
+            return Self::new_v2(cfg, device, borrowed);
+        }
         let resolved = cfg.resolve()?;
         let window = resolved.window;
         let seg = segment_offsets(window)?;
@@ -168,19 +200,7 @@ impl RuntimeMaker {
             }
             _ => None,
         };
-        let (image, owned) = match borrowed {
-            Some(b) => (check_borrowed(b, seg.end)?, None),
-            None => {
-                let ptr = device.alloc(len).map_err(|e| {
-                    Error::new(
-                        device_kind(&e, ErrorKind::NoMemory),
-                        format!("device allocation of the {len}-byte image failed: {e}"),
-                    )
-                })?;
-                let owner = Arc::clone(&device);
-                (ptr, Some(OwnedImage { device: owner, ptr }))
-            }
-        };
+        let (image, owned) = device_region(&device, borrowed, seg.end)?;
         // SAFETY: the maker releases its pins before the mappings they
         // cover are unmapped (Drop, and begin_run for a fresh mirror).
         let pins = unsafe {
@@ -211,6 +231,7 @@ impl RuntimeMaker {
             in_run: false,
             uploaded: false,
             last_zero_ns: 0,
+            v2: None,
         };
         if maker.policy == lrt_upload_policy::LRT_UPLOAD_AUTO {
             maker.model = maker.measure_model();
@@ -235,9 +256,41 @@ impl RuntimeMaker {
         self.heap_size
     }
     /// The device image the uploads go to (its header is at offset 0 under
-    /// every policy).
+    /// every policy; v2: the compact image, after the room for the frame
+    /// before it).
     pub fn device_image(&self) -> *mut c_void {
-        self.image.cast::<c_void>()
+        self.image
+            .wrapping_add(self.v2_image_off())
+            .cast::<c_void>()
+    }
+
+    /// Where a v2 image starts in the device region (0 for v1): the first
+    /// 64-aligned address past the room for the frame before it.
+    fn v2_image_off(&self) -> usize {
+        self.v2.as_ref().map_or(0, |v| {
+            let start = self.image as u64 + v.frame_before;
+            (start.div_ceil(64) * 64 - self.image as u64) as usize
+        })
+    }
+    /// The image layout the maker builds.
+    pub fn layout(&self) -> lrt_layout {
+        if self.v2.is_some() {
+            lrt_layout::LRT_LAYOUT_V2
+        } else {
+            lrt_layout::LRT_LAYOUT_V1
+        }
+    }
+
+    /// `InvalidArgument` unless this is a layout-v1 maker: the v1 calls
+    /// (`what`) do not apply to the v2 image.
+    fn v1_only(&self, what: &str) -> Result<()> {
+        match self.v2 {
+            None => Ok(()),
+            Some(_) => Err(Error::invalid_argument(format!(
+                "{what} builds the v1 image; this maker was created with layout v2 \
+                 (use the v2 calls)"
+            ))),
+        }
     }
 
     /// Refuses a change of device or image in the middle of a run.
@@ -258,8 +311,9 @@ impl RuntimeMaker {
     /// own. `read_status` then waits for an upload to the new image.
     pub fn set_device_image(&mut self, image: Option<BorrowedImage>) -> Result<()> {
         self.between_runs("the device image cannot change")?;
+        let need = self.v2.as_ref().map_or(self.seg.end, |v| v.device_len);
         let ptr = match image {
-            Some(b) => check_borrowed(b, self.seg.end)?,
+            Some(b) => check_borrowed(b, need)?,
             None => match &self.owned {
                 Some(o) => o.ptr,
                 None => {
@@ -311,6 +365,7 @@ impl RuntimeMaker {
     /// `lrt_runtime_maker_begin_run`'s contract). Returns the mirror's
     /// header.
     pub fn begin_run(&mut self) -> Result<*mut lrt_sm_header> {
+        self.v1_only("begin_run")?;
         let t0 = Instant::now();
         if self.fresh_mirror {
             // The baseline's "allocate a new image every run".
@@ -382,6 +437,7 @@ impl RuntimeMaker {
     /// pointer, relocates, ships the image per policy and restores the
     /// mirror's host pointers.
     pub fn upload(&mut self) -> Result<lrt_upload_report> {
+        self.v1_only("upload")?;
         if !self.run_open {
             return Err(Error::state("upload before begin_run"));
         }
@@ -456,21 +512,35 @@ impl RuntimeMaker {
         self.pins.failed()
     }
 
-    /// Copies the device header back: 0, or the negated `orch_error_code`,
-    /// else the negated `sched_error_code`.
+    /// Copies the device header's error words back: 0, or the negated
+    /// `orch_error_code`, else the negated `sched_error_code` (the v2
+    /// header's, for a v2 maker).
     pub fn read_status(&mut self) -> Result<i32> {
         if !self.uploaded {
             return Err(Error::state("read_status before a successful upload"));
         }
-        let mut h = std::mem::MaybeUninit::<lrt_sm_header>::zeroed();
-        // SAFETY: reads size_of::<lrt_sm_header>() bytes from the start of
-        // the device image into a local buffer of that size.
+        // (header's device offset, bytes from it to the two words, where
+        // they are)
+        let (at, orch, sched) = match &self.v2 {
+            None => (
+                0,
+                offset_of!(lrt_sm_header, orch_error_code),
+                offset_of!(lrt_sm_header, sched_error_code),
+            ),
+            Some(_) => (
+                self.v2_image_off(),
+                offset_of!(lrt_v2_sm_header, orch_error_code),
+                offset_of!(lrt_v2_sm_header, sched_error_code),
+            ),
+        };
+        let mut words = [0u8; size_of::<lrt_sm_header>()];
+        let len = sched + 4;
+        // SAFETY: reads `len` (< 320) bytes of the header at device offset
+        // `at` into a local buffer at least that long; the device image
+        // holds a whole header there.
         unsafe {
-            self.device.copy_from(
-                h.as_mut_ptr().cast(),
-                self.image,
-                size_of::<lrt_sm_header>(),
-            )
+            self.device
+                .copy_from(words.as_mut_ptr(), self.image.wrapping_add(at), len)
         }
         .map_err(|e| {
             Error::new(
@@ -478,13 +548,13 @@ impl RuntimeMaker {
                 format!("copy of the header from the device failed: {e}"),
             )
         })?;
-        // SAFETY: zero-initialized, then overwritten with plain data; any bit
-        // pattern is a valid header.
-        let h = unsafe { h.assume_init() };
-        Ok(if h.orch_error_code != 0 {
-            h.orch_error_code.wrapping_neg()
+        let word =
+            |o: usize| i32::from_ne_bytes([words[o], words[o + 1], words[o + 2], words[o + 3]]);
+        let (orch, sched) = (word(orch), word(sched));
+        Ok(if orch != 0 {
+            orch.wrapping_neg()
         } else {
-            h.sched_error_code.wrapping_neg()
+            sched.wrapping_neg()
         })
     }
 }

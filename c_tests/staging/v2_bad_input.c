@@ -1,0 +1,200 @@
+/* Bad input through the v2 calls of the staging C ABI: NULLs, unknown
+ * layouts and flags, out-of-range counts and frames, calls on the wrong
+ * layout or out of order, a full pool, a latched orchestrator error, a
+ * payload region broken through the returned pointers. Each gets its status
+ * and a message naming the call, writes no out-parameter, copies nothing to
+ * the device and leaves the run as it was; afterwards the same maker
+ * uploads correctly. */
+#include <string.h>
+
+#include "check.h"
+#include "../hardening/common_device.h"
+
+#define W 16
+
+static int names(const char *fn) {
+  char buf[512];
+  size_t n = lrt_last_error(buf, sizeof buf);
+  return n > strlen(fn) && strncmp(buf, fn, strlen(fn)) == 0;
+}
+
+/* The run's compact image as the maker reports it. */
+static lrt_v2_segments image_of(lrt_runtime_maker *m) {
+  lrt_v2_segments s;
+  memset(&s, 0, sizeof s);
+  CHECK_STATUS(lrt_runtime_maker_v2_image_segments(m, &s), LRT_OK);
+  return s;
+}
+
+int main(void) {
+  lrt_v2_segments segs, fill;
+  memset(&fill, 0xAB, sizeof fill);
+
+  /* ---- the layout functions ------------------------------------------ */
+  segs = fill;
+  CHECK_STATUS(lrt_v2_image_segments(0, 1, 0, 0, &segs), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(names("lrt_v2_image_segments") && memcmp(&segs, &fill, sizeof segs) == 0);
+  CHECK_STATUS(lrt_v2_image_segments(2, 0, 65, 0, &segs), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_v2_image_segments(2, 0, 0, 33, &segs), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_v2_image_segments(UINT64_MAX, 0, 0, 0, &segs), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(memcmp(&segs, &fill, sizeof segs) == 0);
+  CHECK_STATUS(lrt_v2_ring_segment_offsets(1u << 19, &segs), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(error_contains("262144"));
+
+  /* ---- create: layout, frames, pools --------------------------------- */
+  test_device dev;
+  lrt_host_api api = test_device_init(&dev);
+  lrt_maker_config cfg;
+  lrt_maker_config_init(&cfg);
+  CHECK(cfg.layout == LRT_LAYOUT_V1 && cfg.frame_before == 0 && cfg.frame_after == 0);
+  CHECK(cfg.v2_pool_fanin_ids == 0 && cfg.v2_pool_tensors == 0 && cfg.v2_pool_scalars == 0);
+  cfg.task_window = W;
+  lrt_runtime_maker *m = (lrt_runtime_maker *)&fill;
+  const lrt_runtime_maker *keep = m;
+  int32_t raw = 7;
+  memcpy(&cfg.layout, &raw, sizeof raw);
+  CHECK_STATUS(lrt_runtime_maker_create(&cfg, &api, &m), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(names("lrt_runtime_maker_create") && error_contains("layout"));
+  cfg.layout = LRT_LAYOUT_V2;
+  cfg.frame_before = (1ull << 30) + 1;
+  CHECK_STATUS(lrt_runtime_maker_create(&cfg, &api, &m), LRT_ERR_INVALID_ARGUMENT);
+  cfg.frame_before = 64;
+  cfg.v2_pool_tensors = W * 32 + 1; /* above the reference's */
+  CHECK_STATUS(lrt_runtime_maker_create(&cfg, &api, &m), LRT_ERR_INVALID_ARGUMENT);
+  cfg.policy = LRT_UPLOAD_FULL;
+  cfg.v2_pool_tensors = 0;
+  CHECK_STATUS(lrt_runtime_maker_create(&cfg, &api, &m), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(m == keep && dev.allocs == 0);
+  cfg.policy = LRT_UPLOAD_BOUNDED;
+  cfg.frame_after = 32;
+  cfg.v2_pool_tensors = 4; /* a pool that fills */
+  CHECK_STATUS(lrt_runtime_maker_create(&cfg, &api, &m), LRT_OK);
+
+  /* ---- the wrong layout's calls, and out of order --------------------- */
+  lrt_sm_header *h1 = NULL;
+  lrt_task_slot s1;
+  CHECK_STATUS(lrt_runtime_maker_begin_run(m, &h1), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(names("lrt_runtime_maker_begin_run") && error_contains("layout v2") && h1 == NULL);
+  CHECK_STATUS(lrt_runtime_maker_claim_slot(m, &s1), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_upload(m, NULL), LRT_ERR_INVALID_ARGUMENT);
+  lrt_v2_claim_desc d;
+  lrt_v2_claim_desc_init(&d);
+  CHECK(d.flags == 0 && d.tensor_count == 0 && d.tensors == NULL && d.scalar_count == 0 &&
+        d.task.active_mask == LRT_SUBTASK_AIV0);
+  lrt_v2_task_slot slot, slot_fill;
+  memset(&slot_fill, 0xCD, sizeof slot_fill);
+  slot = slot_fill;
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_ERR_STATE);
+  CHECK_STATUS(lrt_runtime_maker_v2_upload(m, NULL, 0, NULL, 0, NULL), LRT_ERR_STATE);
+  int32_t st = 5;
+  CHECK_STATUS(lrt_runtime_maker_read_status(m, &st), LRT_ERR_STATE);
+  CHECK(st == 5);
+
+  lrt_v2_sm_header *h = NULL;
+  CHECK_STATUS(lrt_runtime_maker_v2_begin_run(NULL, &h), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_v2_begin_run(m, NULL), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_v2_begin_run(m, &h), LRT_OK);
+  CHECK(h != NULL && h->current_task_index == 0 && h->task_window_size == W);
+
+  /* ---- bad claims: nothing written ------------------------------------ */
+  unsigned char recs[3][128];
+  memset(recs, 0x3c, sizeof recs);
+  uint64_t sc[17] = {0};
+  int32_t producers[2] = {0, 1};
+  lrt_v2_segments before = image_of(m);
+  struct {
+    int flags, tensor_count, scalar_count, fanins, null_tensors, null_scalars;
+  } bad[] = {
+      {2, 0, 0, 0, 0, 0},   /* unknown flag */
+      {0, 33, 0, 0, 1, 0},  /* tensors over the cap */
+      {0, -1, 0, 0, 0, 0},  /* negative count */
+      {0, 0, 17, 0, 0, 0},  /* scalars over the cap */
+      {0, 0, 0, 1, 0, 0},   /* a producer that is not an earlier slot */
+      {1, 1, 0, 0, 0, 0},   /* a graph shell with tensors */
+      {1, 0, 1, 0, 0, 0},   /* a graph shell with scalars */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    lrt_v2_claim_desc_init(&d);
+    d.flags = (uint32_t)bad[i].flags;
+    d.tensor_count = bad[i].tensor_count;
+    d.tensors = bad[i].null_tensors ? NULL : (const void *)recs;
+    d.scalar_count = bad[i].scalar_count;
+    d.scalars = sc;
+    d.task.fanin_count = bad[i].fanins;
+    d.task.fanin_local_ids = producers;
+    slot = slot_fill;
+    CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_ERR_INVALID_ARGUMENT);
+    CHECK(names("lrt_runtime_maker_v2_claim_slot"));
+    CHECK(memcmp(&slot, &slot_fill, sizeof slot) == 0);
+    lrt_v2_segments now = image_of(m);
+    CHECK(memcmp(&now, &before, sizeof now) == 0 && h->current_task_index == 0);
+  }
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, NULL, &slot), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, NULL), LRT_ERR_INVALID_ARGUMENT);
+
+  /* ---- a full pool: 4 tensor records, 3 taken, 2 more refused -------- */
+  lrt_v2_claim_desc_init(&d);
+  d.tensor_count = 3;
+  d.tensors = recs;
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_OK);
+  before = image_of(m);
+  d.tensor_count = 2;
+  slot = slot_fill;
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_ERR_OUT_OF_RANGE);
+  CHECK(error_contains("tensor pool is full") && memcmp(&slot, &slot_fill, sizeof slot) == 0);
+  lrt_v2_segments now = image_of(m);
+  CHECK(memcmp(&now, &before, sizeof now) == 0 && h->current_task_index == 1);
+  d.tensor_count = 1; /* what still fits */
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_OK);
+
+  /* ---- bad uploads: nothing copied ------------------------------------ */
+  unsigned char frame[128];
+  memset(frame, 0x77, sizeof frame);
+  test_device_reset_copies(&dev);
+  lrt_upload_report rep, rep_fill;
+  memset(&rep_fill, 0xEE, sizeof rep_fill);
+  rep = rep_fill;
+  CHECK_STATUS(lrt_runtime_maker_v2_upload(m, frame, 65, NULL, 0, &rep), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(names("lrt_runtime_maker_v2_upload"));
+  CHECK_STATUS(lrt_runtime_maker_v2_upload(m, NULL, 0, frame, 33, &rep), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_v2_upload(m, NULL, 8, NULL, 0, &rep), LRT_ERR_INVALID_ARGUMENT);
+  /* A region broken through the returned pointers. */
+  int32_t saved = slot.payload->tensors;
+  slot.payload->tensors += 4;
+  CHECK_STATUS(lrt_runtime_maker_v2_upload(m, NULL, 0, NULL, 0, &rep), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(error_contains("slot 1"));
+  slot.payload->tensors = saved;
+  /* A task index out of range. */
+  h->current_task_index = W + 1;
+  CHECK_STATUS(lrt_runtime_maker_v2_upload(m, NULL, 0, NULL, 0, &rep), LRT_ERR_OUT_OF_RANGE);
+  h->current_task_index = 2;
+  /* A latched orchestrator error: claims and the upload are refused. */
+  h->orch_error_code = 9;
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_ERR_STATE);
+  CHECK_STATUS(lrt_runtime_maker_v2_upload(m, frame, 64, frame, 32, &rep), LRT_ERR_STATE);
+  CHECK(error_contains("latched") && h->current_task_index == 2);
+  CHECK(dev.copies == 0 && dev.calls[DEV_TO] == 0 && memcmp(&rep, &rep_fill, sizeof rep) == 0);
+  h->orch_error_code = 0;
+
+  /* ---- the same maker then ships correctly ---------------------------- */
+  CHECK_STATUS(lrt_runtime_maker_v2_upload(m, frame, 64, frame, 32, &rep), LRT_OK);
+  lrt_v2_segments img = image_of(m);
+  CHECK(dev.copies == 1 && rep.copies == 1 && rep.bytes == 64 + img.end + 32 && rep.total_tasks == 2);
+  CHECK(rep.path == LRT_UPLOAD_COMPACT);
+  CHECK_STATUS(lrt_runtime_maker_read_status(m, &st), LRT_OK);
+  CHECK(st == 0);
+  /* The v1 segments call still answers for a v2 maker's v1 layout fields;
+     the v2 calls refuse a v1 maker. */
+  lrt_runtime_maker *m1 = NULL;
+  lrt_maker_config_init(&cfg);
+  cfg.task_window = W;
+  CHECK_STATUS(lrt_runtime_maker_create(&cfg, &api, &m1), LRT_OK);
+  CHECK_STATUS(lrt_runtime_maker_v2_begin_run(m1, &h), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(error_contains("layout v1"));
+  CHECK_STATUS(lrt_runtime_maker_v2_image_segments(m1, &segs), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_v2_upload(m1, NULL, 0, NULL, 0, NULL), LRT_ERR_INVALID_ARGUMENT);
+  lrt_runtime_maker_destroy(m1);
+  lrt_runtime_maker_destroy(m);
+  CHECK(test_device_live(&dev) == 0 && dev.violations == 0);
+  return check_result();
+}

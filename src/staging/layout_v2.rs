@@ -1,0 +1,609 @@
+//! The second layout generation: the reference runtime's current
+//! shared-memory image (v2), beside v1's in `layout.rs`.
+//!
+//! What differs from v1:
+//! * the header is 256 bytes (no `last_task_alive` line);
+//! * a payload is 192 bytes: counts, then three *self-relative offsets*
+//!   naming the task's regions in three argument pools (fanin ids, tensor
+//!   records, scalars) instead of inline arrays;
+//! * the slot state names its payload and descriptor by self-relative
+//!   offsets (v1: pointers the host relocated);
+//! * three pools follow the completion flags: fanin (`i32` producer ids,
+//!   each task's region rounded up to 16 ids), tensors (128-byte records,
+//!   exactly `tensor_count`), scalars (`u64`, rounded up to 8).
+//!
+//! Every segment starts on a 64-byte boundary. The *mirror* is dimensioned
+//! for a window at every task's cap ([`v2_ring_segment_offsets`]); the image
+//! the device receives is *compact*: pitched to `P = max(N, 1)` slots with
+//! the pools as used ([`v2_image_segments`]). The device recomputes the four
+//! slot-pitched positions from N and reaches the pools only through the
+//! payloads' offsets, so every offset is re-taken for the compact positions.
+//!
+//! A self-relative offset ([`rel_encode`], [`rel_decode`]) is the target's
+//! address minus the address of the field that holds it, as an `i32`; 0 is
+//! "unbound" (a field never names itself), and a target out of `i32` reach
+//! is stored as 0 rather than truncated. The whole image must therefore fit
+//! in `i32::MAX` bytes, which bounds the window at 262144 slots.
+//!
+//! Sizes and offsets below are the reference's (6ebaf7715), pinned by static
+//! assertions, by the goldens in the tests and by `c_tests/staging/v2_layout.c`.
+#![allow(non_camel_case_types)]
+
+use std::ffi::c_void;
+use std::mem::{align_of, size_of};
+
+use static_assertions::{const_assert, const_assert_eq};
+
+use super::layout::{
+    assert_offset, lrt_task_descriptor, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS,
+    MAX_TASK_WINDOW,
+};
+use crate::{Error, Result};
+
+/// Bytes of one tensor record in the tensor pool (opaque to leanrt).
+pub const LRT_V2_TENSOR_BYTES: usize = 128;
+/// A task's fanin region is rounded up to this many ids (one cache line).
+pub const LRT_V2_FANIN_ROUND: u64 = 16;
+/// A task's scalar region is rounded up to this many scalars (one cache line).
+pub const LRT_V2_SCALAR_ROUND: u64 = 8;
+
+/// The v2 SM header (256 bytes): ring flow control, each counter on its own
+/// cache line, the window constants, the four array pointers (host-side
+/// only: null in the shipped image), and the error words.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug)]
+pub struct lrt_v2_sm_header {
+    /// Next slot the orchestrator will claim; `total_tasks` at upload.
+    pub current_task_index: i32,
+    pub _pad0: [u8; 60],
+    /// Highest id with every task up to it completed; -1 at start.
+    pub completed_watermark: i32,
+    pub _pad1: [u8; 60],
+    pub task_window_size: u64,
+    /// `task_window_size - 1`, a 4-byte int followed by 4 bytes of padding.
+    pub task_window_mask: i32,
+    pub _pad_mask: [u8; 4],
+    pub heap_size: u64,
+    /// Byte offset of the descriptor segment from the header (256).
+    pub task_descriptors_offset: u64,
+    pub task_descriptors: *mut lrt_task_descriptor,
+    pub task_payloads: *mut lrt_v2_task_payload,
+    pub slot_states: *mut lrt_v2_task_slot_state,
+    pub completion_flags: *mut u8,
+    pub orchestrator_done: i32,
+    pub _pad2: [u8; 4],
+    /// The mirror's size for the window (the reference's
+    /// `calculate_size(W)`), also in the shipped image.
+    pub total_size: u64,
+    /// Non-zero: the orchestrator latched a fatal error; nothing is uploaded.
+    pub orch_error_code: i32,
+    /// Bit X set: scheduler thread X reported an error.
+    pub sched_error_bitmap: u32,
+    pub sched_error_code: i32,
+    pub sched_error_thread: i32,
+    pub _pad3: [u8; 32],
+}
+
+/// One v2 task payload (192 bytes, three cache lines): counts and region
+/// offsets; early-dispatch state; dispatch predicate and dump metadata.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug)]
+pub struct lrt_v2_task_payload {
+    pub tensor_count: i32,
+    pub scalar_count: i32,
+    /// Distinct producers, listed in the fanin region.
+    pub fanin_count: i32,
+    /// The self-relative offset of the task's first tensor record (0 = unbound).
+    pub tensors: i32,
+    /// The self-relative offset of the task's first scalar (0 = unbound).
+    pub scalars: i32,
+    /// The self-relative offset of the task's first fanin id (0 = unbound).
+    pub fanin: i32,
+    pub _pad0: [u8; 40],
+    /// Early-dispatch state (cache line 1), zeroed by a claim.
+    pub staged_core_mask: [u64; 2],
+    pub dispatch_fanin: i32,
+    pub published_block_count: i16,
+    pub early_dispatch_state: u8,
+    pub dispatch_propagated: u8,
+    pub early_dispatch_launch_state: u8,
+    pub _pad1: u8,
+    pub running_slot_count: i16,
+    pub early_sync_drain_state: u8,
+    pub _pad2: [u8; 35],
+    /// Dispatch predicate (cache line 2): element address, target value,
+    /// element size, operator (0 = none: always dispatch).
+    pub predicate_addr: u64,
+    pub predicate_target: i64,
+    pub predicate_elem_size: u8,
+    pub predicate_op: u8,
+    pub _pad3: [u8; 6],
+    /// Argument-dump metadata.
+    pub dump_arg_mask: u64,
+    pub dump_arg_flags: u64,
+    pub dump_scalar_dtypes: [u8; 16],
+    pub _pad4: [u8; 8],
+}
+
+/// The scheduler's per-slot state in v2 (64 bytes): `payload` and `task`
+/// are self-relative offsets; `graph_context` stays an absolute device
+/// address.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug)]
+pub struct lrt_v2_task_slot_state {
+    pub last_consumer_local_id: i32,
+    /// Pending 0, completed 1, consumed 2.
+    pub task_state: i32,
+    /// The self-relative offset of the slot's payload.
+    pub payload: i32,
+    /// The self-relative offset of the slot's descriptor.
+    pub task: i32,
+    pub wake_list_head: *mut lrt_v2_task_slot_state,
+    pub next_in_wake_list: *mut lrt_v2_task_slot_state,
+    pub active_mask: u8,
+    pub task_attrs: u8,
+    pub any_subtask_deferred: u8,
+    /// Kernel 0, dummy 1, graph 2, graph node 3.
+    pub task_kind: u8,
+    pub completed_subtasks: i16,
+    pub total_required_subtasks: i16,
+    pub logical_block_num: i16,
+    pub next_block_idx: i16,
+    pub graph_node_index: i32,
+    /// Device address of a graph shell's submission (NULL otherwise).
+    pub graph_context: *mut c_void,
+    pub _pad0: [u8; 8],
+}
+
+/// Byte offsets of the segments of a v2 image (mirror or compact image).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct lrt_v2_segments {
+    pub header: u64,
+    pub descriptors: u64,
+    pub payloads: u64,
+    pub slot_states: u64,
+    pub completion_flags: u64,
+    pub fanin_pool: u64,
+    pub tensor_pool: u64,
+    pub scalar_pool: u64,
+    /// Total size in bytes.
+    pub end: u64,
+}
+
+const_assert_eq!(size_of::<lrt_v2_sm_header>(), 256);
+const_assert_eq!(align_of::<lrt_v2_sm_header>(), 64);
+assert_offset!(lrt_v2_sm_header, current_task_index, 0);
+assert_offset!(lrt_v2_sm_header, completed_watermark, 64);
+assert_offset!(lrt_v2_sm_header, task_window_size, 128);
+assert_offset!(lrt_v2_sm_header, task_window_mask, 136);
+assert_offset!(lrt_v2_sm_header, heap_size, 144);
+assert_offset!(lrt_v2_sm_header, task_descriptors_offset, 152);
+assert_offset!(lrt_v2_sm_header, task_descriptors, 160);
+assert_offset!(lrt_v2_sm_header, task_payloads, 168);
+assert_offset!(lrt_v2_sm_header, slot_states, 176);
+assert_offset!(lrt_v2_sm_header, completion_flags, 184);
+assert_offset!(lrt_v2_sm_header, orchestrator_done, 192);
+assert_offset!(lrt_v2_sm_header, total_size, 200);
+assert_offset!(lrt_v2_sm_header, orch_error_code, 208);
+assert_offset!(lrt_v2_sm_header, sched_error_bitmap, 212);
+assert_offset!(lrt_v2_sm_header, sched_error_code, 216);
+assert_offset!(lrt_v2_sm_header, sched_error_thread, 220);
+
+const_assert_eq!(size_of::<lrt_v2_task_payload>(), 192);
+const_assert_eq!(align_of::<lrt_v2_task_payload>(), 64);
+assert_offset!(lrt_v2_task_payload, tensor_count, 0);
+assert_offset!(lrt_v2_task_payload, scalar_count, 4);
+assert_offset!(lrt_v2_task_payload, fanin_count, 8);
+assert_offset!(lrt_v2_task_payload, tensors, 12);
+assert_offset!(lrt_v2_task_payload, scalars, 16);
+assert_offset!(lrt_v2_task_payload, fanin, 20);
+assert_offset!(lrt_v2_task_payload, staged_core_mask, 64);
+assert_offset!(lrt_v2_task_payload, dispatch_fanin, 80);
+assert_offset!(lrt_v2_task_payload, published_block_count, 84);
+assert_offset!(lrt_v2_task_payload, early_dispatch_state, 86);
+assert_offset!(lrt_v2_task_payload, dispatch_propagated, 87);
+assert_offset!(lrt_v2_task_payload, early_dispatch_launch_state, 88);
+assert_offset!(lrt_v2_task_payload, running_slot_count, 90);
+assert_offset!(lrt_v2_task_payload, early_sync_drain_state, 92);
+assert_offset!(lrt_v2_task_payload, predicate_addr, 128);
+assert_offset!(lrt_v2_task_payload, predicate_target, 136);
+assert_offset!(lrt_v2_task_payload, predicate_elem_size, 144);
+assert_offset!(lrt_v2_task_payload, predicate_op, 145);
+assert_offset!(lrt_v2_task_payload, dump_arg_mask, 152);
+assert_offset!(lrt_v2_task_payload, dump_arg_flags, 160);
+assert_offset!(lrt_v2_task_payload, dump_scalar_dtypes, 168);
+
+const_assert_eq!(size_of::<lrt_v2_task_slot_state>(), 64);
+const_assert_eq!(align_of::<lrt_v2_task_slot_state>(), 64);
+assert_offset!(lrt_v2_task_slot_state, last_consumer_local_id, 0);
+assert_offset!(lrt_v2_task_slot_state, task_state, 4);
+assert_offset!(lrt_v2_task_slot_state, payload, 8);
+assert_offset!(lrt_v2_task_slot_state, task, 12);
+assert_offset!(lrt_v2_task_slot_state, wake_list_head, 16);
+assert_offset!(lrt_v2_task_slot_state, next_in_wake_list, 24);
+assert_offset!(lrt_v2_task_slot_state, active_mask, 32);
+assert_offset!(lrt_v2_task_slot_state, task_attrs, 33);
+assert_offset!(lrt_v2_task_slot_state, any_subtask_deferred, 34);
+assert_offset!(lrt_v2_task_slot_state, task_kind, 35);
+assert_offset!(lrt_v2_task_slot_state, completed_subtasks, 36);
+assert_offset!(lrt_v2_task_slot_state, total_required_subtasks, 38);
+assert_offset!(lrt_v2_task_slot_state, logical_block_num, 40);
+assert_offset!(lrt_v2_task_slot_state, next_block_idx, 42);
+assert_offset!(lrt_v2_task_slot_state, graph_node_index, 44);
+assert_offset!(lrt_v2_task_slot_state, graph_context, 48);
+
+const_assert_eq!(size_of::<lrt_v2_segments>(), 72);
+// Every region starts on a cache line: the caps' strides are whole lines.
+const_assert_eq!((LRT_MAX_FANIN as u64 * 4) % 64, 0);
+const_assert_eq!((LRT_MAX_SCALARS as u64 * 8) % 64, 0);
+const_assert_eq!(LRT_V2_FANIN_ROUND * 4, 64);
+const_assert_eq!(LRT_V2_SCALAR_ROUND * 8, 64);
+
+const SEGMENT_ALIGN: u64 = 64;
+
+const fn align_up(x: u64) -> u64 {
+    (x + SEGMENT_ALIGN - 1) & !(SEGMENT_ALIGN - 1)
+}
+
+/// `x` rounded up to a multiple of `round` (a power of two).
+pub(crate) const fn round_up(x: u64, round: u64) -> u64 {
+    (x + round - 1) & !(round - 1)
+}
+
+/// Segment offsets for `slots` slots and pools of the given element counts,
+/// without validation (the reference's `ring_segment_offsets` of an
+/// extents record). Callers keep the arguments small enough that nothing
+/// overflows (at most `MAX_TASK_WINDOW` slots at every cap).
+pub(crate) const fn v2_offsets(
+    slots: u64,
+    fanin_ids: u64,
+    tensors: u64,
+    scalars: u64,
+) -> lrt_v2_segments {
+    let descriptors = align_up(size_of::<lrt_v2_sm_header>() as u64);
+    let payloads = descriptors + align_up(slots * size_of::<lrt_task_descriptor>() as u64);
+    let slot_states = payloads + align_up(slots * size_of::<lrt_v2_task_payload>() as u64);
+    let completion_flags =
+        slot_states + align_up(slots * size_of::<lrt_v2_task_slot_state>() as u64);
+    let fanin_pool = completion_flags + align_up(slots);
+    let tensor_pool = fanin_pool + align_up(fanin_ids * 4);
+    let scalar_pool = tensor_pool + align_up(tensors * LRT_V2_TENSOR_BYTES as u64);
+    lrt_v2_segments {
+        header: 0,
+        descriptors,
+        payloads,
+        slot_states,
+        completion_flags,
+        fanin_pool,
+        tensor_pool,
+        scalar_pool,
+        end: scalar_pool + align_up(scalars * 8),
+    }
+}
+
+/// The pools of a window's mirror with every task at its cap (the
+/// reference's `mirror_extents`).
+pub(crate) const fn v2_mirror_extents(window: u64) -> V2PoolUse {
+    V2PoolUse {
+        fanin_ids: window * LRT_MAX_FANIN as u64,
+        tensors: window * LRT_MAX_TENSORS as u64,
+        scalars: window * LRT_MAX_SCALARS as u64,
+    }
+}
+
+/// The mirror of a window at every task's cap, unvalidated.
+pub(crate) const fn v2_mirror_offsets(window: u64) -> lrt_v2_segments {
+    let e = v2_mirror_extents(window);
+    v2_offsets(window, e.fanin_ids, e.tensors, e.scalars)
+}
+
+// The largest window whose mirror stays inside an i32 offset's reach is
+// v1's largest window too.
+const_assert!(v2_mirror_offsets(MAX_TASK_WINDOW).end <= i32::MAX as u64);
+const_assert!(v2_mirror_offsets(2 * MAX_TASK_WINDOW).end > i32::MAX as u64);
+
+/// The v2 mirror for window `task_window` (the reference's
+/// `ring_segment_offsets(W)`; `end` is its `calculate_size(W)`).
+///
+/// `task_window` must be a power of two in `[4, 262144]`: the mirror must fit
+/// in `i32::MAX` bytes, the reach of a self-relative offset (the reference
+/// refuses larger windows). Anything else is `ErrorKind::InvalidArgument`.
+pub fn v2_ring_segment_offsets(task_window: u64) -> Result<lrt_v2_segments> {
+    if !(4..=MAX_TASK_WINDOW).contains(&task_window) || !task_window.is_power_of_two() {
+        let end = (task_window.is_power_of_two() && task_window <= 1 << 40)
+            .then(|| v2_mirror_offsets(task_window).end);
+        return Err(Error::invalid_argument(match end {
+            Some(end) if task_window > MAX_TASK_WINDOW => format!(
+                "task window {task_window} needs a {end}-byte v2 mirror, more than {} bytes \
+                 (the reach of a self-relative offset; the largest window that fits is \
+                 {MAX_TASK_WINDOW})",
+                i32::MAX
+            ),
+            _ => {
+                format!("task window {task_window} is not a power of two in [4, {MAX_TASK_WINDOW}]")
+            }
+        }));
+    }
+    Ok(v2_mirror_offsets(task_window))
+}
+
+/// The compact image of a run of `n` tasks whose pools hold `fanin_ids`,
+/// `tensors` and `scalars` elements (as used, after the reference's
+/// rounding): pitch `max(n, 1)`, each pool as used.
+///
+/// `InvalidArgument` when `n` exceeds 262144, a pool holds more than `n`
+/// tasks at their caps can use (128 fanin ids, 32 tensors, 16 scalars each),
+/// or the image would exceed `i32::MAX` bytes.
+pub fn v2_image_segments(
+    n: u64,
+    fanin_ids: u64,
+    tensors: u64,
+    scalars: u64,
+) -> Result<lrt_v2_segments> {
+    if n > MAX_TASK_WINDOW {
+        return Err(Error::invalid_argument(format!(
+            "{n} tasks, more than the largest window ({MAX_TASK_WINDOW})"
+        )));
+    }
+    for (what, used, cap) in [
+        ("fanin ids", fanin_ids, LRT_MAX_FANIN),
+        ("tensors", tensors, LRT_MAX_TENSORS),
+        ("scalars", scalars, LRT_MAX_SCALARS),
+    ] {
+        if used > n * cap as u64 {
+            return Err(Error::invalid_argument(format!(
+                "{used} {what} is more than {n} tasks can hold ({cap} each)"
+            )));
+        }
+    }
+    // Within the caps the image is never larger than the largest mirror.
+    Ok(v2_offsets(n.max(1), fanin_ids, tensors, scalars))
+}
+
+/// The self-relative offset stored at address `field` for `target`: 0 for
+/// NULL (0) and for a target out of `i32` reach (stored as unbound, never
+/// truncated), else `target - field`.
+pub fn rel_encode(field: usize, target: usize) -> i32 {
+    if target == 0 {
+        return 0;
+    }
+    i32::try_from(target as i128 - field as i128).unwrap_or(0)
+}
+
+/// The address an offset stored at `field` names: `None` when unbound (0).
+pub fn rel_decode(field: usize, delta: i32) -> Option<usize> {
+    (delta != 0).then(|| (field as isize).wrapping_add(delta as isize) as usize)
+}
+
+/// Element counts of the three pools (capacities or cursors).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct V2PoolUse {
+    pub fanin_ids: u64,
+    pub tensors: u64,
+    pub scalars: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mirror's segment offsets for W = 4 ... 2^18, printed by a
+    /// throwaway program compiled against the reference's
+    /// `pto_shared_memory.h` at 6ebaf7715 (`ring_segment_offsets(W)`):
+    /// descriptors, payloads, slot states, flags, fanin, tensors, scalars,
+    /// end.
+    const MIRROR_GOLDENS: [(u64, [u64; 8]); 17] = [
+        (4, [256, 448, 1216, 1472, 1536, 3584, 19968, 20480]),
+        (8, [256, 576, 2112, 2624, 2688, 6784, 39552, 40576]),
+        (16, [256, 896, 3968, 4992, 5056, 13248, 78784, 80832]),
+        (32, [256, 1536, 7680, 9728, 9792, 26176, 157248, 161344]),
+        (64, [256, 2816, 15104, 19200, 19264, 52032, 314176, 322368]),
+        (
+            128,
+            [256, 5376, 29952, 38144, 38272, 103808, 628096, 644480],
+        ),
+        (
+            256,
+            [256, 10496, 59648, 76032, 76288, 207360, 1255936, 1288704],
+        ),
+        (
+            512,
+            [256, 20736, 119040, 151808, 152320, 414464, 2511616, 2577152],
+        ),
+        (
+            1024,
+            [256, 41216, 237824, 303360, 304384, 828672, 5022976, 5154048],
+        ),
+        (
+            2048,
+            [
+                256, 82176, 475392, 606464, 608512, 1657088, 10045696, 10307840,
+            ],
+        ),
+        (
+            4096,
+            [
+                256, 164096, 950528, 1212672, 1216768, 3313920, 20091136, 20615424,
+            ],
+        ),
+        (
+            8192,
+            [
+                256, 327936, 1900800, 2425088, 2433280, 6627584, 40182016, 41230592,
+            ],
+        ),
+        (
+            16384,
+            [
+                256, 655616, 3801344, 4849920, 4866304, 13254912, 80363776, 82460928,
+            ],
+        ),
+        (
+            32768,
+            [
+                256, 1310976, 7602432, 9699584, 9732352, 26509568, 160727296, 164921600,
+            ],
+        ),
+        (
+            65536,
+            [
+                256, 2621696, 15204608, 19398912, 19464448, 53018880, 321454336, 329842944,
+            ],
+        ),
+        (
+            131072,
+            [
+                256, 5243136, 30408960, 38797568, 38928640, 106037504, 642908416, 659685632,
+            ],
+        ),
+        (
+            262144,
+            [
+                256, 10486016, 60817664, 77594880, 77857024, 212074752, 1285816576, 1319371008,
+            ],
+        ),
+    ];
+
+    /// Compact images `(n, F, T, S)` from the same program
+    /// (`ring_segment_offsets(image_extents({n, F, T, S}))`).
+    const IMAGE_GOLDENS: [([u64; 4], [u64; 8]); 10] = [
+        ([0, 0, 0, 0], [256, 320, 512, 576, 640, 640, 640, 640]),
+        ([1, 0, 0, 0], [256, 320, 512, 576, 640, 640, 640, 640]),
+        ([1, 16, 2, 8], [256, 320, 512, 576, 640, 704, 960, 1024]),
+        (
+            [5, 80, 10, 15],
+            [256, 512, 1472, 1792, 1856, 2176, 3456, 3584],
+        ),
+        (
+            [64, 1024, 128, 512],
+            [256, 2816, 15104, 19200, 19264, 23360, 39744, 43840],
+        ),
+        (
+            [1024, 16384, 2048, 8192],
+            [256, 41216, 237824, 303360, 304384, 369920, 632064, 697600],
+        ),
+        (
+            [16384, 262144, 32768, 131072],
+            [
+                256, 655616, 3801344, 4849920, 4866304, 5914880, 10109184, 11157760,
+            ],
+        ),
+        (
+            [131072, 2097152, 262144, 1048576],
+            [
+                256, 5243136, 30408960, 38797568, 38928640, 47317248, 80871680, 89260288,
+            ],
+        ),
+        ([3, 0, 0, 0], [256, 384, 960, 1152, 1216, 1216, 1216, 1216]),
+        (
+            [7, 16, 1, 8],
+            [256, 576, 1920, 2368, 2432, 2496, 2624, 2688],
+        ),
+    ];
+
+    fn tuple(s: &lrt_v2_segments) -> [u64; 8] {
+        [
+            s.descriptors,
+            s.payloads,
+            s.slot_states,
+            s.completion_flags,
+            s.fanin_pool,
+            s.tensor_pool,
+            s.scalar_pool,
+            s.end,
+        ]
+    }
+
+    #[test]
+    fn mirror_goldens_from_the_reference() {
+        for (w, want) in MIRROR_GOLDENS {
+            let s = v2_ring_segment_offsets(w).unwrap();
+            assert_eq!(s.header, 0);
+            assert_eq!(tuple(&s), want, "W = {w}");
+        }
+    }
+
+    #[test]
+    fn image_goldens_from_the_reference() {
+        for ([n, f, t, s], want) in IMAGE_GOLDENS {
+            let seg = v2_image_segments(n, f, t, s).unwrap();
+            assert_eq!(tuple(&seg), want, "n = {n}, F = {f}, T = {t}, S = {s}");
+        }
+    }
+
+    #[test]
+    fn compact_image_formula() {
+        // end = 256 + up64(40P) + 192P + 64P + up64(P) + 4F + 128T + 8S for
+        // pools in whole cache lines (the reference's rounding gives them).
+        for n in [0u64, 1, 2, 3, 17, 64, 1000, 1024, 16384, 131072, 262144] {
+            let p = n.max(1);
+            let (f, t, s) = (16 * n, 2 * n, 8 * n);
+            let want =
+                256 + align_up(40 * p) + 192 * p + 64 * p + align_up(p) + 4 * f + 128 * t + 8 * s;
+            assert_eq!(v2_image_segments(n, f, t, s).unwrap().end, want, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn windows_beyond_offset_reach_are_refused() {
+        for w in [
+            0,
+            1,
+            2,
+            3,
+            5,
+            12,
+            16385,
+            1 << 19,
+            1 << 20,
+            1 << 31,
+            1 << 62,
+            u64::MAX,
+        ] {
+            assert!(v2_ring_segment_offsets(w).is_err(), "{w}");
+        }
+        let e = v2_ring_segment_offsets(1 << 19).unwrap_err();
+        assert!(e.to_string().contains("262144"), "{e}");
+        assert!(v2_ring_segment_offsets(MAX_TASK_WINDOW).unwrap().end <= i32::MAX as u64);
+    }
+
+    #[test]
+    fn image_arguments_are_checked() {
+        assert!(v2_image_segments(MAX_TASK_WINDOW + 1, 0, 0, 0).is_err());
+        assert!(v2_image_segments(0, 16, 0, 0).is_err());
+        assert!(v2_image_segments(1, 129, 0, 0).is_err());
+        assert!(v2_image_segments(1, 0, 33, 0).is_err());
+        assert!(v2_image_segments(1, 0, 0, 17).is_err());
+        let max = v2_image_segments(
+            MAX_TASK_WINDOW,
+            MAX_TASK_WINDOW * 128,
+            MAX_TASK_WINDOW * 32,
+            MAX_TASK_WINDOW * 16,
+        )
+        .unwrap();
+        assert_eq!(max, v2_ring_segment_offsets(MAX_TASK_WINDOW).unwrap());
+    }
+
+    #[test]
+    fn self_relative_offsets() {
+        // Unbound reads back as none; zeroed memory is unbound.
+        assert_eq!(rel_encode(0x1000, 0), 0);
+        assert_eq!(rel_decode(0x1000, 0), None);
+        // Both signs.
+        assert_eq!(rel_encode(0x1000, 0x1400), 0x400);
+        assert_eq!(rel_encode(0x1400, 0x1000), -0x400);
+        assert_eq!(rel_decode(0x1400, -0x400), Some(0x1000));
+        assert_eq!(rel_decode(0x1000, 0x400), Some(0x1400));
+        // The int32 range rule: the extremes fit, one past is unbound.
+        let f = 0x1_0000_0000usize;
+        assert_eq!(rel_encode(f, f + i32::MAX as usize), i32::MAX);
+        assert_eq!(rel_encode(f, f - (1usize << 31)), i32::MIN);
+        assert_eq!(rel_encode(f, f + (1usize << 31)), 0);
+        assert_eq!(rel_encode(f, f - (1usize << 31) - 1), 0);
+        // An offset survives a block copy: the same delta names the same
+        // relative position at another base.
+        let d = rel_encode(0x2000 + 12, 0x2000 + 4096);
+        assert_eq!(rel_decode(0x9000 + 12, d), Some(0x9000 + 4096));
+    }
+}

@@ -1,0 +1,511 @@
+//! The v2 upload: the compact image of a run assembled from the mirror for
+//! the one copy, and the maker's v2 upload around it.
+//!
+//! Compaction (the reference's `compact_live_image`): the header copied with
+//! its four pointers NULL and `orchestrator_done = 1`; the live prefix of each
+//! segment and the used prefix of each pool copied to the image pitched to
+//! `P = max(N, 1)`; padding up to each next segment zeroed (the shipped bytes
+//! are fully determined); every slot's `payload`/`task` re-taken for element
+//! i of the image; every bound region offset re-taken by its pool's shift
+//! (a region keeps its position in its pool), unbound ones stay 0. Every
+//! live payload's regions are checked against the used pools (a host that
+//! wrote through the returned pointers may have broken them) before the
+//! image is considered valid; the mirror itself is never changed.
+use std::mem::size_of;
+
+use super::super::abi::{lrt_upload_policy, lrt_upload_report};
+use super::super::layout::{LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS};
+use super::super::layout_v2::{
+    lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state, rel_decode,
+    v2_offsets,
+};
+use super::super::mirror::Mapping;
+use super::v2_state::{Pool, Seg, V2Run};
+use super::{device_kind, elapsed_ns, RuntimeMaker};
+use crate::{Error, ErrorKind, Result};
+use std::time::Instant;
+
+/// The chunk of payloads copied and then re-taken while hot.
+const PATCH_CHUNK: usize = 128;
+
+impl V2Run {
+    /// The compact image of this run's `n` tasks as the pools stand.
+    pub(crate) fn image_segments(&self, n: u64) -> lrt_v2_segments {
+        v2_offsets(
+            n.max(1),
+            self.used.fanin_ids,
+            self.used.tensors,
+            self.used.scalars,
+        )
+    }
+
+    /// Where each pool's regions are, in the order of a payload's offset
+    /// fields (tensors @12, scalars @16, fanin @20): `[0, split)` in the
+    /// image buffer and `[split, used)` in the mirror, at their cursor
+    /// positions (no speculation: all in the mirror).
+    fn pool_parts(&self, m: &Mapping, b: *mut u8) -> [PoolPart; 3] {
+        [Pool::Tensors, Pool::Scalars, Pool::Fanin].map(|pool| {
+            let used = pool.of(&self.used);
+            let split = self.spec.map_or(0, |s| pool.of(&s.split).min(used));
+            PoolPart {
+                pool,
+                image: self
+                    .spec
+                    .map_or(0, |_| self.pool_at(m, b, pool, 0, true) as usize),
+                split,
+                mirror: self.pool_at(m, b, pool, 0, false) as usize,
+                used,
+                shift: pool.elem().trailing_zeros(),
+                cap: match pool {
+                    Pool::Fanin => LRT_MAX_FANIN,
+                    Pool::Tensors => LRT_MAX_TENSORS,
+                    Pool::Scalars => LRT_MAX_SCALARS,
+                } as u64,
+            }
+        })
+    }
+
+    /// Checks every live payload's regions (`PoolPart::locate`) where the
+    /// image buffer already is the image (`exact`: every payload and region
+    /// in it).
+    pub(super) fn check_regions(&self, m: &Mapping, b: *mut u8, n: u64) -> Result<()> {
+        let parts = self.pool_parts(m, b);
+        let first: *mut lrt_v2_task_payload = self.elem(m, b, Seg::Payloads, 0);
+        for i in 0..n {
+            // SAFETY: slot i < n of the run, all in the image buffer
+            // (`exact`): a live payload, plain data.
+            let p = unsafe { &*first.add(i as usize) };
+            let f = p as *const lrt_v2_task_payload as usize;
+            let fields = [
+                (p.tensors, p.tensor_count),
+                (p.scalars, p.scalar_count),
+                (p.fanin, p.fanin_count),
+            ];
+            // The common case without branches; `locate` says what is wrong.
+            let ok = (0..3).all(|k| parts[k].in_image(f + 12 + 4 * k, fields[k].0, fields[k].1));
+            if !ok {
+                for (k, (delta, count)) in fields.into_iter().enumerate() {
+                    parts[k].locate(i, f + 12 + 4 * k, delta, count)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Where segment `which`'s slots `[0, n)` come from: the image buffer's
+    /// part (below the speculative pitch) and the mirror's, as
+    /// `(source, first slot, end slot)`.
+    fn slot_parts(
+        &self,
+        m: &Mapping,
+        b: *mut u8,
+        which: Seg,
+        n: u64,
+    ) -> [(*const u8, u64, u64); 2] {
+        let pitch = self.spec.map_or(0, |s| s.pitch.min(n));
+        [
+            (self.elem::<u8>(m, b, which, 0), 0, pitch),
+            (
+                Self::at::<u8>(m, which.start(&self.seg) + pitch * which.size()),
+                pitch,
+                n,
+            ),
+        ]
+    }
+
+    /// Writes the compact image of the run's `n = current_task_index` tasks
+    /// to `out` (64-aligned, at least `image_segments(n).end` bytes, not
+    /// overlapping the mirror or the image buffer `b`) and returns its
+    /// segments: the header from the mirror with its pointers NULL and
+    /// `orchestrator_done = 1`, each segment's slots and each pool's
+    /// regions from the image buffer's part and the mirror's, padding
+    /// zeroed, every slot's `payload`/`task` re-taken for element i, every
+    /// bound region re-taken for its place in the image's pool.
+    /// `OutOfRange` for `n` outside `[0, W]`, `InvalidArgument` for a live
+    /// payload whose regions are not inside the used pools (`locate`); the
+    /// mirror and the image buffer are never changed, `out` may be partly
+    /// written on failure.
+    ///
+    /// # Safety
+    /// `out` must be valid for writes of `image_segments(n).end` bytes and
+    /// not overlap `m` or `b`'s image.
+    pub(crate) unsafe fn compact_into(
+        &self,
+        m: &Mapping,
+        b: *mut u8,
+        n: u64,
+        out: *mut u8,
+    ) -> Result<lrt_v2_segments> {
+        if n > self.window {
+            return Err(Error::out_of_range(format!(
+                "total_tasks (current_task_index) {n} is outside [0, {}]",
+                self.window
+            )));
+        }
+        let c = self.image_segments(n);
+        let u = self.used;
+        let parts = self.pool_parts(m, b);
+        let copy = |src: *const u8, to: u64, len: u64| {
+            // SAFETY: (every copy below) a source part lies inside the
+            // mirror (n <= W, the cursors within the capacities) or inside
+            // the image buffer's guessed image (below the pitch, inside a
+            // pool's split), and its destination `to + len <= next segment
+            // <= c.end` inside `out`, per the caller's contract; they do not
+            // overlap.
+            unsafe { std::ptr::copy_nonoverlapping(src, out.add(to as usize), len as usize) }
+        };
+        let zero = |from: u64, to: u64| {
+            // SAFETY: `[from, to)` is padding inside the image in `out`.
+            unsafe { std::ptr::write_bytes(out.add(from as usize), 0, (to - from) as usize) }
+        };
+        copy(
+            Self::header(m).cast(),
+            0,
+            size_of::<lrt_v2_sm_header>() as u64,
+        );
+        zero(size_of::<lrt_v2_sm_header>() as u64, c.descriptors);
+        let nexts = [c.payloads, c.slot_states, c.completion_flags, c.fanin_pool];
+        for (which, next) in [Seg::Descriptors, Seg::Payloads, Seg::SlotStates, Seg::Flags]
+            .into_iter()
+            .zip(nexts)
+        {
+            let z = which.size();
+            for (src, lo, hi) in self.slot_parts(m, b, which, n) {
+                let to = which.start(&c) + lo * z;
+                if which != Seg::Payloads {
+                    copy(src, to, (hi - lo) * z);
+                    continue;
+                }
+                // Payloads: copied and re-taken a chunk at a time, while hot.
+                for first in (lo..hi).step_by(PATCH_CHUNK) {
+                    let last = (first + PATCH_CHUNK as u64).min(hi);
+                    let host = |i: u64| src as usize + ((i - lo) * z) as usize;
+                    copy(
+                        src.wrapping_add(((first - lo) * z) as usize),
+                        which.start(&c) + first * z,
+                        (last - first) * z,
+                    );
+                    for i in first..last {
+                        Self::retake_payload(&parts, &c, out, host(i), i)?;
+                    }
+                }
+            }
+            zero(which.start(&c) + n * z, next);
+        }
+        // Slot states: bound to element i of the image.
+        let state_size = size_of::<lrt_v2_task_slot_state>() as i64;
+        let pay0 = c.payloads as i64 - c.slot_states as i64 - 8;
+        let task0 = c.descriptors as i64 - c.slot_states as i64 - 12;
+        // SAFETY: slot states [0, n) of the image in `out`, 64-aligned.
+        let states = unsafe {
+            out.add(c.slot_states as usize)
+                .cast::<lrt_v2_task_slot_state>()
+        };
+        for i in 0..n as usize {
+            // SAFETY: as above.
+            let s = unsafe { &mut *states.add(i) };
+            let i = i as i64;
+            // |delta| < image size <= i32::MAX.
+            s.payload = (pay0 + i * (Seg::Payloads.size() as i64 - state_size)) as i32;
+            s.task = (task0 + i * (Seg::Descriptors.size() as i64 - state_size)) as i32;
+        }
+        let ends = [c.tensor_pool, c.scalar_pool, c.end];
+        for (pool, next) in Pool::ALL.into_iter().zip(ends) {
+            let used = pool.of(&u);
+            let split = self.spec.map_or(0, |s| pool.of(&s.split).min(used));
+            let e = pool.elem();
+            copy(self.pool_at(m, b, pool, 0, true), pool.start(&c), split * e);
+            copy(
+                self.pool_at(m, b, pool, split, false),
+                pool.start(&c) + split * e,
+                (used - split) * e,
+            );
+            zero(pool.start(&c) + used * e, next);
+        }
+        // SAFETY: out holds at least the 256-byte header, 64-aligned.
+        let h = unsafe { &mut *out.cast::<lrt_v2_sm_header>() };
+        h.task_descriptors = std::ptr::null_mut();
+        h.task_payloads = std::ptr::null_mut();
+        h.slot_states = std::ptr::null_mut();
+        h.completion_flags = std::ptr::null_mut();
+        h.orchestrator_done = 1;
+        Ok(c)
+    }
+
+    /// Re-takes payload i's three region offsets for the image `c` in
+    /// `out` (already copied there), after checking them against the run's
+    /// pools (`parts`) from where the payload is on the host (`src`).
+    fn retake_payload(
+        parts: &[PoolPart; 3],
+        c: &lrt_v2_segments,
+        out: *mut u8,
+        src: usize,
+        i: u64,
+    ) -> Result<()> {
+        let at = c.payloads + i * Seg::Payloads.size();
+        // SAFETY: payload i of the image in `out` (the caller's contract),
+        // 64-aligned, plain data.
+        let p = unsafe { &mut *out.add(at as usize).cast::<lrt_v2_task_payload>() };
+        let fields = [
+            (p.tensors, p.tensor_count),
+            (p.scalars, p.scalar_count),
+            (p.fanin, p.fanin_count),
+        ];
+        let mut new = [0i32; 3];
+        for (k, (delta, count)) in fields.into_iter().enumerate() {
+            let off = 12 + 4 * k as u64;
+            new[k] = match parts[k].locate(i, src + off as usize, delta, count)? {
+                None => 0,
+                // |delta| < image size <= i32::MAX.
+                Some(idx) => {
+                    let pool = parts[k].pool;
+                    (pool.start(c) as i64 + (idx * pool.elem()) as i64 - (at + off) as i64) as i32
+                }
+            };
+        }
+        [p.tensors, p.scalars, p.fanin] = new;
+        Ok(())
+    }
+}
+
+/// One pool of a run as the host holds it (`V2Run::pool_parts`).
+#[derive(Clone, Copy, Debug)]
+struct PoolPart {
+    pool: Pool,
+    /// The image buffer's pool (0: no speculation), holding `[0, split)`.
+    image: usize,
+    split: u64,
+    /// The mirror's pool, holding `[split, used)` at the same positions.
+    mirror: usize,
+    used: u64,
+    /// log2 of the element size (a power of two: 4, 128 or 8 bytes).
+    shift: u32,
+    /// The most elements one task's region holds.
+    cap: u64,
+}
+
+impl PoolPart {
+    /// Whether the offset `delta` at host address `field` names a region of
+    /// `count` elements inside the image buffer's part, or is unbound with
+    /// no elements: the check of a run claimed in place, in arithmetic
+    /// (`locate` is the full rule and its message).
+    #[inline]
+    fn in_image(&self, field: usize, delta: i32, count: i32) -> bool {
+        let n = count as u64;
+        let off = ((field as isize).wrapping_add(delta as isize) as usize).wrapping_sub(self.image);
+        let on_elem = off & ((1usize << self.shift) - 1) == 0;
+        let bound = on_elem && (off >> self.shift) as u64 + n <= self.split;
+        count >= 0 && n <= self.cap && if delta == 0 { count == 0 } else { bound }
+    }
+
+    /// The element index in the pool of slot `i`'s region, from the offset
+    /// `delta` stored at host address `field`: `None` when unbound with a
+    /// zero count. The region must lie whole in one part, on an element,
+    /// with its count inside `[0, cap]`, else `InvalidArgument`.
+    #[inline]
+    fn locate(&self, i: u64, field: usize, delta: i32, count: i32) -> Result<Option<u64>> {
+        let n = count as u64;
+        if count >= 0 && n <= self.cap {
+            match rel_decode(field, delta) {
+                None if count == 0 => return Ok(None),
+                None => {}
+                Some(target) => {
+                    // The mappings are disjoint and each part lies inside
+                    // its own, so a target matches at most one of them.
+                    let find = |base: usize, lo: u64, hi: u64| {
+                        let off = target.checked_sub(base)?;
+                        let idx = (off >> self.shift) as u64;
+                        let on_elem = off & ((1usize << self.shift) - 1) == 0;
+                        (on_elem && idx >= lo && idx + n <= hi).then_some(idx)
+                    };
+                    let found = match self.image {
+                        0 => None,
+                        base => find(base, 0, self.split),
+                    };
+                    if let Some(idx) = found.or_else(|| find(self.mirror, self.split, self.used)) {
+                        return Ok(Some(idx));
+                    }
+                }
+            }
+        }
+        let what = match self.pool {
+            Pool::Fanin => "fanin",
+            Pool::Tensors => "tensor",
+            Pool::Scalars => "scalar",
+        };
+        Err(Error::invalid_argument(format!(
+            "slot {i}: the {what} region (offset {delta}, count {count}) is not inside the {} \
+             used elements of its pool (or its count is outside [0, {}])",
+            self.used, self.cap
+        )))
+    }
+}
+
+impl RuntimeMaker {
+    /// The compact image the next v2 upload ships, for the run as it stands
+    /// (N = `current_task_index`, the pools as used).
+    pub fn v2_image_segments(&self) -> Result<lrt_v2_segments> {
+        let v2 = self.v2_state("v2_image_segments")?;
+        let n = V2Run::current_index(&self.mirror).clamp(0, self.window as i32) as u64;
+        Ok(v2.run.image_segments(n))
+    }
+
+    /// N and the checks every v2 upload makes before anything is copied:
+    /// `State` before `v2_begin_run` or with `orch_error_code` latched,
+    /// `OutOfRange` for N outside `[0, W]`.
+    fn v2_live(&self) -> Result<u64> {
+        self.v2_state("v2 upload")?;
+        if !self.run_open {
+            return Err(Error::state("v2 upload before v2_begin_run"));
+        }
+        let latched = V2Run::orch_error(&self.mirror);
+        if latched != 0 {
+            return Err(Error::state(format!(
+                "the orchestrator latched error {latched}: an incomplete graph is not uploaded"
+            )));
+        }
+        let n = V2Run::current_index(&self.mirror);
+        if n < 0 || n as u64 > self.window {
+            return Err(Error::out_of_range(format!(
+                "total_tasks (current_task_index) {n} is outside [0, {}]",
+                self.window
+            )));
+        }
+        Ok(n as u64)
+    }
+
+    /// Ships the run: `[before | compact image | after]` in one copy, the
+    /// image at `device_image()` (the checks and the image are the module's;
+    /// the full contract is `lrt_runtime_maker_v2_upload`'s). `State` before
+    /// `v2_begin_run` or with an orchestrator error latched, `OutOfRange`
+    /// for N outside `[0, W]`, `InvalidArgument` for a frame longer than
+    /// its room or a live payload whose regions are not inside the used
+    /// pools: nothing is copied then. `Device` when the copy fails.
+    pub fn v2_upload(&mut self, before: &[u8], after: &[u8]) -> Result<lrt_upload_report> {
+        let t0 = Instant::now();
+        let n = self.v2_live()?;
+        let v2 = self.v2_state("v2_upload")?;
+        let (bl, al) = (before.len() as u64, after.len() as u64);
+        if bl > v2.frame_before || al > v2.frame_after {
+            return Err(Error::invalid_argument(format!(
+                "frames of {bl} and {al} bytes; the maker has room for {} and {}",
+                v2.frame_before, v2.frame_after
+            )));
+        }
+        let b = v2.image_start();
+        // A run that repeated the last one's shape was claimed into its
+        // image: the image buffer ships as it is. Otherwise the image is
+        // gathered into the staging buffer.
+        let in_place = v2.run.exact(n);
+        let buf = match (in_place, &v2.image_buf, &self.staging) {
+            (true, Some(buf), _) | (false, _, Some(buf)) => buf,
+            _ => return Err(Error::internal("v2 maker without its buffers")),
+        };
+        let at = v2.stage_off as usize;
+        let out = buf.as_ptr().wrapping_add(at);
+        let seg = if in_place {
+            v2.run.check_regions(&self.mirror, b, n)?;
+            let seg = v2.run.image_segments(n);
+            // SAFETY: the image buffer's image starts with room for the
+            // header, which the mirror's header is copied into (64-aligned,
+            // distinct mappings); the shipped header's pointers are NULL.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    V2Run::header(&self.mirror).cast::<u8>(),
+                    out,
+                    size_of::<lrt_v2_sm_header>(),
+                );
+                let h = &mut *out.cast::<lrt_v2_sm_header>();
+                h.task_descriptors = std::ptr::null_mut();
+                h.task_payloads = std::ptr::null_mut();
+                h.slot_states = std::ptr::null_mut();
+                h.completion_flags = std::ptr::null_mut();
+                h.orchestrator_done = 1;
+            }
+            seg
+        } else {
+            // SAFETY: the staging buffer holds stage_off + the reference's
+            // mirror size + frame_after bytes, no compact image is larger
+            // than that mirror, and stage_off is 64-aligned in the
+            // page-aligned mapping; it is distinct from the mirror and the
+            // image buffer.
+            unsafe { v2.run.compact_into(&self.mirror, b, n, out) }?
+        };
+        let start = at - before.len();
+        let len = before.len() + seg.end as usize + after.len();
+        // SAFETY: [start, start + len) lies inside the buffer (the frames
+        // fit their rooms, checked above); the caller's slices do not
+        // overlap it.
+        unsafe {
+            let base = buf.as_ptr();
+            std::ptr::copy_nonoverlapping(before.as_ptr(), base.add(start), before.len());
+            std::ptr::copy_nonoverlapping(
+                after.as_ptr(),
+                base.add(at + seg.end as usize),
+                after.len(),
+            );
+        }
+        let src = buf.as_ptr().wrapping_add(start);
+        let dst = self.image.wrapping_add(self.v2_image_off() - before.len());
+        let relocate_ns = elapsed_ns(t0);
+        let t1 = Instant::now();
+        // Pinned as far as the runs use it, grown to the next power of two
+        // of bytes so that a steady workload pins once.
+        let end = (start + len).next_power_of_two().min(buf.len());
+        if in_place {
+            self.pins.ensure_image(&*self.device, 0, end);
+        } else {
+            self.pins.ensure_staging(&*self.device, 0, end);
+        }
+        // SAFETY: [start, start + len) lies inside the buffer (above); the
+        // device region holds the image offset (at most the frame before's
+        // room + 64) + the mirror's size + the frame after's room, so the
+        // destination range lies inside it.
+        let copied = unsafe { self.device.copy_to(dst, src, len) }.map_err(|e| {
+            Error::new(
+                device_kind(&e, ErrorKind::Device),
+                format!("copy of the {len}-byte v2 image to the device failed: {e}"),
+            )
+        });
+        if let Some(v2) = self.v2.as_mut() {
+            v2.run.remember(n);
+        }
+        // Shipped or failed, the run is over for the device and the image.
+        self.in_run = false;
+        self.uploaded = copied.is_ok();
+        copied?;
+        Ok(lrt_upload_report {
+            total_tasks: n as i32,
+            copies: 1,
+            bytes: len as u64,
+            zero_ns: self.last_zero_ns,
+            relocate_ns,
+            copy_ns: elapsed_ns(t1),
+            path: lrt_upload_policy::LRT_UPLOAD_COMPACT,
+        })
+    }
+
+    /// Writes the compact image of the run to `out` (64-aligned, at least
+    /// `v2_image_segments().end` bytes), as `v2_upload` would ship it, and
+    /// returns its segments: for a host that ships the image itself, and
+    /// for measuring the reference's own path. The checks of `v2_upload`
+    /// apply; `InvalidArgument` for an unaligned or short `out`.
+    pub fn v2_compact_into(&mut self, out: &mut [u8]) -> Result<lrt_v2_segments> {
+        let n = self.v2_live()?;
+        let v2 = self.v2_state("v2_compact_into")?;
+        let need = v2.run.image_segments(n).end as usize;
+        if out.as_ptr() as usize % 64 != 0 || out.len() < need {
+            return Err(Error::invalid_argument(format!(
+                "the output buffer must be 64-aligned and hold {need} bytes ({} at {:p})",
+                out.len(),
+                out.as_ptr()
+            )));
+        }
+        // SAFETY: `out` is a live exclusive slice of at least `need` bytes,
+        // so it cannot overlap the maker's mirror or image buffer.
+        unsafe {
+            v2.run
+                .compact_into(&self.mirror, v2.image_start(), n, out.as_mut_ptr())
+        }
+    }
+}
