@@ -190,6 +190,40 @@ pub fn pin_current_thread_to(cpus: &CpuSet) -> bool {
     unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 }
 }
 
+/// Moves the calling thread off `cpu` at once, if its affinity allows
+/// another CPU: the affinity is narrowed to the others, which makes the
+/// kernel migrate the thread before the call returns, and then restored,
+/// which leaves the thread where it landed. Returns whether it moved; false
+/// where `cpu` is the only CPU the thread may use or the kernel refused (the
+/// affinity is then as it was).
+pub fn step_off_cpu(cpu: usize) -> bool {
+    if cpu >= MAX_PROCESSOR {
+        return false;
+    }
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    let mut own = cpu_set(&CpuSet::EMPTY);
+    // SAFETY: `own` is a valid cpu_set_t of the size passed; pid 0 is the
+    // calling thread.
+    if unsafe { libc::sched_getaffinity(0, size, &mut own) } != 0 {
+        return false;
+    }
+    let mut others = own;
+    // SAFETY: CPU_CLR and CPU_COUNT work on the bit array; cpu < CPU_SETSIZE.
+    let any_other = unsafe {
+        libc::CPU_CLR(cpu, &mut others);
+        libc::CPU_COUNT(&others) > 0
+    };
+    // SAFETY: both sets are valid cpu_set_t of the size passed; pid 0 is
+    // the calling thread. The first call moves it, the second restores the
+    // affinity it had (a superset of where it now runs).
+    any_other
+        && unsafe {
+            let moved = libc::sched_setaffinity(0, size, &others) == 0;
+            libc::sched_setaffinity(0, size, &own);
+            moved
+        }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

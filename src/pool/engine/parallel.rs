@@ -101,10 +101,11 @@ impl ThreadPool {
             let team = shared.sections.team.load(Ordering::Relaxed);
             shared.slot.publish(&job, helpers, tag);
             trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2);
-            shared.sections.team_event.notify(usize::MAX);
+            let mut woke = shared.sections.team_event.notify(usize::MAX);
             if team < helpers {
-                shared.event.notify((helpers - team).min(CASCADE));
+                woke |= shared.event.notify((helpers - team).min(CASCADE));
             }
+            shared.make_way_for_woken(woke);
             let blocks = job.run(0, &shared.profiling, me);
             trace::record(shared.id, who, Ev::ShareDone, blocks);
             let cpu = cpu::current_cpu();
@@ -117,7 +118,8 @@ impl ThreadPool {
             // Cascade wake: at most CASCADE sleepers from here; each one that
             // wakes while the loop still wants helpers wakes CASCADE more.
             trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2 | 1);
-            shared.event.notify(helpers.min(CASCADE));
+            let woke = shared.event.notify(helpers.min(CASCADE));
+            shared.make_way_for_woken(woke);
             let blocks = job.run(0, &shared.profiling, me);
             trace::record(shared.id, who, Ev::ShareDone, blocks);
             let cpu = cpu::current_cpu();
@@ -147,7 +149,8 @@ impl ThreadPool {
                 queues.injectors[v].push(Job::Help(queued.clone()));
             }
             trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2 | 2);
-            shared.wake(pushed);
+            let woke = shared.wake(pushed);
+            shared.make_way_for_woken(woke);
             let blocks = queued.job.run(0, &shared.profiling, me);
             trace::record(shared.id, who, Ev::ShareDone, blocks);
             let cpu = cpu::current_cpu();

@@ -154,6 +154,15 @@ pub(super) fn main(start: WorkerStart) {
         trace::record(shared.id, index + 1, Ev::Park, 0);
         sleep_counted(&shared.event, ticket, counters);
         trace::record(shared.id, index + 1, Ev::Woke, 0);
+        // Woken onto the CPU of the caller whose loop or request woke us
+        // (the caller yields once to let us start: `make_way_for_woken`):
+        // move to another CPU before helping, or we would share its CPU.
+        if shared.on_caller_cpu() {
+            let cpu = shared.spin.caller_cpu.load(Ordering::Relaxed) as usize;
+            if affinity::step_off_cpu(cpu) {
+                bump(&counters.spin_yields, 1);
+            }
+        }
         // Cascade: a loop that still wants helpers gets more sleepers woken
         // by us, not by its owner (which is already running its share).
         if slot_wants(&shared, section) {
@@ -381,6 +390,7 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
     let mut backoff = Backoff::new(shared.spin.policy.backoff_max);
     let (mut spent, mut iterations, mut yields) = (0u64, 0u64, 0u64);
     let mut hit = false;
+    let mut stepped = false;
     // A microsecond budget is wall-clock time, not only pauses: the polls
     // between the pauses cost time too (see `SpinPolicy`).
     let deadline = deadline_ns.map(|ns| (Instant::now(), Duration::from_nanos(ns)));
@@ -390,9 +400,17 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
             break;
         }
         // Sharing the CPU with the thread whose next loop we wait for:
-        // spinning would only keep that thread from running, so yield.
+        // spinning would only keep that thread from running. Once per spin,
+        // step off to another CPU this worker may use (where the loop it
+        // waits for can use it: a yield alone leaves it queued behind the
+        // caller until the load balancer moves it, milliseconds on an idle
+        // machine); where there is none, or it landed here again, yield.
         if iterations % DEADLINE_CHECK_EVERY == 0 && shared.on_caller_cpu() {
-            std::thread::yield_now();
+            let cpu = shared.spin.caller_cpu.load(Ordering::Relaxed) as usize;
+            if stepped || !affinity::step_off_cpu(cpu) {
+                std::thread::yield_now();
+            }
+            stepped = true;
             yields += 1;
         }
         spent += u64::from(backoff.pause());
