@@ -190,38 +190,53 @@ pub fn pin_current_thread_to(cpus: &CpuSet) -> bool {
     unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 }
 }
 
-/// Moves the calling thread off `cpu` at once, if its affinity allows
-/// another CPU: the affinity is narrowed to the others, which makes the
-/// kernel migrate the thread before the call returns, and then restored,
-/// which leaves the thread where it landed. Returns whether it moved; false
-/// where `cpu` is the only CPU the thread may use or the kernel refused (the
-/// affinity is then as it was).
-pub fn step_off_cpu(cpu: usize) -> bool {
+/// The calling thread's affinity as it was before [`avoid_cpu`] narrowed it.
+pub struct SavedAffinity(libc::cpu_set_t);
+
+impl SavedAffinity {
+    /// Gives the calling thread back the affinity it had. Widening never
+    /// moves a thread, so it stays on the CPU it runs on.
+    pub fn restore(self) {
+        // SAFETY: the set is a valid cpu_set_t of the size passed, read by
+        // sched_getaffinity; pid 0 is the calling thread.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0) };
+    }
+}
+
+/// Narrows the calling thread's affinity to leave out `cpu`, where it allows
+/// another CPU: a running thread on `cpu` is migrated before the call
+/// returns, and a thread about to sleep is woken onto one of the others.
+/// Returns the affinity to restore; `None` (nothing changed) where `cpu` is
+/// the only CPU the thread may use or the kernel refused.
+pub fn avoid_cpu(cpu: usize) -> Option<SavedAffinity> {
     if cpu >= MAX_PROCESSOR {
-        return false;
+        return None;
     }
     let size = std::mem::size_of::<libc::cpu_set_t>();
     let mut own = cpu_set(&CpuSet::EMPTY);
     // SAFETY: `own` is a valid cpu_set_t of the size passed; pid 0 is the
     // calling thread.
     if unsafe { libc::sched_getaffinity(0, size, &mut own) } != 0 {
-        return false;
+        return None;
     }
     let mut others = own;
-    // SAFETY: CPU_CLR and CPU_COUNT work on the bit array; cpu < CPU_SETSIZE.
+    // SAFETY: CPU_ISSET, CPU_CLR and CPU_COUNT work on the bit array;
+    // cpu < CPU_SETSIZE.
     let any_other = unsafe {
+        let had = libc::CPU_ISSET(cpu, &own);
         libc::CPU_CLR(cpu, &mut others);
-        libc::CPU_COUNT(&others) > 0
+        had && libc::CPU_COUNT(&others) > 0
     };
-    // SAFETY: both sets are valid cpu_set_t of the size passed; pid 0 is
-    // the calling thread. The first call moves it, the second restores the
-    // affinity it had (a superset of where it now runs).
-    any_other
-        && unsafe {
-            let moved = libc::sched_setaffinity(0, size, &others) == 0;
-            libc::sched_setaffinity(0, size, &own);
-            moved
-        }
+    // SAFETY: `others` is a valid cpu_set_t of the size passed; pid 0 is
+    // the calling thread.
+    (any_other && unsafe { libc::sched_setaffinity(0, size, &others) } == 0)
+        .then_some(SavedAffinity(own))
+}
+
+/// Moves the calling thread off `cpu` at once, where its affinity allows
+/// another CPU ([`avoid_cpu`], then restored). Returns whether it moved.
+pub fn step_off_cpu(cpu: usize) -> bool {
+    avoid_cpu(cpu).map(SavedAffinity::restore).is_some()
 }
 
 #[cfg(test)]

@@ -101,11 +101,10 @@ impl ThreadPool {
             let team = shared.sections.team.load(Ordering::Relaxed);
             shared.slot.publish(&job, helpers, tag);
             trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2);
-            let mut woke = shared.sections.team_event.notify(usize::MAX);
+            shared.sections.team_event.notify(usize::MAX);
             if team < helpers {
-                woke |= shared.event.notify((helpers - team).min(CASCADE));
+                shared.event.notify((helpers - team).min(CASCADE));
             }
-            shared.make_way_for_woken(woke);
             let blocks = job.run(0, &shared.profiling, me);
             trace::record(shared.id, who, Ev::ShareDone, blocks);
             let cpu = cpu::current_cpu();
@@ -118,8 +117,7 @@ impl ThreadPool {
             // Cascade wake: at most CASCADE sleepers from here; each one that
             // wakes while the loop still wants helpers wakes CASCADE more.
             trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2 | 1);
-            let woke = shared.event.notify(helpers.min(CASCADE));
-            shared.make_way_for_woken(woke);
+            shared.event.notify(helpers.min(CASCADE));
             let blocks = job.run(0, &shared.profiling, me);
             trace::record(shared.id, who, Ev::ShareDone, blocks);
             let cpu = cpu::current_cpu();
@@ -149,8 +147,7 @@ impl ThreadPool {
                 queues.injectors[v].push(Job::Help(queued.clone()));
             }
             trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2 | 2);
-            let woke = shared.wake(pushed);
-            shared.make_way_for_woken(woke);
+            shared.wake(pushed);
             let blocks = queued.job.run(0, &shared.profiling, me);
             trace::record(shared.id, who, Ev::ShareDone, blocks);
             let cpu = cpu::current_cpu();

@@ -196,8 +196,7 @@ impl ThreadPool {
         let who = trace::who(current(shared.id).map(|w| w.index));
         trace::record(shared.id, who, Ev::Enable, u64::from(wake));
         if wake {
-            let woke = shared.wake(usize::MAX);
-            shared.make_way_for_woken(woke);
+            shared.wake(usize::MAX);
         }
     }
 

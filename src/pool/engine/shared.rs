@@ -108,26 +108,10 @@ impl Shared {
     }
 
     /// Wakes up to `n` idle workers, general sleepers and section members
-    /// alike. Call after publishing what they should find. Returns whether
-    /// a sleeper was there to wake.
-    pub(super) fn wake(&self, n: usize) -> bool {
-        let general = self.event.notify(n);
-        let team = self.sections.team_event.notify(n);
-        general || team
-    }
-
-    /// Called by a loop's owner or a request's caller right after it woke
-    /// sleepers (`woke`): it yields its CPU once. The operating system tends
-    /// to queue a woken thread on its waker's CPU, where a waker that goes on
-    /// to run its own share would keep it from running for the whole loop;
-    /// yielding lets it start, and a worker that starts on its caller's CPU
-    /// steps off to another one at once (`worker.rs`). Where the woken
-    /// thread went to an idle CPU the yield finds nothing else to run and
-    /// returns at once.
-    pub(super) fn make_way_for_woken(&self, woke: bool) {
-        if woke {
-            super::sync::yield_now();
-        }
+    /// alike. Call after publishing what they should find.
+    pub(super) fn wake(&self, n: usize) {
+        self.event.notify(n);
+        self.sections.team_event.notify(n);
     }
 
     /// Whether an idle worker may keep spinning now: spinning enabled, no

@@ -107,12 +107,12 @@ impl EventCount {
     /// Wakes up to `n` waiters (`usize::MAX`: all). Call it after the work
     /// it announces has been published. Cheap (one uncontended RMW) when
     /// nobody waits.
-    pub fn notify(&self, n: usize) -> bool {
+    pub fn notify(&self, n: usize) {
         // An RMW, not a load: see the module docs for why.
         let s = self.state.fetch_add(0, Ordering::AcqRel);
         let waiters = s & WAITER_MASK;
         if waiters == 0 || n == 0 {
-            return false;
+            return;
         }
         {
             let _guard = sync::lock(&self.lock);
@@ -127,6 +127,5 @@ impl EventCount {
                 self.cv.notify_one();
             }
         }
-        true
     }
 }

@@ -152,17 +152,18 @@ pub(super) fn main(start: WorkerStart) {
             continue;
         }
         trace::record(shared.id, index + 1, Ev::Park, 0);
+        // Sleep with the caller's CPU left out of our affinity: the kernel
+        // tends to queue a woken thread on its waker's CPU, where we could
+        // not run while the caller computes its share of the loop that woke
+        // us (a whole request, measured). Narrowed, the wake-up lands on a
+        // CPU we may use; restored once awake.
+        let caller = shared.spin.caller_cpu.load(Ordering::Relaxed);
+        let away = affinity::avoid_cpu(caller as usize);
         sleep_counted(&shared.event, ticket, counters);
-        trace::record(shared.id, index + 1, Ev::Woke, 0);
-        // Woken onto the CPU of the caller whose loop or request woke us
-        // (the caller yields once to let us start: `make_way_for_woken`):
-        // move to another CPU before helping, or we would share its CPU.
-        if shared.on_caller_cpu() {
-            let cpu = shared.spin.caller_cpu.load(Ordering::Relaxed) as usize;
-            if affinity::step_off_cpu(cpu) {
-                bump(&counters.spin_yields, 1);
-            }
+        if let Some(saved) = away {
+            saved.restore();
         }
+        trace::record(shared.id, index + 1, Ev::Woke, 0);
         // Cascade: a loop that still wants helpers gets more sleepers woken
         // by us, not by its owner (which is already running its share).
         if slot_wants(&shared, section) {
