@@ -3,7 +3,7 @@
 //! and the `LRT_*` constants of the task image. The image structs
 //! themselves are in [`super::layout`]. cbindgen reads this file directly;
 //! the core uses these types as they are (no copies, no conversions), and
-//! `src/ffi/staging.rs` only converts the two that a C caller fills
+//! `src/ffi/staging/` only converts the two that a C caller fills
 //! (`lrt_maker_config`, `lrt_claim_desc`) into the core's Rust forms.
 #![allow(non_camel_case_types)]
 

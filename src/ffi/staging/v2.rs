@@ -1,0 +1,290 @@
+//! The layout-v2 entry points of the runtime maker (`lrt_v2_*`,
+//! `lrt_runtime_maker_v2_*`); shared helpers are in the parent module.
+use super::*;
+
+// ---------------------------------------------------------------------------
+// Layout v2 (the reference at 6ebaf7715): docs/STAGING.md, "Layout v2".
+
+/// Writes to `*out` the byte offsets of the v2 mirror for a window of
+/// `task_window` slots: header, descriptors, payloads, slot states,
+/// completion flags, the fanin, tensor and scalar pools (every task at its
+/// cap: 128 ids, 32 records, 16 scalars), end (the reference's
+/// calculate_size). Every segment starts on a 64-byte boundary.
+///
+/// `out` must point to writable storage for an lrt_v2_segments; it is
+/// written only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
+/// NULL `out` or a window that is not a power of two in [4, 262144] (the
+/// largest whose mirror fits in INT32_MAX bytes, the reach of a
+/// self-relative offset). Any thread may call it.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_v2_ring_segment_offsets(
+    task_window: u64,
+    out: *mut lrt_v2_segments,
+) -> lrt_status {
+    ffi_status!("lrt_v2_ring_segment_offsets", {
+        let out = OutPtr::new(out, "out")?;
+        let segments = staging::v2_ring_segment_offsets(task_window)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(segments) };
+        Ok(())
+    })
+}
+
+/// Writes to `*out` the byte offsets of the compact v2 image of `n` tasks
+/// whose pools hold `fanin_ids` ids, `tensors` records and `scalars`
+/// scalars (as used, after the reference's rounding): pitch max(n, 1), each
+/// segment 64-aligned; `out->end` = 256 + up64(40P) + 192P + 64P + up64(P)
+/// + up64(4 fanin_ids) + 128 tensors + up64(8 scalars).
+///
+/// `out` must point to writable storage for an lrt_v2_segments, written
+/// only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL
+/// `out`, `n` above 262144, or a pool above what n tasks at their caps use.
+/// Any thread may call it.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_v2_image_segments(
+    n: u64,
+    fanin_ids: u64,
+    tensors: u64,
+    scalars: u64,
+    out: *mut lrt_v2_segments,
+) -> lrt_status {
+    ffi_status!("lrt_v2_image_segments", {
+        let out = OutPtr::new(out, "out")?;
+        let segments = staging::v2_image_segments(n, fanin_ids, tensors, scalars)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(segments) };
+        Ok(())
+    })
+}
+
+/// Starts a v2 run (a maker created with LRT_LAYOUT_V2): maps a fresh
+/// mirror with LRT_MAKER_FRESH_MIRROR, zeroes the mirror's header and
+/// writes every field as the reference's init_per_ring does
+/// (current_task_index 0, completed_watermark -1, orchestrator_done 0, the
+/// window and mask, heap_size, task_descriptors_offset 256, four array
+/// addresses, total_size = lrt_v2_ring_segment_offsets(W).end, the error
+/// words 0 and sched_error_thread -1), resets the pools' cursors and
+/// writes the header's address to `*host_sm`; valid until the next
+/// v2_begin_run or destroy.
+///
+/// Unless LRT_MAKER_FRESH_MIRROR is set, the run's first slots and pool
+/// regions are claimed straight into the image the last uploaded run had
+/// (as many slots as it had, its pools' sizes), so that a run of the same
+/// shape ships with no gather; the rest go to the mirror. The header's four
+/// array addresses then name that image's arrays, which hold only those
+/// first slots: reach a slot through its lrt_v2_task_slot, not through the
+/// header.
+///
+/// `maker` must be NULL or a live maker; `host_sm` must point to writable
+/// storage for a pointer. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
+/// NULL argument or a v1 maker; LRT_ERR_NO_MEMORY when a fresh mirror
+/// cannot be mapped.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_v2_begin_run(
+    maker: *mut lrt_runtime_maker,
+    host_sm: *mut *mut lrt_v2_sm_header,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_v2_begin_run", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
+        let out = OutPtr::new(host_sm, "host_sm")?;
+        let header = maker.v2_begin_run()?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(header) };
+        Ok(())
+    })
+}
+
+/// Sets `*desc` to a root kernel task on one AIV core with no arguments:
+/// `task` as lrt_claim_desc_init, no flags, no tensors, no scalars. `desc`
+/// must be NULL or point to writable storage for an lrt_v2_claim_desc;
+/// NULL is ignored (and recorded for lrt_last_error). Any thread may call
+/// it.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_v2_claim_desc_init(desc: *mut lrt_v2_claim_desc) {
+    ffi_value!("lrt_v2_claim_desc_init", (), {
+        let out = OutPtr::new(desc, "desc")?;
+        let value = lrt_v2_claim_desc {
+            task: default_claim_desc(),
+            flags: 0,
+            tensor_count: 0,
+            tensors: std::ptr::null(),
+            scalar_count: 0,
+            scalars: std::ptr::null(),
+        };
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(value) };
+        Ok(())
+    })
+}
+
+/// Claims slot current_task_index of a v2 run for the task `*desc`
+/// describes and writes what the reference's submit path writes: the
+/// descriptor (task_id = the slot index, kernel ids, packed buffer); the
+/// whole payload (counts; the tensor, scalar and fanin regions bound at the
+/// pools' cursors as self-relative offsets; early-dispatch, predicate and
+/// dump state 0); the task's records and scalars copied into their regions
+/// (the scalar region's tail to a multiple of 8 zeroed) and its distinct
+/// producers into its fanin region (tail to a multiple of 16 zeroed); the
+/// whole slot state (as lrt_runtime_maker_claim_slot_ex, with payload and
+/// task as self-relative offsets to the slot's elements, task_kind
+/// LRT_TASK_KIND_GRAPH for LRT_V2_CLAIM_GRAPH_SHELL); the completion flag.
+/// Each producer's last_consumer_local_id is raised to this slot's index.
+/// The pools' cursors advance by the records, up8(scalars) and up16(distinct
+/// producers). Writes the slot to `*out`.
+///
+/// `maker` must be NULL or a live maker; `desc` must point to an
+/// lrt_v2_claim_desc whose arrays are readable for their counts during the
+/// call; `out` must point to writable storage for an lrt_v2_task_slot.
+/// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, a v1
+/// maker, an unknown flag, a bad `task` (as lrt_runtime_maker_claim_slot_ex),
+/// a count outside [0, LRT_MAX_TENSORS] or [0, LRT_MAX_SCALARS], or a graph
+/// shell with tensors or scalars; LRT_ERR_STATE before v2_begin_run or with
+/// an orchestrator error latched in the header (orch_error_code != 0);
+/// LRT_ERR_OUT_OF_RANGE when the window or a pool is full. Nothing is
+/// written on failure.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_v2_claim_slot(
+    maker: *mut lrt_runtime_maker,
+    desc: *const lrt_v2_claim_desc,
+    out: *mut lrt_v2_task_slot,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_v2_claim_slot", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
+        // SAFETY: NULL or a readable lrt_v2_claim_desc, per the contract.
+        let d = *unsafe { arg_ref(desc, "desc") }?;
+        let out = OutPtr::new(out, "out")?;
+        if d.flags & !LRT_V2_CLAIM_GRAPH_SHELL != 0 {
+            return Err(Error::invalid_argument(format!(
+                "unknown v2 claim flags {:#x}",
+                d.flags & !LRT_V2_CLAIM_GRAPH_SHELL
+            )));
+        }
+        // SAFETY: the arrays are readable for their counts, per the contract.
+        let (task, tensors, scalars) = unsafe {
+            (
+                claim_from_c(&d.task)?,
+                c_array(
+                    d.tensors.cast::<staging::TensorRecord>(),
+                    d.tensor_count,
+                    staging::LRT_MAX_TENSORS,
+                    "tensors",
+                    true,
+                )?,
+                c_array(
+                    d.scalars,
+                    d.scalar_count,
+                    staging::LRT_MAX_SCALARS,
+                    "scalars",
+                    true,
+                )?,
+            )
+        };
+        let claim = staging::V2ClaimDesc {
+            task,
+            tensor_count: tensors.0,
+            tensors: tensors.1,
+            scalar_count: scalars.0,
+            scalars: scalars.1,
+            graph_shell: d.flags & LRT_V2_CLAIM_GRAPH_SHELL != 0,
+        };
+        let slot = maker.v2_claim_slot(&claim)?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(slot) };
+        Ok(())
+    })
+}
+
+/// Writes to `*out` the segments of the compact image the next
+/// lrt_runtime_maker_v2_upload ships, for the run as it stands (N =
+/// current_task_index, the pools as used): what a host needs to place its
+/// graph submissions after the image (`device_image + out->end + offset`).
+///
+/// `maker` must be NULL or a live maker; `out` must point to writable
+/// storage for an lrt_v2_segments. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT
+/// for a NULL argument or a v1 maker.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_v2_image_segments(
+    maker: *const lrt_runtime_maker,
+    out: *mut lrt_v2_segments,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_v2_image_segments", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let maker = unsafe { enter(maker) }?;
+        let out = OutPtr::new(out, "out")?;
+        let segments = maker.v2_image_segments()?;
+        // SAFETY: checked non-NULL; writable per the contract.
+        unsafe { out.write(segments) };
+        Ok(())
+    })
+}
+
+/// Ships a v2 run in one copy: `before_len` bytes of `before`, the compact
+/// image, `after_len` bytes of `after`, contiguous on the device, the
+/// image at lrt_runtime_maker_device_image. The image is the mirror's live
+/// prefixes and used pools pitched to max(N, 1) (lrt_v2_image_segments):
+/// header with its four pointers NULL and orchestrator_done 1, every slot's
+/// payload/task offset re-taken for the image, every bound region offset
+/// re-taken for the image's pools (unbound ones stay 0), padding zeroed.
+/// The mirror is not changed. The report says what shipped: copies 1, the
+/// framed bytes, path LRT_UPLOAD_COMPACT.
+///
+/// `maker` must be NULL or a live maker; `before` / `after` must be
+/// readable for their lengths (NULL only with length 0); `report` may be
+/// NULL, else it must point to writable storage for an lrt_upload_report,
+/// filled on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL
+/// maker, a v1 maker, a NULL frame with a non-zero length, a frame longer
+/// than its room (lrt_maker_config.frame_before / frame_after), or a live
+/// payload whose regions are not inside the used pools (an unbound region
+/// with a non-zero count, an offset off an element or outside its pool, a
+/// count past its cap); LRT_ERR_STATE before v2_begin_run or with an
+/// orchestrator error latched in the header; LRT_ERR_OUT_OF_RANGE when N is
+/// outside [0, W]: nothing is copied in any of these cases. LRT_ERR_DEVICE
+/// when the copy fails. The maker stays usable for the next run.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_v2_upload(
+    maker: *mut lrt_runtime_maker,
+    before: *const c_void,
+    before_len: u64,
+    after: *const c_void,
+    after_len: u64,
+    report: *mut lrt_upload_report,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_v2_upload", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
+        // SAFETY: readable for their lengths, per the contract.
+        let (before, after) = unsafe {
+            (
+                frame_from_c(before, before_len, "before")?,
+                frame_from_c(after, after_len, "after")?,
+            )
+        };
+        let result = maker.v2_upload(before, after)?;
+        if let Ok(out) = OutPtr::new(report, "report") {
+            // SAFETY: non-NULL; writable per the contract.
+            unsafe { out.write(result) };
+        }
+        Ok(())
+    })
+}
+
+/// A caller's frame as a slice (NULL only with length 0).
+///
+/// # Safety
+/// A non-NULL `ptr` is readable for `len` bytes for `'a`.
+unsafe fn frame_from_c<'a>(ptr: *const c_void, len: u64, what: &str) -> Result<&'a [u8]> {
+    match (len, ptr.is_null()) {
+        (0, _) => Ok(&[]),
+        (_, true) => Err(Error::invalid_argument(format!(
+            "`{what}` is NULL with length {len}"
+        ))),
+        (len, false) => {
+            let len = usize::try_from(len)
+                .map_err(|_| Error::invalid_argument(format!("`{what}` length {len}")))?;
+            // SAFETY: non-NULL and readable for len bytes, per the contract.
+            Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+        }
+    }
+}
