@@ -245,6 +245,45 @@ mod tests {
 
     const MAX_ENTRIES: usize = 1023;
 
+    /// `avoid_cpu` moves the calling thread off the CPU it names and
+    /// `restore` gives back the affinity it had; with one allowed CPU it
+    /// changes nothing. Runs in a thread of its own (it changes affinity).
+    #[test]
+    fn avoid_cpu_moves_the_thread_and_restore_gives_the_affinity_back() {
+        std::thread::spawn(|| {
+            let before = allowed_cpus();
+            let here = super::super::cpu::current_cpu() as usize;
+            match avoid_cpu(here) {
+                Some(saved) => {
+                    assert!(before.len() > 1, "narrowed with one allowed CPU");
+                    let now = super::super::cpu::current_cpu() as usize;
+                    assert_ne!(now, here, "still on the avoided CPU");
+                    assert!(
+                        !allowed_cpus().contains(&here),
+                        "the avoided CPU is still allowed"
+                    );
+                    saved.restore();
+                    assert_eq!(allowed_cpus(), before, "the affinity was not restored");
+                }
+                None => {
+                    assert_eq!(
+                        before,
+                        vec![here],
+                        "refused although another CPU is allowed"
+                    );
+                    assert_eq!(allowed_cpus(), before);
+                }
+            }
+            assert!(
+                !step_off_cpu(MAX_PROCESSOR),
+                "a CPU beyond the set moved the thread"
+            );
+            assert_eq!(allowed_cpus(), before);
+        })
+        .join()
+        .expect("the test thread");
+    }
+
     fn parse(s: &str) -> Result<Vec<Vec<usize>>> {
         super::parse(s, MAX_ENTRIES).map(|t| t.iter().map(|c| c.ids().collect()).collect())
     }
