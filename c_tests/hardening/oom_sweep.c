@@ -8,10 +8,9 @@
  * is leaked. The parent checks that the child exited normally (no abort)
  * and printed nothing. The sweep of an entry point ends at the first
  * headroom with which the call met no failure. Every exported lrt_*
- * function but the layout-v2 calls (lrt_v2_*, lrt_runtime_maker_v2_*: not
- * covered yet) is the name of at least one case (some cases make a few
- * calls: the queries together, enable with disable, a host api with its
- * release).
+ * function is the name of at least one case (some cases make a few calls:
+ * the queries together, enable with disable, a host api with its
+ * release); the maker's calls run on a v1 and on a v2 maker.
  *
  * Then the same cases again under RLIMIT_AS a few sizes above what the
  * child already maps (0 to 16 MiB more): the kernel refuses heap growth,
@@ -43,6 +42,8 @@ enum {
   NEED_PROFILING = 32,
   NEED_SECTION = 64,
   NEED_REGION = 128, /* a device region to lend, allocated before arming */
+  NEED_V2_MAKER = 256, /* a maker of LRT_LAYOUT_V2 */
+  NEED_V2_RUN = 512,   /* ... with a v2 run begun and one task claimed */
 };
 #define ANY_STATUS (-2)
 #define MAX_HEADROOM 600
@@ -59,6 +60,7 @@ typedef struct st {
   char *json;
   void *borrowed; /* a device region to lend to the maker (NEED_REGION) */
   size_t borrowed_len;
+  int v2; /* the maker is of LRT_LAYOUT_V2 */
 } st;
 
 typedef struct scenario {
@@ -355,6 +357,52 @@ static int c_segments(st *s) {
   return lrt_runtime_maker_segments(s->maker, &seg);
 }
 static int c_device_image(st *s) { return lrt_runtime_maker_device_image(s->maker) ? LRT_OK : 100; }
+static int c_maker_create_v2(st *s) {
+  lrt_maker_config cfg = maker_config();
+  cfg.layout = LRT_LAYOUT_V2;
+  lrt_runtime_maker *m = NULL;
+  int rc = lrt_runtime_maker_create(&cfg, &s->api, &m);
+  if (rc != LRT_OK && m != NULL) return 101;
+  if (rc == LRT_OK) {
+    s->maker = m;
+    s->v2 = 1;
+  }
+  return rc;
+}
+static int c_v2_ring_segments(st *s) {
+  (void)s;
+  lrt_v2_segments seg;
+  return lrt_v2_ring_segment_offsets(WINDOW, &seg);
+}
+static int c_v2_image_segments(st *s) {
+  (void)s;
+  lrt_v2_segments seg;
+  return lrt_v2_image_segments(4, 16, 2, 8, &seg);
+}
+static int c_v2_begin_run(st *s) {
+  lrt_v2_sm_header *h = NULL;
+  return lrt_runtime_maker_v2_begin_run(s->maker, &h);
+}
+static int c_v2_claim_desc_init(st *s) {
+  (void)s;
+  lrt_v2_claim_desc d;
+  lrt_v2_claim_desc_init(&d);
+  return LRT_OK;
+}
+static int c_v2_claim_slot(st *s) {
+  lrt_v2_claim_desc d;
+  lrt_v2_claim_desc_init(&d);
+  lrt_v2_task_slot slot;
+  return lrt_runtime_maker_v2_claim_slot(s->maker, &d, &slot);
+}
+static int c_v2_maker_segments(st *s) {
+  lrt_v2_segments seg;
+  return lrt_runtime_maker_v2_image_segments(s->maker, &seg);
+}
+static int c_v2_upload(st *s) {
+  lrt_upload_report rep;
+  return lrt_runtime_maker_v2_upload(s->maker, NULL, 0, NULL, 0, &rep);
+}
 static int c_maker_destroy(st *s) {
   lrt_runtime_maker_destroy(s->maker);
   s->maker = NULL;
@@ -424,6 +472,15 @@ static const scenario scenarios[] = {
     {"lrt_runtime_maker_segments", NEED_MAKER, LRT_OK, c_segments},
     {"lrt_runtime_maker_device_image", NEED_MAKER, LRT_OK, c_device_image},
     {"lrt_runtime_maker_destroy", NEED_MAKER, LRT_OK, c_maker_destroy},
+    {"lrt_v2_ring_segment_offsets", 0, LRT_OK, c_v2_ring_segments},
+    {"lrt_v2_image_segments", 0, LRT_OK, c_v2_image_segments},
+    {"lrt_runtime_maker_create", 0, LRT_OK, c_maker_create_v2},
+    {"lrt_runtime_maker_v2_begin_run", NEED_V2_MAKER, LRT_OK, c_v2_begin_run},
+    {"lrt_v2_claim_desc_init", 0, LRT_OK, c_v2_claim_desc_init},
+    {"lrt_runtime_maker_v2_claim_slot", NEED_V2_RUN, LRT_OK, c_v2_claim_slot},
+    {"lrt_runtime_maker_v2_image_segments", NEED_V2_RUN, LRT_OK, c_v2_maker_segments},
+    {"lrt_runtime_maker_v2_upload", NEED_V2_RUN, LRT_OK, c_v2_upload},
+    {"lrt_runtime_maker_destroy", NEED_V2_MAKER, LRT_OK, c_maker_destroy},
 };
 #define NSCEN (int)(sizeof scenarios / sizeof scenarios[0])
 
@@ -491,6 +548,20 @@ static int setup(st *s, int needs) {
   if (needs & NEED_UPLOAD) {
     if (lrt_runtime_maker_upload(s->maker, NULL) != LRT_OK) return 0;
   }
+  if (needs & (NEED_V2_MAKER | NEED_V2_RUN)) {
+    lrt_maker_config cfg = maker_config();
+    cfg.layout = LRT_LAYOUT_V2;
+    if (lrt_runtime_maker_create(&cfg, &s->api, &s->maker) != LRT_OK) return 0;
+    s->v2 = 1;
+  }
+  if (needs & NEED_V2_RUN) {
+    lrt_v2_sm_header *h = NULL;
+    lrt_v2_claim_desc d;
+    lrt_v2_task_slot slot;
+    lrt_v2_claim_desc_init(&d);
+    if (lrt_runtime_maker_v2_begin_run(s->maker, &h) != LRT_OK) return 0;
+    if (lrt_runtime_maker_v2_claim_slot(s->maker, &d, &slot) != LRT_OK) return 0;
+  }
   return 1;
 }
 
@@ -509,7 +580,18 @@ static int use_and_destroy(st *s) {
     ok &= all_seen_once();
     lrt_pool_destroy(s->pool);
   }
-  if (s->maker) {
+  if (s->maker && s->v2) {
+    lrt_v2_sm_header *h = NULL;
+    lrt_v2_claim_desc d;
+    lrt_v2_task_slot slot;
+    lrt_upload_report rep;
+    lrt_v2_claim_desc_init(&d);
+    ok &= lrt_runtime_maker_v2_begin_run(s->maker, &h) == LRT_OK;
+    ok &= lrt_runtime_maker_v2_claim_slot(s->maker, &d, &slot) == LRT_OK;
+    ok &= lrt_runtime_maker_v2_upload(s->maker, NULL, 0, NULL, 0, &rep) == LRT_OK &&
+          rep.total_tasks == 1;
+    lrt_runtime_maker_destroy(s->maker);
+  } else if (s->maker) {
     lrt_sm_header *h = NULL;
     lrt_task_slot slot;
     lrt_upload_report rep;
