@@ -458,12 +458,23 @@ fn section_team_stays_between_loops() {
 /// `should_panic` test.
 #[test]
 fn the_broken_gate_fails_with_a_deadlock() {
+    let text = broken_model_output("broken_gate_loses_the_owner_wakeup", "the broken gate");
+    assert!(
+        text.contains("deadlock"),
+        "the broken gate failed, but not with loom's deadlock report:\n{text}"
+    );
+}
+
+/// Runs the ignored model `name` in a child process (this test binary, that
+/// one test alone), checks that it ran and failed, and returns what it
+/// printed. `what` names the broken variant in the failure messages.
+fn broken_model_output(name: &str, what: &str) -> String {
     let exe = std::env::current_exe().expect("the test binary's path");
     let out = std::process::Command::new(exe)
         .args([
             "--ignored",
             "--exact",
-            "broken_gate_loses_the_owner_wakeup",
+            name,
             "--nocapture",
             "--test-threads=1",
         ])
@@ -476,16 +487,13 @@ fn the_broken_gate_fails_with_a_deadlock() {
     );
     assert!(
         text.contains("running 1 test"),
-        "the child did not run the broken model:\n{text}"
+        "the child did not run {what}:\n{text}"
     );
     assert!(
         !out.status.success(),
-        "the broken gate passed the model: the models cannot fail\n{text}"
+        "{what} passed the model: the models cannot fail\n{text}"
     );
-    assert!(
-        text.contains("deadlock"),
-        "the broken gate failed, but not with loom's deadlock report:\n{text}"
-    );
+    text
 }
 
 /// The broken gate (see the module docs) must fail the model: the owner
@@ -572,30 +580,7 @@ fn broken_close_lets_a_caller_in() {
 /// loom reports a race on the pool's state.
 #[test]
 fn the_broken_close_fails_with_a_race() {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let out = std::process::Command::new(exe)
-        .args([
-            "--ignored",
-            "--exact",
-            "broken_close_lets_a_caller_in",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .output()
-        .expect("run the broken model in a child");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        text.contains("running 1 test"),
-        "the child did not run the broken model:\n{text}"
-    );
-    assert!(
-        !out.status.success(),
-        "the broken caller count passed the model: the model cannot fail\n{text}"
-    );
+    let text = broken_model_output("broken_close_lets_a_caller_in", "the broken caller count");
     assert!(
         text.contains("Causality violation") || text.contains("data race"),
         "the broken caller count failed, but not with loom's race report:\n{text}"
