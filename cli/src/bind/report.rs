@@ -18,13 +18,12 @@ fn policy_label(c: &BindCell) -> String {
 /// cost of a run and what the upload shipped; with `detail`, also the
 /// maker's creation and the process's memory.
 pub fn table(cells: &[BindCell], detail: bool) -> String {
-    let mut keys: Vec<(String, u64)> = Vec::new();
-    for c in cells {
-        let k = (c.backend.clone(), c.window);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
+    let keys = crate::lists::dedup(
+        cells
+            .iter()
+            .map(|c| (c.backend.clone(), c.window))
+            .collect(),
+    );
     let mut s = String::new();
     for (i, (backend, window)) in keys.iter().enumerate() {
         let block: Vec<&BindCell> = cells

@@ -102,13 +102,12 @@ fn measure(
 
 /// The text table: one block per backend and window.
 pub fn table_v2(cells: &[V2Cell]) -> String {
-    let mut keys: Vec<(String, u64)> = Vec::new();
-    for c in cells {
-        let k = (c.backend.clone(), c.window);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
+    let keys = crate::lists::dedup(
+        cells
+            .iter()
+            .map(|c| (c.backend.clone(), c.window))
+            .collect(),
+    );
     let mut s = String::new();
     for (i, (backend, window)) in keys.iter().enumerate() {
         let block: Vec<&V2Cell> = cells
