@@ -262,6 +262,9 @@ typedef enum lrt_upload_policy {
    * them, else measured once at create (the fastest of five 64-byte
    * copies and one copy and one gather of up to 1 MiB into the not yet
    * meaningful device image). lrt_upload_report.path says which ran.
+   * A LRT_LAYOUT_V2 maker chooses per upload between its one framed
+   * copy and copying the parts straight from the mirror
+   * (lrt_runtime_maker_v2_upload_frame), measured at its first upload.
    */
   LRT_UPLOAD_AUTO = 3,
 } lrt_upload_policy;
@@ -281,7 +284,9 @@ typedef enum lrt_layout {
   /**
    * The reference at 6ebaf7715: lrt_v2_sm_header, lrt_v2_task_payload,
    * lrt_v2_task_slot_state and the three argument pools; the
-   * lrt_runtime_maker_v2_* calls, one framed copy of the compact image.
+   * lrt_runtime_maker_v2_* calls, the compact image in one framed copy
+   * (under LRT_UPLOAD_AUTO: or its parts copied straight from the
+   * mirror).
    */
   LRT_LAYOUT_V2 = 1,
 } lrt_layout;
@@ -740,7 +745,9 @@ typedef struct lrt_upload_report {
   uint64_t copy_ns;
   /**
    * The layout shipped: LRT_UPLOAD_FULL, LRT_UPLOAD_BOUNDED or
-   * LRT_UPLOAD_COMPACT (under LRT_UPLOAD_AUTO, the one it chose).
+   * LRT_UPLOAD_COMPACT (under LRT_UPLOAD_AUTO, the one it chose). A v2
+   * upload: LRT_UPLOAD_COMPACT for the one framed copy,
+   * LRT_UPLOAD_BOUNDED for the parts copied straight from the mirror.
    */
   enum lrt_upload_policy path;
 } lrt_upload_report;
@@ -972,6 +979,33 @@ typedef struct lrt_v2_task_slot {
    */
   int32_t *fanin;
 } lrt_v2_task_slot;
+
+/**
+ * Where lrt_runtime_maker_v2_upload_frame ships a v2 run: the compact
+ * image at `device_image`, `before_len` bytes of `before` right below it,
+ * `after_len` bytes of `after` right after it, as one region of device
+ * memory (e.g. the reference's arena: its copied zone, the image, its
+ * graph-submission block).
+ */
+typedef struct lrt_v2_frame {
+  /**
+   * Device address of the image: non-NULL, a multiple of 64.
+   */
+  void *device_image;
+  /**
+   * Bytes the upload may write from `device_image` on: at least the
+   * image (lrt_runtime_maker_v2_image_segments' `end`) + `after_len`.
+   * The `before_len` bytes below `device_image` are the caller's too.
+   */
+  uint64_t device_room;
+  /**
+   * NULL only with a length of 0; read only during the call.
+   */
+  const void *before;
+  uint64_t before_len;
+  const void *after;
+  uint64_t after_len;
+} lrt_v2_frame;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1427,12 +1461,20 @@ enum lrt_status lrt_runtime_maker_create(const struct lrt_maker_config *cfg,
  * table still needs all four callbacks); the region must stay valid until
  * lrt_runtime_maker_destroy returns or lrt_runtime_maker_set_device_image
  * moves the maker elsewhere. LRT_UPLOAD_AUTO's measurement at create
- * copies into it.
+ * copies into it. A LRT_LAYOUT_V2 maker needs the room
+ * lrt_runtime_maker_v2_upload writes (the frames' rooms, 64 bytes for
+ * alignment, the mirror's size), or no region at all: `device_image`
+ * NULL with a size of 0 makes a v2 maker whose uploads name their
+ * destination (lrt_runtime_maker_v2_upload_frame);
+ * lrt_runtime_maker_device_image is then NULL and
+ * lrt_runtime_maker_v2_upload is LRT_ERR_STATE until
+ * lrt_runtime_maker_set_device_image lends a region.
  *
  * Returns what lrt_runtime_maker_create returns, and
- * LRT_ERR_INVALID_ARGUMENT for a NULL `device_image` or a size below the
- * image size (the message names both sizes); there is no
- * LRT_ERR_NO_MEMORY from the device. Any thread may call it.
+ * LRT_ERR_INVALID_ARGUMENT for a NULL `device_image` (but NULL with size
+ * 0 for layout v2) or a size below the image size (the message names
+ * both sizes); there is no LRT_ERR_NO_MEMORY from the device. Any thread
+ * may call it.
  */
 enum lrt_status lrt_runtime_maker_create_borrowed(const struct lrt_maker_config *cfg,
                                                   const struct lrt_host_api *api,
@@ -1744,7 +1786,9 @@ enum lrt_status lrt_runtime_maker_v2_image_segments(const struct lrt_runtime_mak
  * payload/task offset re-taken for the image, every bound region offset
  * re-taken for the image's pools (unbound ones stay 0), padding zeroed.
  * The mirror is not changed. The report says what shipped: copies 1, the
- * framed bytes, path LRT_UPLOAD_COMPACT.
+ * framed bytes, path LRT_UPLOAD_COMPACT. Under LRT_UPLOAD_AUTO the upload
+ * may instead copy the parts straight from the mirror, as
+ * lrt_runtime_maker_v2_upload_frame describes.
  *
  * `maker` must be NULL or a live maker; `before` / `after` must be
  * readable for their lengths (NULL only with length 0); `report` may be
@@ -1755,9 +1799,10 @@ enum lrt_status lrt_runtime_maker_v2_image_segments(const struct lrt_runtime_mak
  * payload whose regions are not inside the used pools (an unbound region
  * with a non-zero count, an offset off an element or outside its pool, a
  * count past its cap); LRT_ERR_STATE before v2_begin_run or with an
- * orchestrator error latched in the header; LRT_ERR_OUT_OF_RANGE when N is
- * outside [0, W]: nothing is copied in any of these cases. LRT_ERR_DEVICE
- * when the copy fails. The maker stays usable for the next run.
+ * orchestrator error latched in the header, or on a maker created without
+ * a device region; LRT_ERR_OUT_OF_RANGE when N is outside [0, W]: nothing
+ * is copied in any of these cases. LRT_ERR_DEVICE when the copy fails.
+ * The maker stays usable for the next run.
  */
 enum lrt_status lrt_runtime_maker_v2_upload(struct lrt_runtime_maker *maker,
                                             const void *before,
@@ -1765,6 +1810,72 @@ enum lrt_status lrt_runtime_maker_v2_upload(struct lrt_runtime_maker *maker,
                                             const void *after,
                                             uint64_t after_len,
                                             struct lrt_upload_report *report);
+
+/**
+ * For a host that writes a v2 run into the mirror itself (through its own
+ * cursors, at the mirror's layout: lrt_v2_ring_segment_offsets(W) with the
+ * default pools), as the reference's orchestrator does: says how many
+ * elements its pools hold (`fanin_ids` ids, `tensors` records, `scalars`
+ * scalars, the cursors after the run's last task). Call it after the last
+ * write and before the upload. The upload then reads every slot
+ * [0, current_task_index) and every region from the mirror and checks
+ * each live payload's regions against these counts, as for a claimed run;
+ * lrt_runtime_maker_v2_image_segments reports the image they make. No
+ * claims are taken for the rest of the run, and the maker makes no guess
+ * for the next one (it claims nothing into an image the host does not
+ * write).
+ *
+ * `maker` must be NULL or a live maker. Returns LRT_OK;
+ * LRT_ERR_INVALID_ARGUMENT for a NULL maker or a v1 maker; LRT_ERR_STATE
+ * before lrt_runtime_maker_v2_begin_run or when slots of this run were
+ * claimed through lrt_runtime_maker_v2_claim_slot; LRT_ERR_OUT_OF_RANGE
+ * for a count above its pool's capacity. Nothing changes on failure.
+ */
+enum lrt_status lrt_runtime_maker_v2_set_pool_use(struct lrt_runtime_maker *maker,
+                                                  uint64_t fanin_ids,
+                                                  uint64_t tensors,
+                                                  uint64_t scalars);
+
+/**
+ * Ships a v2 run to the device region `*frame` names, which may differ
+ * from upload to upload (a host that grows its device arena per run):
+ * `frame->before` to device_image - before_len, the compact image (as
+ * lrt_runtime_maker_v2_upload builds it) at device_image, `frame->after`
+ * right after it; read_status then reads that image's header. The maker's
+ * own region, if it has one, is not touched.
+ *
+ * How: under LRT_UPLOAD_AUTO, per upload, either the one framed copy or
+ * (for a run not claimed into its image, e.g. one the host wrote itself)
+ * each part copied straight from the mirror and the caller's frames, up to
+ * nine copies and no gather, whichever the cost model says is cheaper; it
+ * is measured at the maker's first v2 upload, into that upload's
+ * destination before anything else is written there. The direct copies
+ * do not write the padding between the image's segments (the device reads
+ * none of it), and leave each live slot state's payload/task naming its
+ * own payload and descriptor in the mirror; the mirror is otherwise
+ * unchanged. Under the other policies, the one framed copy. A frame longer
+ * than its room (lrt_maker_config.frame_before / frame_after) travels as
+ * a copy of its own. The report says what shipped (copies, the framed
+ * bytes, path LRT_UPLOAD_COMPACT or LRT_UPLOAD_BOUNDED).
+ *
+ * `maker` must be NULL or a live maker; `frame` must point to an
+ * lrt_v2_frame whose frames are readable for their lengths and whose
+ * device bytes (before_len below device_image, device_room from it on)
+ * are writable device memory; `report` may be NULL, else it must point to
+ * writable storage for an lrt_upload_report, filled on success. Returns
+ * LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL maker or frame, a v1 maker,
+ * a NULL or unaligned device_image, a NULL frame with a non-zero length, a
+ * frame before longer than device_image's address, or a live payload
+ * whose regions are not inside the used pools (as
+ * lrt_runtime_maker_v2_upload); LRT_ERR_STATE before v2_begin_run or with
+ * an orchestrator error latched in the header; LRT_ERR_OUT_OF_RANGE when N
+ * is outside [0, W] or the image and the frame after do not fit
+ * device_room: nothing is copied in any of these cases. LRT_ERR_DEVICE
+ * when a copy fails. The maker stays usable for the next run.
+ */
+enum lrt_status lrt_runtime_maker_v2_upload_frame(struct lrt_runtime_maker *maker,
+                                                  const struct lrt_v2_frame *frame,
+                                                  struct lrt_upload_report *report);
 
 #ifdef __cplusplus
 }  // extern "C"

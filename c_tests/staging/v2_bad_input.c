@@ -193,8 +193,95 @@ int main(void) {
   CHECK(error_contains("layout v1"));
   CHECK_STATUS(lrt_runtime_maker_v2_image_segments(m1, &segs), LRT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(lrt_runtime_maker_v2_upload(m1, NULL, 0, NULL, 0, NULL), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_v2_set_pool_use(m1, 0, 0, 0), LRT_ERR_INVALID_ARGUMENT);
+  lrt_v2_frame vf;
+  memset(&vf, 0, sizeof vf);
+  CHECK_STATUS(lrt_runtime_maker_v2_upload_frame(m1, &vf, NULL), LRT_ERR_INVALID_ARGUMENT);
   lrt_runtime_maker_destroy(m1);
   lrt_runtime_maker_destroy(m);
+  CHECK(test_device_live(&dev) == 0 && dev.violations == 0);
+
+  /* ---- a host-written run shipped where the host says ----------------- */
+  /* A v2 maker without a region of its own (NULL, 0); a v1 maker may not. */
+  lrt_maker_config_init(&cfg);
+  cfg.task_window = W;
+  CHECK_STATUS(lrt_runtime_maker_create_borrowed(&cfg, &api, NULL, 0, &m1), LRT_ERR_INVALID_ARGUMENT);
+  cfg.layout = LRT_LAYOUT_V2;
+  cfg.policy = LRT_UPLOAD_AUTO;
+  cfg.frame_before = 64;
+  CHECK_STATUS(lrt_runtime_maker_create_borrowed(&cfg, &api, NULL, 0, &m), LRT_OK);
+  CHECK(dev.allocs == 0 || test_device_live(&dev) == 0);
+  CHECK(lrt_runtime_maker_device_image(m) == NULL);
+  CHECK_STATUS(lrt_runtime_maker_v2_set_pool_use(NULL, 0, 0, 0), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_v2_set_pool_use(m, 0, 0, 0), LRT_ERR_STATE);
+  CHECK(names("lrt_runtime_maker_v2_set_pool_use"));
+  CHECK_STATUS(lrt_runtime_maker_v2_begin_run(m, &h), LRT_OK);
+  /* The host writes one task without arguments into the mirror itself. */
+  CHECK_STATUS(lrt_v2_ring_segment_offsets(W, &segs), LRT_OK);
+  unsigned char *mirror = (unsigned char *)h;
+  lrt_task_descriptor *desc0 = (lrt_task_descriptor *)(mirror + segs.descriptors);
+  lrt_v2_task_payload *pay0 = (lrt_v2_task_payload *)(mirror + segs.payloads);
+  memset(desc0, 0, sizeof *desc0);
+  desc0->kernel_id[0] = desc0->kernel_id[1] = desc0->kernel_id[2] = -1;
+  memset(pay0, 0, sizeof *pay0);
+  mirror[segs.completion_flags] = 0;
+  h->current_task_index = 1;
+  lrt_v2_task_slot_state *state0 = (lrt_v2_task_slot_state *)(mirror + segs.slot_states);
+  memset(state0, 0, sizeof *state0);
+  uint64_t over = (uint64_t)W * 32 + 1;
+  CHECK_STATUS(lrt_runtime_maker_v2_set_pool_use(m, 0, over, 0), LRT_ERR_OUT_OF_RANGE);
+  CHECK(error_contains("tensor"));
+  CHECK_STATUS(lrt_runtime_maker_v2_set_pool_use(m, 0, 0, 0), LRT_OK);
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_ERR_STATE);
+  /* No region of its own: the maker's upload has nowhere to go. */
+  CHECK_STATUS(lrt_runtime_maker_v2_upload(m, NULL, 0, NULL, 0, NULL), LRT_ERR_STATE);
+  CHECK(error_contains("no device region"));
+  img = image_of(m);
+  void *region = api.ops->device_malloc(api.ctx, 192 + img.end + 32);
+  CHECK(region != NULL);
+  /* The image 64-aligned, with room for the frame before below it. */
+  unsigned char *at = (unsigned char *)(((uintptr_t)region + 64 + 63) & ~(uintptr_t)63);
+  unsigned char hdr[64], tail[32];
+  memset(hdr, 0x5A, sizeof hdr);
+  memset(tail, 0xA5, sizeof tail);
+  test_device_reset_copies(&dev);
+  lrt_v2_frame good = {at, img.end + 32, hdr, sizeof hdr, tail, sizeof tail};
+  rep.copies = 77;
+  vf = good;
+  CHECK_STATUS(lrt_runtime_maker_v2_upload_frame(NULL, &vf, &rep), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_v2_upload_frame(m, NULL, &rep), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(names("lrt_runtime_maker_v2_upload_frame"));
+  vf.device_image = NULL;
+  CHECK_STATUS(lrt_runtime_maker_v2_upload_frame(m, &vf, &rep), LRT_ERR_INVALID_ARGUMENT);
+  vf = good;
+  vf.device_image = at + 1;
+  CHECK_STATUS(lrt_runtime_maker_v2_upload_frame(m, &vf, &rep), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(error_contains("64"));
+  vf = good;
+  vf.before = NULL;
+  CHECK_STATUS(lrt_runtime_maker_v2_upload_frame(m, &vf, &rep), LRT_ERR_INVALID_ARGUMENT);
+  vf = good;
+  vf.device_room = img.end + 31;
+  CHECK_STATUS(lrt_runtime_maker_v2_upload_frame(m, &vf, &rep), LRT_ERR_OUT_OF_RANGE);
+  CHECK(error_contains("needs"));
+  CHECK(dev.copies == 0 && rep.copies == 77);
+  /* The refusals left the run open: it ships. */
+  vf = good;
+  CHECK_STATUS(lrt_runtime_maker_v2_upload_frame(m, &vf, &rep), LRT_OK);
+  CHECK(rep.total_tasks == 1 && rep.bytes >= sizeof hdr + sizeof tail + 256);
+  CHECK(rep.path == LRT_UPLOAD_COMPACT || rep.path == LRT_UPLOAD_BOUNDED);
+  const unsigned char *dimg = at;
+  const lrt_v2_sm_header *dh = (const lrt_v2_sm_header *)dimg;
+  CHECK(dh->current_task_index == 1 && dh->orchestrator_done == 1 && dh->task_payloads == NULL);
+  CHECK(memcmp(dimg - sizeof hdr, hdr, sizeof hdr) == 0 && memcmp(dimg + img.end, tail, sizeof tail) == 0);
+  CHECK(h->task_payloads != NULL && h->orchestrator_done == 0); /* the mirror's header is back */
+  CHECK_STATUS(lrt_runtime_maker_read_status(m, &st), LRT_OK);
+  CHECK(st == 0);
+  /* A host-written run is not claimed into: the next run is written the same way. */
+  CHECK_STATUS(lrt_runtime_maker_v2_begin_run(m, &h), LRT_OK);
+  CHECK((unsigned char *)h == mirror);
+  lrt_runtime_maker_destroy(m);
+  api.ops->device_free(api.ctx, region);
   CHECK(test_device_live(&dev) == 0 && dev.violations == 0);
   return check_result();
 }

@@ -3,18 +3,21 @@
 // Built into the reference's a2a3 host runtime by the integration patch, with
 // the reference's include paths (common/host_api.h, common/unified_log.h).
 //
-// Protocol. A maker is created per (task window, heap size) and borrowed by
-// one run at a time: bind takes an idle maker with the run's window and heap
-// (or creates one), points it at the run's pooled shared-memory region
-// (lrt_runtime_maker_set_device_image) and at the run's device calls
-// (lrt_runtime_maker_set_api), and marks it busy; upload ships the run and
-// marks it idle again. The pool g_makers and every `busy` flag are guarded by
+// Protocol. A maker is created per (layout, task window, heap size) and
+// borrowed by one run at a time: bind (v1) or v2_begin_run takes an idle
+// maker with the run's layout, window and heap (or creates one), points it
+// at the run's device calls (lrt_runtime_maker_set_api) and, for v1, at the
+// run's pooled shared-memory region (lrt_runtime_maker_set_device_image),
+// and marks it busy; upload ships the run and marks it idle again. A v2
+// maker has no region of its own: each upload names where the image goes
+// (lrt_runtime_maker_v2_upload_frame). The pool g_makers and every `busy` flag are guarded by
 // g_mutex; a busy maker is used only by the thread that bound it (t_current),
 // so runs prepared on different threads (different arena banks) at once get
 // different makers, and leanrt's one-call-at-a-time rule per maker holds. At
 // most kMaxIdle idle makers are kept; beyond that the least recently bound
 // is destroyed. A maker owns its host mirror only: the device memory is the
-// reference's pooled region, never allocated or freed by leanrt.
+// reference's (its pooled region, its arena), never allocated or freed by
+// leanrt.
 
 #include "leanrt_simpler.h"
 
@@ -37,6 +40,7 @@ namespace {
 
 struct Maker {
     lrt_runtime_maker *maker = nullptr;
+    lrt_layout layout = LRT_LAYOUT_V1;
     uint64_t task_window = 0;
     uint64_t heap_size = 0;
     uint64_t last_bind = 0;
@@ -120,20 +124,23 @@ void evict_idle_locked() {
     }
 }
 
-// Under g_mutex: an idle maker for this window and heap, most recently bound first.
-Maker *take_idle_locked(uint64_t task_window, uint64_t heap_size) {
+// Under g_mutex: an idle maker for this layout, window and heap, most recently bound first.
+Maker *take_idle_locked(lrt_layout layout, uint64_t task_window, uint64_t heap_size) {
     Maker *best = nullptr;
     for (Maker *m : g_makers) {
-        if (m->busy || m->task_window != task_window || m->heap_size != heap_size) continue;
+        if (m->busy || m->layout != layout || m->task_window != task_window || m->heap_size != heap_size) continue;
         if (best == nullptr || m->last_bind > best->last_bind) best = m;
     }
     return best;
 }
 
-}  // namespace
-
-int leanrt_simpler_bind(const HostApi *api, void *pooled_sm, uint64_t sm_size, uint64_t task_window,
-                        uint64_t heap_size) {
+// Lends this thread a maker of `layout` for `task_window` and `heap_size`
+// copying through `api` (creating one when none is idle): v1 makers upload
+// into `region` (`region_size` bytes), v2 makers have no region of their own
+// and are told the destination per upload. A run of this thread left between
+// bind and upload is ended first.
+int lend(lrt_layout layout, const HostApi *api, void *region, uint64_t region_size, uint64_t task_window,
+         uint64_t heap_size) {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (t_current != nullptr) {
         // This thread's previous run stopped between bind and upload: end
@@ -142,33 +149,47 @@ int leanrt_simpler_bind(const HostApi *api, void *pooled_sm, uint64_t sm_size, u
         t_current->busy = false;
         t_current = nullptr;
     }
-    if (api == nullptr || pooled_sm == nullptr) {
-        LOG_ERROR("leanrt: bind needs the run's HostApi and its pooled shared-memory region");
+    if (api == nullptr || (layout == LRT_LAYOUT_V1 && region == nullptr)) {
+        LOG_ERROR("leanrt: bind needs the run's HostApi (and, for v1, its pooled shared-memory region)");
         return -1;
     }
     // A plain struct: the maker keeps the context pointer, this run's HostApi.
     const lrt_host_api device = {const_cast<HostApi *>(api), &kHostApiOps};
-    Maker *m = take_idle_locked(task_window, heap_size);
+    Maker *m = take_idle_locked(layout, task_window, heap_size);
     if (m == nullptr) {
         lrt_maker_config cfg;
         lrt_maker_config_init(&cfg);
         cfg.task_window = task_window;
         cfg.heap_size = heap_size;
-        cfg.policy = LRT_UPLOAD_BOUNDED;
+        cfg.layout = layout;
+        if (layout == LRT_LAYOUT_V2) {
+            // The reference's framing: its arena's copied zone before the
+            // image, its graph-submission block after it. The rooms are
+            // host address space, touched only as far as runs use them.
+            cfg.policy = LRT_UPLOAD_AUTO;
+            cfg.frame_before = 1u << 20;
+            cfg.frame_after = 1u << 20;
+        } else {
+            cfg.policy = LRT_UPLOAD_BOUNDED;
+        }
         // For measurements: a fresh mirror every run, like the reference's own path.
         const char *fresh = std::getenv("LEANRT_SIMPLER_FRESH_MIRROR");
         if (fresh != nullptr && std::strcmp(fresh, "1") == 0) cfg.flags |= LRT_MAKER_FRESH_MIRROR;
         lrt_runtime_maker *maker = nullptr;
-        const lrt_status status = lrt_runtime_maker_create_borrowed(&cfg, &device, pooled_sm, sm_size, &maker);
+        const lrt_status status = lrt_runtime_maker_create_borrowed(&cfg, &device, region, region_size, &maker);
         if (status != LRT_OK) return fail("lrt_runtime_maker_create_borrowed", status);
         m = new Maker;
         m->maker = maker;
+        m->layout = layout;
         m->task_window = task_window;
         m->heap_size = heap_size;
         g_makers.push_back(m);
     } else {
-        lrt_status status = lrt_runtime_maker_set_device_image(m->maker, pooled_sm, sm_size);
-        if (status != LRT_OK) return fail("lrt_runtime_maker_set_device_image", status);
+        lrt_status status = LRT_OK;
+        if (layout == LRT_LAYOUT_V1) {
+            status = lrt_runtime_maker_set_device_image(m->maker, region, region_size);
+            if (status != LRT_OK) return fail("lrt_runtime_maker_set_device_image", status);
+        }
         status = lrt_runtime_maker_set_api(m->maker, &device);
         if (status != LRT_OK) return fail("lrt_runtime_maker_set_api", status);
     }
@@ -177,6 +198,37 @@ int leanrt_simpler_bind(const HostApi *api, void *pooled_sm, uint64_t sm_size, u
     evict_idle_locked();
     t_current = m;
     return 0;
+}
+
+// Ends this thread's run after its upload: the maker is idle again.
+void release(Maker *m) {
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        m->busy = false;
+    }
+    t_current = nullptr;
+}
+
+// The adapter's line per upload: leanrt's report and, between begin_run and
+// upload, the reference's orchestration into the mirror.
+void log_upload(const Maker *m, const lrt_upload_report &report) {
+    const uint64_t orch_ns = now_ns() - m->begin_ns;
+    const long orch_minflt = minor_faults() - m->begin_minflt;
+    LOG_INFO(
+        "leanrt: upload tasks=%d copies=%u bytes=%llu path=%s zero_ns=%llu relocate_ns=%llu copy_ns=%llu "
+        "orchestration_ns=%llu orchestration_minflt=%ld",
+        report.total_tasks, report.copies, static_cast<unsigned long long>(report.bytes),
+        report.path == LRT_UPLOAD_COMPACT ? "one-copy" : "direct",
+        static_cast<unsigned long long>(report.zero_ns), static_cast<unsigned long long>(report.relocate_ns),
+        static_cast<unsigned long long>(report.copy_ns), static_cast<unsigned long long>(orch_ns), orch_minflt
+    );
+}
+
+}  // namespace
+
+int leanrt_simpler_bind(const HostApi *api, void *pooled_sm, uint64_t sm_size, uint64_t task_window,
+                        uint64_t heap_size) {
+    return lend(LRT_LAYOUT_V1, api, pooled_sm, sm_size, task_window, heap_size);
 }
 
 void *leanrt_simpler_begin_run(void) {
@@ -197,27 +249,65 @@ void *leanrt_simpler_begin_run(void) {
 
 int32_t leanrt_simpler_upload(void) {
     Maker *m = t_current;
-    if (m == nullptr) {
-        LOG_ERROR("leanrt: upload without a bound region");
+    if (m == nullptr || m->layout != LRT_LAYOUT_V1) {
+        LOG_ERROR("leanrt: upload without a bound v1 region");
         return -1;
     }
-    const uint64_t orch_ns = now_ns() - m->begin_ns;
-    const long orch_minflt = minor_faults() - m->begin_minflt;
     lrt_upload_report report;
     const lrt_status status = lrt_runtime_maker_upload(m->maker, &report);
     if (status != LRT_OK) return fail("lrt_runtime_maker_upload", status);
-    {
-        std::lock_guard<std::mutex> lock(g_mutex);
-        m->busy = false;
+    log_upload(m, report);
+    release(m);
+    return report.total_tasks;
+}
+
+void *leanrt_simpler_v2_begin_run(const HostApi *api, uint64_t task_window, uint64_t heap_size) {
+    if (lend(LRT_LAYOUT_V2, api, nullptr, 0, task_window, heap_size) != 0) return nullptr;
+    lrt_v2_sm_header *header = nullptr;
+    const lrt_status status = lrt_runtime_maker_v2_begin_run(t_current->maker, &header);
+    if (status != LRT_OK) {
+        fail("lrt_runtime_maker_v2_begin_run", status);
+        return nullptr;
     }
-    t_current = nullptr;
-    // Between begin_run and upload: the reference's orchestration into the mirror.
-    LOG_INFO(
-        "leanrt: upload tasks=%d copies=%u bytes=%llu zero_ns=%llu relocate_ns=%llu copy_ns=%llu "
-        "orchestration_ns=%llu orchestration_minflt=%ld",
-        report.total_tasks, report.copies, static_cast<unsigned long long>(report.bytes),
-        static_cast<unsigned long long>(report.zero_ns), static_cast<unsigned long long>(report.relocate_ns),
-        static_cast<unsigned long long>(report.copy_ns), static_cast<unsigned long long>(orch_ns), orch_minflt
-    );
+    t_current->begin_minflt = minor_faults();
+    t_current->begin_ns = now_ns();
+    return header;
+}
+
+int leanrt_simpler_v2_set_pool_use(uint64_t fanin_elems, uint64_t tensor_elems, uint64_t scalar_elems,
+                                   uint64_t image_bytes) {
+    Maker *m = t_current;
+    if (m == nullptr || m->layout != LRT_LAYOUT_V2) {
+        LOG_ERROR("leanrt: v2_set_pool_use without a v2 run");
+        return -1;
+    }
+    lrt_status status = lrt_runtime_maker_v2_set_pool_use(m->maker, fanin_elems, tensor_elems, scalar_elems);
+    if (status != LRT_OK) return fail("lrt_runtime_maker_v2_set_pool_use", status);
+    lrt_v2_segments image;
+    status = lrt_runtime_maker_v2_image_segments(m->maker, &image);
+    if (status != LRT_OK) return fail("lrt_runtime_maker_v2_image_segments", status);
+    if (image.end != image_bytes) {
+        LOG_ERROR(
+            "leanrt: the compact image is %llu bytes; the runtime computed %llu",
+            static_cast<unsigned long long>(image.end), static_cast<unsigned long long>(image_bytes)
+        );
+        return -1;
+    }
+    return 0;
+}
+
+int32_t leanrt_simpler_v2_upload(void *device_image, uint64_t device_room, const void *before, uint64_t before_len,
+                                 const void *after, uint64_t after_len) {
+    Maker *m = t_current;
+    if (m == nullptr || m->layout != LRT_LAYOUT_V2) {
+        LOG_ERROR("leanrt: v2_upload without a v2 run");
+        return -1;
+    }
+    const lrt_v2_frame frame = {device_image, device_room, before, before_len, after, after_len};
+    lrt_upload_report report;
+    const lrt_status status = lrt_runtime_maker_v2_upload_frame(m->maker, &frame, &report);
+    if (status != LRT_OK) return fail("lrt_runtime_maker_v2_upload_frame", status);
+    log_upload(m, report);
+    release(m);
     return report.total_tasks;
 }

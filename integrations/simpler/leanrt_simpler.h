@@ -40,3 +40,21 @@ void *leanrt_simpler_begin_run(void);
  * header + the live prefix of each segment into it and returns the number of
  * tasks shipped. */
 int32_t leanrt_simpler_upload(void);
+
+/* The reference's main (the compact v2 image inside its arena), per run:
+ *   leanrt_simpler_v2_begin_run(api, window, heap)  in place of allocating
+ *       and zeroing the mirror and init_per_ring: the mirror's header, every
+ *       field written (the maker, lent to this thread, copies through `api`);
+ *   leanrt_simpler_v2_set_pool_use(...)  once the orchestrator's pool cursors
+ *       are final: what its pools hold, checked against the runtime's own
+ *       image size;
+ *   leanrt_simpler_v2_upload(...)  in place of the framed buffer, the
+ *       compaction and the copy: the arena's copied zone (`before`), the
+ *       compact image at `device_image`, the submission block (`after`),
+ *       `device_room` bytes writable from `device_image` on.
+ * Each returns -1 (NULL for begin_run) after logging leanrt's message. */
+void *leanrt_simpler_v2_begin_run(const HostApi *api, uint64_t task_window, uint64_t heap_size);
+int leanrt_simpler_v2_set_pool_use(uint64_t fanin_elems, uint64_t tensor_elems, uint64_t scalar_elems,
+                                   uint64_t image_bytes);
+int32_t leanrt_simpler_v2_upload(void *device_image, uint64_t device_room, const void *before, uint64_t before_len,
+                                 const void *after, uint64_t after_len);

@@ -193,7 +193,7 @@ else
     cp "$LIBDIR/libhost_runtime.so" "$WORK/leanrt/"
     git -C "$REF" apply -R "$PATCH"
     PATCHED=
-    [[ $(nm -D "$WORK/leanrt/libhost_runtime.so") == *" U lrt_runtime_maker_upload"* ]] ||
+    [[ $(nm -D "$WORK/leanrt/libhost_runtime.so") == *" U lrt_runtime_maker_"*upload* ]] ||
       { echo "the leanrt build does not call leanrt" >&2; exit 1; }
   fi
 fi
@@ -298,7 +298,7 @@ import glob, re, statistics, subprocess, sys
 logs, rounds, only, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4:]
 SPAN = re.compile(r"\[STRACE\].* inv=(\d+) hid=0 depth=1 name=(?:simpler_run|chip\.run)\.bind ts=\d+ dur=(\d+)")
 TIMING = re.compile(r"TIMING: (\w+) = (\d+)ms")
-PHASE = re.compile(r"bind phase=(\w+) .*?dur_ns=(\d+)")
+PHASE = re.compile(r"bind phase=(\w+) start_ns=(\d+) dur_ns=(\d+)")
 
 def warm(log):
     """Per warm round: the bind span (ms), TIMING lines (ms), bind phases (ms)."""
@@ -311,7 +311,14 @@ def warm(log):
             cur_t[m[1]] = int(m[2])
         m = PHASE.search(line)
         if m:
-            cur_p[m[1]] = cur_p.get(m[1], 0) + int(m[2]) / 1e6
+            cur_p[m[1]] = cur_p.get(m[1], 0) + int(m[3]) / 1e6
+            # The shared-memory part: from shared_mem's start to arena_h2d's
+            # end, contiguous inside run_host_orchestration (the arena's
+            # growth, the untimed framing and compaction, the copy).
+            if m[1] == "shared_mem":
+                cur_p["_sm_start"] = int(m[2])
+            if m[1] == "arena_h2d" and "_sm_start" in cur_p:
+                cur_p["sm_part"] = (int(m[2]) + int(m[3]) - cur_p.pop("_sm_start")) / 1e6
         m = SPAN.search(line)
         if m:
             rounds_.append((int(m[2]) / 1e6, cur_t, cur_p))
@@ -334,7 +341,7 @@ for w in only:
         continue
     print(f"\n{names.get(w, w)}")
     keys_t = sorted({k for rs in per.values() for r in rs for k in r[1]})
-    keys_p = sorted({k for rs in per.values() for r in rs for k in r[2]})
+    keys_p = sorted({k for rs in per.values() for r in rs for k in r[2] if not k.startswith("_")})
     print(f"  {'':28}" + "".join(f"{v:>12}" for v in per))
     line = lambda label, f: print(f"  {label:28}" + "".join(f"{f(rs):12.3f}" for rs in per.values()))
     line("bind span", lambda rs: med([r[0] for r in rs]))
@@ -346,13 +353,19 @@ for w in only:
         line("phase shared_mem+arena_h2d",
              lambda rs: med([r[2].get("shared_mem", 0) + r[2].get("arena_h2d", 0) for r in rs]))
     print("  warm rounds: " + ", ".join(f"{v} {len(rs)}" for v, rs in per.items()))
-    rows.append((names.get(w, w), {v: med([r[0] for r in rs]) for v, rs in per.items()}))
+    rows.append((names.get(w, w), {v: med([r[0] for r in rs]) for v, rs in per.items()},
+                 {v: med([r[2]["sm_part"] for r in rs if "sm_part" in r[2]]) for v, rs in per.items()}))
 if len(variants) > 1 and rows:
-    print("\nsummary: bind span, median ms")
-    print(f"  {'workload':28}" + "".join(f"{v:>12}" for v in variants) + f"{'leanrt/stock':>14}")
-    for name, m in rows:
-        ratio = m.get("leanrt", float("nan")) / m.get("stock", float("nan"))
-        print(f"  {name:28}" + "".join(f"{m.get(v, float('nan')):12.3f}" for v in variants) + f"{ratio:14.3f}")
+    nan = float("nan")
+    for title, k in (("bind span", 1), ("shared-memory part (shared_mem start to arena_h2d end)", 2)):
+        if all(all(x != x for x in r[k].values()) for r in rows):
+            continue  # a commit without the bind phases
+        print(f"\nsummary: {title}, median ms")
+        print(f"  {'workload':28}" + "".join(f"{v:>12}" for v in variants) + f"{'leanrt/stock':>14}")
+        for r in rows:
+            m = r[k]
+            ratio = m.get("leanrt", nan) / m.get("stock", nan)
+            print(f"  {r[0]:28}" + "".join(f"{m.get(v, nan):12.3f}" for v in variants) + f"{ratio:14.3f}")
 PY
 # main's own per-phase summary, where the reference has the tool
 if python -c 'import simpler_setup.tools.hbg_bind_phases' 2>/dev/null; then

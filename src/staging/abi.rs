@@ -38,6 +38,9 @@ pub enum lrt_upload_policy {
     /// them, else measured once at create (the fastest of five 64-byte
     /// copies and one copy and one gather of up to 1 MiB into the not yet
     /// meaningful device image). lrt_upload_report.path says which ran.
+    /// A LRT_LAYOUT_V2 maker chooses per upload between its one framed
+    /// copy and copying the parts straight from the mirror
+    /// (lrt_runtime_maker_v2_upload_frame), measured at its first upload.
     LRT_UPLOAD_AUTO = 3,
 }
 
@@ -54,7 +57,9 @@ pub enum lrt_layout {
     LRT_LAYOUT_V1 = 0,
     /// The reference at 6ebaf7715: lrt_v2_sm_header, lrt_v2_task_payload,
     /// lrt_v2_task_slot_state and the three argument pools; the
-    /// lrt_runtime_maker_v2_* calls, one framed copy of the compact image.
+    /// lrt_runtime_maker_v2_* calls, the compact image in one framed copy
+    /// (under LRT_UPLOAD_AUTO: or its parts copied straight from the
+    /// mirror).
     LRT_LAYOUT_V2 = 1,
 }
 
@@ -242,6 +247,27 @@ pub struct lrt_v2_task_slot {
     pub fanin: *mut i32,
 }
 
+/// Where lrt_runtime_maker_v2_upload_frame ships a v2 run: the compact
+/// image at `device_image`, `before_len` bytes of `before` right below it,
+/// `after_len` bytes of `after` right after it, as one region of device
+/// memory (e.g. the reference's arena: its copied zone, the image, its
+/// graph-submission block).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct lrt_v2_frame {
+    /// Device address of the image: non-NULL, a multiple of 64.
+    pub device_image: *mut c_void,
+    /// Bytes the upload may write from `device_image` on: at least the
+    /// image (lrt_runtime_maker_v2_image_segments' `end`) + `after_len`.
+    /// The `before_len` bytes below `device_image` are the caller's too.
+    pub device_room: u64,
+    /// NULL only with a length of 0; read only during the call.
+    pub before: *const c_void,
+    pub before_len: u64,
+    pub after: *const c_void,
+    pub after_len: u64,
+}
+
 /// What one lrt_runtime_maker_upload did.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -260,6 +286,8 @@ pub struct lrt_upload_report {
     /// Nanoseconds spent gathering (COMPACT) and copying to the device.
     pub copy_ns: u64,
     /// The layout shipped: LRT_UPLOAD_FULL, LRT_UPLOAD_BOUNDED or
-    /// LRT_UPLOAD_COMPACT (under LRT_UPLOAD_AUTO, the one it chose).
+    /// LRT_UPLOAD_COMPACT (under LRT_UPLOAD_AUTO, the one it chose). A v2
+    /// upload: LRT_UPLOAD_COMPACT for the one framed copy,
+    /// LRT_UPLOAD_BOUNDED for the parts copied straight from the mirror.
     pub path: lrt_upload_policy,
 }

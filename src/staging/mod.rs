@@ -31,5 +31,5 @@ pub use layout::*;
 pub use layout_v2::*;
 pub use maker::{
     BorrowedImage, ClaimDesc, CostModel, MakerConfig, RuntimeMaker, TensorRecord, V2ClaimDesc,
-    COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV, TASK_WINDOW_ENV,
+    V2Frame, COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV, TASK_WINDOW_ENV,
 };

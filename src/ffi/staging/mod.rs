@@ -201,12 +201,20 @@ unsafe fn create(
 /// table still needs all four callbacks); the region must stay valid until
 /// lrt_runtime_maker_destroy returns or lrt_runtime_maker_set_device_image
 /// moves the maker elsewhere. LRT_UPLOAD_AUTO's measurement at create
-/// copies into it.
+/// copies into it. A LRT_LAYOUT_V2 maker needs the room
+/// lrt_runtime_maker_v2_upload writes (the frames' rooms, 64 bytes for
+/// alignment, the mirror's size), or no region at all: `device_image`
+/// NULL with a size of 0 makes a v2 maker whose uploads name their
+/// destination (lrt_runtime_maker_v2_upload_frame);
+/// lrt_runtime_maker_device_image is then NULL and
+/// lrt_runtime_maker_v2_upload is LRT_ERR_STATE until
+/// lrt_runtime_maker_set_device_image lends a region.
 ///
 /// Returns what lrt_runtime_maker_create returns, and
-/// LRT_ERR_INVALID_ARGUMENT for a NULL `device_image` or a size below the
-/// image size (the message names both sizes); there is no
-/// LRT_ERR_NO_MEMORY from the device. Any thread may call it.
+/// LRT_ERR_INVALID_ARGUMENT for a NULL `device_image` (but NULL with size
+/// 0 for layout v2) or a size below the image size (the message names
+/// both sizes); there is no LRT_ERR_NO_MEMORY from the device. Any thread
+/// may call it.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_create_borrowed(
     cfg: *const lrt_maker_config,

@@ -228,7 +228,9 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_image_segments(
 /// payload/task offset re-taken for the image, every bound region offset
 /// re-taken for the image's pools (unbound ones stay 0), padding zeroed.
 /// The mirror is not changed. The report says what shipped: copies 1, the
-/// framed bytes, path LRT_UPLOAD_COMPACT.
+/// framed bytes, path LRT_UPLOAD_COMPACT. Under LRT_UPLOAD_AUTO the upload
+/// may instead copy the parts straight from the mirror, as
+/// lrt_runtime_maker_v2_upload_frame describes.
 ///
 /// `maker` must be NULL or a live maker; `before` / `after` must be
 /// readable for their lengths (NULL only with length 0); `report` may be
@@ -239,9 +241,10 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_image_segments(
 /// payload whose regions are not inside the used pools (an unbound region
 /// with a non-zero count, an offset off an element or outside its pool, a
 /// count past its cap); LRT_ERR_STATE before v2_begin_run or with an
-/// orchestrator error latched in the header; LRT_ERR_OUT_OF_RANGE when N is
-/// outside [0, W]: nothing is copied in any of these cases. LRT_ERR_DEVICE
-/// when the copy fails. The maker stays usable for the next run.
+/// orchestrator error latched in the header, or on a maker created without
+/// a device region; LRT_ERR_OUT_OF_RANGE when N is outside [0, W]: nothing
+/// is copied in any of these cases. LRT_ERR_DEVICE when the copy fails.
+/// The maker stays usable for the next run.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_v2_upload(
     maker: *mut lrt_runtime_maker,
@@ -262,6 +265,109 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_upload(
             )
         };
         let result = maker.v2_upload(before, after)?;
+        if let Ok(out) = OutPtr::new(report, "report") {
+            // SAFETY: non-NULL; writable per the contract.
+            unsafe { out.write(result) };
+        }
+        Ok(())
+    })
+}
+
+/// For a host that writes a v2 run into the mirror itself (through its own
+/// cursors, at the mirror's layout: lrt_v2_ring_segment_offsets(W) with the
+/// default pools), as the reference's orchestrator does: says how many
+/// elements its pools hold (`fanin_ids` ids, `tensors` records, `scalars`
+/// scalars, the cursors after the run's last task). Call it after the last
+/// write and before the upload. The upload then reads every slot
+/// [0, current_task_index) and every region from the mirror and checks
+/// each live payload's regions against these counts, as for a claimed run;
+/// lrt_runtime_maker_v2_image_segments reports the image they make. No
+/// claims are taken for the rest of the run, and the maker makes no guess
+/// for the next one (it claims nothing into an image the host does not
+/// write).
+///
+/// `maker` must be NULL or a live maker. Returns LRT_OK;
+/// LRT_ERR_INVALID_ARGUMENT for a NULL maker or a v1 maker; LRT_ERR_STATE
+/// before lrt_runtime_maker_v2_begin_run or when slots of this run were
+/// claimed through lrt_runtime_maker_v2_claim_slot; LRT_ERR_OUT_OF_RANGE
+/// for a count above its pool's capacity. Nothing changes on failure.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_v2_set_pool_use(
+    maker: *mut lrt_runtime_maker,
+    fanin_ids: u64,
+    tensors: u64,
+    scalars: u64,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_v2_set_pool_use", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
+        maker.v2_set_pool_use(staging::V2PoolUse {
+            fanin_ids,
+            tensors,
+            scalars,
+        })
+    })
+}
+
+/// Ships a v2 run to the device region `*frame` names, which may differ
+/// from upload to upload (a host that grows its device arena per run):
+/// `frame->before` to device_image - before_len, the compact image (as
+/// lrt_runtime_maker_v2_upload builds it) at device_image, `frame->after`
+/// right after it; read_status then reads that image's header. The maker's
+/// own region, if it has one, is not touched.
+///
+/// How: under LRT_UPLOAD_AUTO, per upload, either the one framed copy or
+/// (for a run not claimed into its image, e.g. one the host wrote itself)
+/// each part copied straight from the mirror and the caller's frames, up to
+/// nine copies and no gather, whichever the cost model says is cheaper; it
+/// is measured at the maker's first v2 upload, into that upload's
+/// destination before anything else is written there. The direct copies
+/// do not write the padding between the image's segments (the device reads
+/// none of it), and leave each live slot state's payload/task naming its
+/// own payload and descriptor in the mirror; the mirror is otherwise
+/// unchanged. Under the other policies, the one framed copy. A frame longer
+/// than its room (lrt_maker_config.frame_before / frame_after) travels as
+/// a copy of its own. The report says what shipped (copies, the framed
+/// bytes, path LRT_UPLOAD_COMPACT or LRT_UPLOAD_BOUNDED).
+///
+/// `maker` must be NULL or a live maker; `frame` must point to an
+/// lrt_v2_frame whose frames are readable for their lengths and whose
+/// device bytes (before_len below device_image, device_room from it on)
+/// are writable device memory; `report` may be NULL, else it must point to
+/// writable storage for an lrt_upload_report, filled on success. Returns
+/// LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL maker or frame, a v1 maker,
+/// a NULL or unaligned device_image, a NULL frame with a non-zero length, a
+/// frame before longer than device_image's address, or a live payload
+/// whose regions are not inside the used pools (as
+/// lrt_runtime_maker_v2_upload); LRT_ERR_STATE before v2_begin_run or with
+/// an orchestrator error latched in the header; LRT_ERR_OUT_OF_RANGE when N
+/// is outside [0, W] or the image and the frame after do not fit
+/// device_room: nothing is copied in any of these cases. LRT_ERR_DEVICE
+/// when a copy fails. The maker stays usable for the next run.
+#[no_mangle]
+pub unsafe extern "C" fn lrt_runtime_maker_v2_upload_frame(
+    maker: *mut lrt_runtime_maker,
+    frame: *const lrt_v2_frame,
+    report: *mut lrt_upload_report,
+) -> lrt_status {
+    ffi_status!("lrt_runtime_maker_v2_upload_frame", {
+        // SAFETY: NULL or a live maker, per the contract.
+        let mut maker = unsafe { enter(maker) }?;
+        // SAFETY: NULL or a valid lrt_v2_frame, per the contract.
+        let f = *unsafe { arg_ref(frame, "frame") }?;
+        // SAFETY: readable for their lengths, per the contract.
+        let (before, after) = unsafe {
+            (
+                frame_from_c(f.before, f.before_len, "frame->before")?,
+                frame_from_c(f.after, f.after_len, "frame->after")?,
+            )
+        };
+        let result = maker.v2_upload_frame(&staging::V2Frame {
+            image: f.device_image.cast::<u8>(),
+            room: f.device_room,
+            before,
+            after,
+        })?;
         if let Ok(out) = OutPtr::new(report, "report") {
             // SAFETY: non-NULL; writable per the contract.
             unsafe { out.write(result) };

@@ -131,7 +131,12 @@ impl RuntimeMaker {
         let staging = Mapping::new(len)?;
         // 64 bytes more on the device, for aligning a region that is not.
         let device_len = len as u64 + 64;
-        let (image, owned) = device_region(&device, borrowed, device_len)?;
+        // A v2 maker may have no region (NULL, 0): its uploads then name
+        // their destination.
+        let (image, owned) = match borrowed {
+            Some(b) if b.ptr.is_null() && b.len == 0 => (std::ptr::null_mut(), None),
+            _ => device_region(&device, borrowed, device_len)?,
+        };
         // Claims go straight into the image they ship while a run repeats
         // the last one's shape; a fresh mirror every run (the reference's
         // own path, a baseline) has none.
@@ -161,6 +166,7 @@ impl RuntimeMaker {
             run_open: false,
             in_run: false,
             uploaded: false,
+            shipped_to: std::ptr::null_mut(),
             last_zero_ns: 0,
             v2: Some(V2State {
                 run,
@@ -169,6 +175,7 @@ impl RuntimeMaker {
                 frame_before: cfg.frame_before,
                 frame_after: cfg.frame_after,
                 image_buf,
+                measured: false,
             }),
         })
     }
@@ -232,6 +239,21 @@ impl RuntimeMaker {
     pub fn v2_pool_capacities(&self) -> Result<V2PoolUse> {
         Ok(self.v2_state("v2_pool_capacities")?.run.capacities())
     }
+
+    /// For a host that wrote the run into the mirror itself: what its pools
+    /// hold (`V2Run::set_host_use`; the contract is
+    /// `lrt_runtime_maker_v2_set_pool_use`'s). `State` before
+    /// `v2_begin_run`.
+    pub fn v2_set_pool_use(&mut self, used: V2PoolUse) -> Result<()> {
+        self.v2_state("v2_set_pool_use")?;
+        if !self.run_open {
+            return Err(Error::state("v2_set_pool_use before v2_begin_run"));
+        }
+        let Some(v2) = self.v2.as_mut() else {
+            return Err(Error::internal("v2 state vanished"));
+        };
+        v2.run.set_host_use(used)
+    }
 }
 
 impl V2Run {
@@ -254,6 +276,12 @@ impl V2Run {
             return Err(Error::state(format!(
                 "the orchestrator latched error {latched} in the header: no more tasks"
             )));
+        }
+        if self.host_filled {
+            return Err(Error::state(
+                "the host said it wrote this run itself (v2_set_pool_use): no claims until \
+                 the next v2_begin_run",
+            ));
         }
         let idx = Self::current_index(m);
         // A graph shell dispatches nothing: no mask, attributes or blocks.
@@ -434,6 +462,7 @@ impl V2Run {
             tensors: u.tensors + if d.graph_shell { 0 } else { tensors },
             scalars: u.scalars + if d.graph_shell { 0 } else { scalar_span },
         };
+        self.claims += 1;
         Ok(lrt_v2_task_slot {
             index: idx,
             descriptor: desc_p,

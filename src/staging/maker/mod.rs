@@ -42,6 +42,7 @@ use crate::{Error, ErrorKind, Result};
 mod claim;
 mod claim_v2;
 mod config;
+mod ship_v2;
 mod upload;
 mod upload_v2;
 mod v2_state;
@@ -49,6 +50,7 @@ mod v2_state;
 pub use claim::ClaimDesc;
 pub use claim_v2::{TensorRecord, V2ClaimDesc};
 pub use config::{MakerConfig, HEAP_SIZE_ENV, TASK_WINDOW_ENV};
+pub use ship_v2::V2Frame;
 pub use upload::{CostModel, COMPACT_GATHER_MAX_BYTES};
 
 /// `kind` for a device failure, unless the device reports itself
@@ -147,6 +149,9 @@ pub struct RuntimeMaker {
     in_run: bool,
     /// The last upload succeeded (the device holds a complete image).
     uploaded: bool,
+    /// Where the last successful upload put the image's header on the
+    /// device (what `read_status` reads).
+    shipped_to: *mut u8,
     /// Nanoseconds the last `begin_run` spent zeroing.
     last_zero_ns: u64,
     /// A layout-v2 maker's own state (`None`: layout v1). The mirror, the
@@ -172,7 +177,9 @@ impl RuntimeMaker {
 
     /// As [`RuntimeMaker::new`], but the uploads go to `image`, which the
     /// caller lends (see [`BorrowedImage`]); nothing is allocated or freed
-    /// on the device. `InvalidArgument` for a NULL or too small region.
+    /// on the device. `InvalidArgument` for a NULL or too small region,
+    /// except that a v2 maker may take none (NULL, 0): its uploads then
+    /// name their destination (`v2_upload_frame`).
     pub fn with_image(
         cfg: &MakerConfig,
         device: Arc<dyn Device>,
@@ -230,6 +237,7 @@ impl RuntimeMaker {
             run_open: false,
             in_run: false,
             uploaded: false,
+            shipped_to: std::ptr::null_mut(),
             last_zero_ns: 0,
             v2: None,
         };
@@ -259,6 +267,10 @@ impl RuntimeMaker {
     /// every policy; v2: the compact image, after the room for the frame
     /// before it).
     pub fn device_image(&self) -> *mut c_void {
+        if self.image.is_null() {
+            // A v2 maker without a region of its own (`with_image`).
+            return std::ptr::null_mut();
+        }
         self.image
             .wrapping_add(self.v2_image_off())
             .cast::<c_void>()
@@ -484,6 +496,7 @@ impl RuntimeMaker {
             }
         };
         self.uploaded = true;
+        self.shipped_to = self.image;
         Ok(lrt_upload_report {
             total_tasks: total,
             copies,
@@ -519,28 +532,24 @@ impl RuntimeMaker {
         if !self.uploaded {
             return Err(Error::state("read_status before a successful upload"));
         }
-        // (header's device offset, bytes from it to the two words, where
-        // they are)
-        let (at, orch, sched) = match &self.v2 {
+        // (bytes from the header to the two words)
+        let (orch, sched) = match &self.v2 {
             None => (
-                0,
                 offset_of!(lrt_sm_header, orch_error_code),
                 offset_of!(lrt_sm_header, sched_error_code),
             ),
             Some(_) => (
-                self.v2_image_off(),
                 offset_of!(lrt_v2_sm_header, orch_error_code),
                 offset_of!(lrt_v2_sm_header, sched_error_code),
             ),
         };
         let mut words = [0u8; size_of::<lrt_sm_header>()];
         let len = sched + 4;
-        // SAFETY: reads `len` (< 320) bytes of the header at device offset
-        // `at` into a local buffer at least that long; the device image
-        // holds a whole header there.
+        // SAFETY: reads `len` (< 320) bytes of the header the last upload
+        // wrote at `shipped_to` into a local buffer at least that long.
         unsafe {
             self.device
-                .copy_from(words.as_mut_ptr(), self.image.wrapping_add(at), len)
+                .copy_from(words.as_mut_ptr(), self.shipped_to, len)
         }
         .map_err(|e| {
             Error::new(

@@ -81,7 +81,7 @@ impl CostModel {
 
     /// Estimated nanoseconds of `copies` copies of `bytes` bytes in all,
     /// after gathering `gathered` bytes on the host.
-    fn cost(&self, copies: u32, bytes: u64, gathered: u64) -> f64 {
+    pub(super) fn cost(&self, copies: u32, bytes: u64, gathered: u64) -> f64 {
         f64::from(copies) * self.copy.latency_ns
             + bytes as f64 / self.copy.bytes_per_ns.max(1e-9)
             + gathered as f64 / self.gather_bytes_per_ns.max(1e-9)
@@ -136,20 +136,33 @@ impl RuntimeMaker {
     }
 
     /// The cost model for AUTO: the device's own figures if it gives them,
-    /// else the fastest of five 64-byte copies for the latency and one copy
-    /// of up to `MEASURE_MAX_BYTES` for the bandwidth (into the not yet
-    /// meaningful device image, from the mirror's start, which create pins
-    /// first); and one host gather of the same size. A failed measurement
-    /// falls back to [`CostModel::FALLBACK`] with a warning.
+    /// else measured into the not yet meaningful device image, from the
+    /// mirror's start, which create pins first (`measure_into`).
     pub(super) fn measure_model(&mut self) -> CostModel {
         let len = (self.seg.end as usize).min(MEASURE_MAX_BYTES);
         self.pins.ensure_mirror(&*self.device, 0, len);
+        // SAFETY: the device image holds seg.end >= len bytes.
+        unsafe { self.measure_into(self.image, len) }
+    }
+
+    /// The device's own figures if it gives them, else the fastest of five
+    /// 64-byte copies for the latency and one copy of `len` bytes (at most
+    /// `MEASURE_MAX_BYTES`) for the bandwidth, from the mirror's start to
+    /// `dst`; and one host gather of the same size into the staging buffer.
+    /// A failed measurement falls back to [`CostModel::FALLBACK`] with a
+    /// warning.
+    ///
+    /// # Safety
+    /// `dst` must be device memory writable for `len` bytes whose contents
+    /// do not matter.
+    pub(super) unsafe fn measure_into(&self, dst: *mut u8, len: usize) -> CostModel {
+        let len = len.min(MEASURE_MAX_BYTES).min(self.mirror.len()).max(64);
         let src = self.mirror.as_ptr();
         let timed = |bytes: usize| -> Result<f64> {
             let t0 = Instant::now();
-            // SAFETY: the mirror and the device image are both at least
-            // seg.end >= len bytes long.
-            unsafe { self.device.copy_to(self.image, src, bytes) }?;
+            // SAFETY: the mirror holds at least `len` bytes (above) and
+            // `dst` is writable for them (the caller's contract).
+            unsafe { self.device.copy_to(dst, src, bytes) }?;
             Ok(elapsed_ns(t0) as f64)
         };
         let copy: Result<CopyCost> = match self.device.copy_cost() {
@@ -176,14 +189,14 @@ impl RuntimeMaker {
             }
         };
         let gather_bytes_per_ns = match &self.staging {
-            Some(staging) => {
+            Some(staging) if staging.len() >= len => {
                 let t0 = Instant::now();
                 // SAFETY: both mappings hold at least len bytes and are
                 // distinct.
                 unsafe { std::ptr::copy_nonoverlapping(src, staging.as_ptr(), len) };
                 len as f64 / (elapsed_ns(t0) as f64).max(1.0)
             }
-            None => CostModel::FALLBACK.gather_bytes_per_ns,
+            _ => CostModel::FALLBACK.gather_bytes_per_ns,
         };
         CostModel {
             copy,

@@ -13,17 +13,16 @@
 //! image is considered valid; the mirror itself is never changed.
 use std::mem::size_of;
 
-use super::super::abi::{lrt_upload_policy, lrt_upload_report};
 use super::super::layout::{LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS};
 use super::super::layout_v2::{
     lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state, rel_decode,
     v2_offsets,
 };
 use super::super::mirror::Mapping;
+use super::ship_v2::shipped_header;
 use super::v2_state::{Pool, Seg, V2Run};
-use super::{device_kind, elapsed_ns, RuntimeMaker};
-use crate::{Error, ErrorKind, Result};
-use std::time::Instant;
+use super::RuntimeMaker;
+use crate::{Error, Result};
 
 /// The chunk of payloads copied and then re-taken while hot.
 const PATCH_CHUNK: usize = 128;
@@ -223,12 +222,7 @@ impl V2Run {
             zero(pool.start(&c) + used * e, next);
         }
         // SAFETY: out holds at least the 256-byte header, 64-aligned.
-        let h = unsafe { &mut *out.cast::<lrt_v2_sm_header>() };
-        h.task_descriptors = std::ptr::null_mut();
-        h.task_payloads = std::ptr::null_mut();
-        h.slot_states = std::ptr::null_mut();
-        h.completion_flags = std::ptr::null_mut();
-        h.orchestrator_done = 1;
+        shipped_header(unsafe { &mut *out.cast::<lrt_v2_sm_header>() });
         Ok(c)
     }
 
@@ -353,7 +347,7 @@ impl RuntimeMaker {
     /// N and the checks every v2 upload makes before anything is copied:
     /// `State` before `v2_begin_run` or with `orch_error_code` latched,
     /// `OutOfRange` for N outside `[0, W]`.
-    fn v2_live(&self) -> Result<u64> {
+    pub(super) fn v2_live(&self) -> Result<u64> {
         self.v2_state("v2 upload")?;
         if !self.run_open {
             return Err(Error::state("v2 upload before v2_begin_run"));
@@ -372,117 +366,6 @@ impl RuntimeMaker {
             )));
         }
         Ok(n as u64)
-    }
-
-    /// Ships the run: `[before | compact image | after]` in one copy, the
-    /// image at `device_image()` (the checks and the image are the module's;
-    /// the full contract is `lrt_runtime_maker_v2_upload`'s). `State` before
-    /// `v2_begin_run` or with an orchestrator error latched, `OutOfRange`
-    /// for N outside `[0, W]`, `InvalidArgument` for a frame longer than
-    /// its room or a live payload whose regions are not inside the used
-    /// pools: nothing is copied then. `Device` when the copy fails.
-    pub fn v2_upload(&mut self, before: &[u8], after: &[u8]) -> Result<lrt_upload_report> {
-        let t0 = Instant::now();
-        let n = self.v2_live()?;
-        let v2 = self.v2_state("v2_upload")?;
-        let (bl, al) = (before.len() as u64, after.len() as u64);
-        if bl > v2.frame_before || al > v2.frame_after {
-            return Err(Error::invalid_argument(format!(
-                "frames of {bl} and {al} bytes; the maker has room for {} and {}",
-                v2.frame_before, v2.frame_after
-            )));
-        }
-        let b = v2.image_start();
-        // A run that repeated the last one's shape was claimed into its
-        // image: the image buffer ships as it is. Otherwise the image is
-        // gathered into the staging buffer.
-        let in_place = v2.run.exact(n);
-        let buf = match (in_place, &v2.image_buf, &self.staging) {
-            (true, Some(buf), _) | (false, _, Some(buf)) => buf,
-            _ => return Err(Error::internal("v2 maker without its buffers")),
-        };
-        let at = v2.stage_off as usize;
-        let out = buf.as_ptr().wrapping_add(at);
-        let seg = if in_place {
-            v2.run.check_regions(&self.mirror, b, n)?;
-            let seg = v2.run.image_segments(n);
-            // SAFETY: the image buffer's image starts with room for the
-            // header, which the mirror's header is copied into (64-aligned,
-            // distinct mappings); the shipped header's pointers are NULL.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    V2Run::header(&self.mirror).cast::<u8>(),
-                    out,
-                    size_of::<lrt_v2_sm_header>(),
-                );
-                let h = &mut *out.cast::<lrt_v2_sm_header>();
-                h.task_descriptors = std::ptr::null_mut();
-                h.task_payloads = std::ptr::null_mut();
-                h.slot_states = std::ptr::null_mut();
-                h.completion_flags = std::ptr::null_mut();
-                h.orchestrator_done = 1;
-            }
-            seg
-        } else {
-            // SAFETY: the staging buffer holds stage_off + the reference's
-            // mirror size + frame_after bytes, no compact image is larger
-            // than that mirror, and stage_off is 64-aligned in the
-            // page-aligned mapping; it is distinct from the mirror and the
-            // image buffer.
-            unsafe { v2.run.compact_into(&self.mirror, b, n, out) }?
-        };
-        let start = at - before.len();
-        let len = before.len() + seg.end as usize + after.len();
-        // SAFETY: [start, start + len) lies inside the buffer (the frames
-        // fit their rooms, checked above); the caller's slices do not
-        // overlap it.
-        unsafe {
-            let base = buf.as_ptr();
-            std::ptr::copy_nonoverlapping(before.as_ptr(), base.add(start), before.len());
-            std::ptr::copy_nonoverlapping(
-                after.as_ptr(),
-                base.add(at + seg.end as usize),
-                after.len(),
-            );
-        }
-        let src = buf.as_ptr().wrapping_add(start);
-        let dst = self.image.wrapping_add(self.v2_image_off() - before.len());
-        let relocate_ns = elapsed_ns(t0);
-        let t1 = Instant::now();
-        // Pinned as far as the runs use it, grown to the next power of two
-        // of bytes so that a steady workload pins once.
-        let end = (start + len).next_power_of_two().min(buf.len());
-        if in_place {
-            self.pins.ensure_image(&*self.device, 0, end);
-        } else {
-            self.pins.ensure_staging(&*self.device, 0, end);
-        }
-        // SAFETY: [start, start + len) lies inside the buffer (above); the
-        // device region holds the image offset (at most the frame before's
-        // room + 64) + the mirror's size + the frame after's room, so the
-        // destination range lies inside it.
-        let copied = unsafe { self.device.copy_to(dst, src, len) }.map_err(|e| {
-            Error::new(
-                device_kind(&e, ErrorKind::Device),
-                format!("copy of the {len}-byte v2 image to the device failed: {e}"),
-            )
-        });
-        if let Some(v2) = self.v2.as_mut() {
-            v2.run.remember(n);
-        }
-        // Shipped or failed, the run is over for the device and the image.
-        self.in_run = false;
-        self.uploaded = copied.is_ok();
-        copied?;
-        Ok(lrt_upload_report {
-            total_tasks: n as i32,
-            copies: 1,
-            bytes: len as u64,
-            zero_ns: self.last_zero_ns,
-            relocate_ns,
-            copy_ns: elapsed_ns(t1),
-            path: lrt_upload_policy::LRT_UPLOAD_COMPACT,
-        })
     }
 
     /// Writes the compact image of the run to `out` (64-aligned, at least

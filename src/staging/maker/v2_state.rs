@@ -10,6 +10,7 @@ use super::super::layout_v2::{
     V2PoolUse, LRT_V2_TENSOR_BYTES,
 };
 use super::super::mirror::Mapping;
+use crate::{Error, Result};
 
 /// A v2 maker's own state beside the shared fields of `RuntimeMaker`
 /// (whose mirror, staging buffer and device image are then v2's, and whose
@@ -34,6 +35,8 @@ pub(super) struct V2State {
     /// repeats the last one's shape is claimed in place (`Spec`). None with
     /// a fresh mirror every run.
     pub(super) image_buf: Option<Mapping>,
+    /// AUTO's cost model has been measured (at the first v2 upload).
+    pub(super) measured: bool,
 }
 
 impl V2State {
@@ -84,6 +87,12 @@ pub(crate) struct V2Run {
     pub(super) spec: Option<Spec>,
     /// The last uploaded run's task count and pools: the next run's guess.
     pub(super) guess: Option<(u64, V2PoolUse)>,
+    /// Slots this run claimed through the maker.
+    pub(super) claims: u64,
+    /// The host wrote this run into the mirror itself and said what its
+    /// pools hold (`set_host_use`): every slot and region is read from the
+    /// mirror, and no guess is made for the next run.
+    pub(super) host_filled: bool,
 }
 
 /// Which segment of a layout.
@@ -138,6 +147,13 @@ impl Pool {
             Pool::Scalars => s.scalar_pool,
         }
     }
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Pool::Fanin => "fanin",
+            Pool::Tensors => "tensor",
+            Pool::Scalars => "scalar",
+        }
+    }
     pub(super) fn of(self, u: &V2PoolUse) -> u64 {
         match self {
             Pool::Fanin => u.fanin_ids,
@@ -166,6 +182,8 @@ impl V2Run {
             reference_size,
             spec: None,
             guess: None,
+            claims: 0,
+            host_filled: false,
         }
     }
 
@@ -234,6 +252,8 @@ impl V2Run {
     ) -> *mut lrt_v2_sm_header {
         debug_assert!(m.len() as u64 >= self.seg.end);
         self.used = V2PoolUse::default();
+        self.claims = 0;
+        self.host_filled = false;
         self.spec = match self.guess {
             Some((n, pools)) if n > 0 && !b.is_null() => {
                 let seg = v2_offsets(n, pools.fanin_ids, pools.tensors, pools.scalars);
@@ -289,9 +309,40 @@ impl V2Run {
             .is_some_and(|s| s.pitch == n && s.split == s.pools && self.used == s.pools)
     }
 
-    /// Remembers what this run shipped, for the next run's guess.
+    /// Remembers what this run shipped, for the next run's guess (none
+    /// after a run the host wrote itself: its slots are not claimed
+    /// through the maker, so an image to claim into would go unused).
     pub(super) fn remember(&mut self, n: u64) {
-        self.guess = Some((n, self.used));
+        self.guess = (!self.host_filled).then_some((n, self.used));
+    }
+
+    /// The host wrote this run's slots and pool regions into the mirror
+    /// itself, its pools holding `used` elements (the contract is
+    /// `lrt_runtime_maker_v2_set_pool_use`'s): the run is then read from
+    /// the mirror alone. `State` when the maker claimed slots in this run,
+    /// `OutOfRange` for a pool past its capacity; nothing changes then.
+    pub(crate) fn set_host_use(&mut self, used: V2PoolUse) -> Result<()> {
+        if self.claims > 0 {
+            return Err(Error::state(format!(
+                "{} slots of this run were claimed through the maker; a run is either \
+                 claimed or written by the host, not both",
+                self.claims
+            )));
+        }
+        for pool in Pool::ALL {
+            if pool.of(&used) > pool.of(&self.caps) {
+                return Err(Error::out_of_range(format!(
+                    "{} {} elements used; the pool holds {}",
+                    pool.of(&used),
+                    pool.name(),
+                    pool.of(&self.caps)
+                )));
+            }
+        }
+        self.used = used;
+        self.spec = None;
+        self.host_filled = true;
+        Ok(())
     }
 
     /// `current_task_index` of the mirror.

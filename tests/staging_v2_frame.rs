@@ -1,0 +1,379 @@
+//! A v2 run the host writes into the mirror itself (as the reference's own
+//! orchestrator does) and ships to a device region it names per upload:
+//! `v2_set_pool_use` and `v2_upload_frame`, by both of AUTO's routes (the
+//! one framed copy and the parts copied straight from the mirror), against
+//! the image the maker's own claims make; a maker without a region of its
+//! own; and what each call refuses, with nothing copied.
+mod staging_support;
+
+use leanrt::device::{CopyCost, Device};
+use leanrt::staging::{
+    lrt_layout, lrt_upload_policy, lrt_v2_segments, lrt_v2_task_payload, BorrowedImage, ClaimDesc,
+    MakerConfig, RuntimeMaker, TensorRecord, V2ClaimDesc, V2Frame, V2PoolUse,
+};
+use leanrt::ErrorKind;
+use staging_support::FakeDevice;
+use std::sync::Arc;
+
+const W: u64 = 64;
+const BEFORE: usize = 704;
+const AFTER: usize = 300;
+
+fn config(policy: lrt_upload_policy) -> MakerConfig {
+    MakerConfig {
+        task_window: W,
+        layout: lrt_layout::LRT_LAYOUT_V2,
+        policy,
+        frame_before: BEFORE as u64,
+        frame_after: AFTER as u64,
+        ..MakerConfig::default()
+    }
+}
+
+/// A region-less maker (its uploads name their destination).
+fn regionless(cfg: &MakerConfig, device: Arc<dyn Device>) -> RuntimeMaker {
+    let none = BorrowedImage {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+    RuntimeMaker::with_image(cfg, device, none).expect("a v2 maker without a region")
+}
+
+/// `n` tasks of 2 tensors, 1 scalar and 1 producer (the one before): what
+/// they put in the pools is 16 ids per consumer, 2 records and 8 scalars
+/// per task (the reference's rounding).
+fn claim_chain(m: &mut RuntimeMaker, n: u64) -> V2PoolUse {
+    let mut recs: [TensorRecord; 2] = [[0u8; 128]; 2];
+    for (k, rec) in recs.iter_mut().enumerate() {
+        for (b, x) in rec.iter_mut().enumerate() {
+            *x = (k * 37 + b) as u8;
+        }
+    }
+    for i in 0..n {
+        let producer = [i as i32 - 1];
+        let scalar = [i * 7 + 1];
+        let d = V2ClaimDesc {
+            task: ClaimDesc {
+                fanins: if i == 0 { &[] } else { &producer },
+                ..ClaimDesc::default()
+            },
+            tensor_count: 2,
+            tensors: Some(&recs),
+            scalar_count: 1,
+            scalars: Some(&scalar),
+            graph_shell: false,
+        };
+        m.v2_claim_slot(&d).expect("claim");
+    }
+    V2PoolUse {
+        fanin_ids: 16 * n.saturating_sub(1),
+        tensors: 2 * n,
+        scalars: 8 * n,
+    }
+}
+
+/// A run of `n` tasks as the host would write it: claimed by a scratch
+/// maker with the same layout, whose mirror is then copied into `m`'s
+/// (every offset in it is self-relative, so the bytes mean the same there).
+/// Returns the pools' use, the compact image the claims make and `m`'s
+/// mirror (its length in `mirror_len`).
+fn host_writes(m: &mut RuntimeMaker, n: u64) -> (V2PoolUse, Vec<u8>, *mut u8) {
+    let mut scratch = RuntimeMaker::new(
+        &config(lrt_upload_policy::LRT_UPLOAD_COMPACT),
+        Arc::new(leanrt::device::host::HostDevice),
+    )
+    .unwrap();
+    let from = scratch.v2_begin_run().unwrap().cast::<u8>();
+    let used = claim_chain(&mut scratch, n);
+    let mut image = vec![0u8; scratch.v2_image_segments().unwrap().end as usize + 64];
+    let off = image.as_ptr().align_offset(64);
+    let seg = scratch.v2_compact_into(&mut image[off..]).unwrap();
+    let image = image[off..off + seg.end as usize].to_vec();
+    let to = m.v2_begin_run().unwrap().cast::<u8>();
+    let len = m.v2_mirror_segments().unwrap().end as usize;
+    assert_eq!(len as u64, scratch.v2_mirror_segments().unwrap().end);
+    // SAFETY: both mirrors are `len` bytes long, live, distinct.
+    unsafe { std::ptr::copy_nonoverlapping(from, to, len) };
+    (used, image, to)
+}
+
+fn mirror_len(m: &RuntimeMaker) -> usize {
+    m.v2_mirror_segments().unwrap().end as usize
+}
+
+/// A device region with room for the frames and the window's image: its
+/// base, and the frame for an image at base + 768 (64-aligned, the frame
+/// before below it).
+fn region(dev: &FakeDevice, after: &[u8]) -> (*mut u8, usize) {
+    let seg = leanrt::staging::v2_ring_segment_offsets(W).unwrap();
+    let len = 768 + seg.end as usize + after.len();
+    (dev.device().alloc(len).unwrap(), len)
+}
+
+fn frame<'a>(base: *mut u8, len: usize, before: &'a [u8], after: &'a [u8]) -> V2Frame<'a> {
+    V2Frame {
+        image: base.wrapping_add(768),
+        room: (len - 768) as u64,
+        before,
+        after,
+    }
+}
+
+/// The live bytes of each segment of an image `c` of `n` tasks (the
+/// padding between them excluded).
+fn live_ranges(c: &lrt_v2_segments, n: u64, used: V2PoolUse) -> Vec<(usize, usize)> {
+    vec![
+        (0, (c.descriptors + 40 * n) as usize),
+        (c.payloads as usize, (c.payloads + 192 * n) as usize),
+        (c.slot_states as usize, (c.slot_states + 64 * n) as usize),
+        (
+            c.completion_flags as usize,
+            (c.completion_flags + n) as usize,
+        ),
+        (
+            c.fanin_pool as usize,
+            (c.fanin_pool + 4 * used.fanin_ids) as usize,
+        ),
+        (
+            c.tensor_pool as usize,
+            (c.tensor_pool + 128 * used.tensors) as usize,
+        ),
+        (
+            c.scalar_pool as usize,
+            (c.scalar_pool + 8 * used.scalars) as usize,
+        ),
+    ]
+}
+
+/// Copies cost nothing: AUTO copies the parts straight from the mirror.
+const FREE_COPIES: CopyCost = CopyCost {
+    latency_ns: 0.0,
+    bytes_per_ns: 10.0,
+};
+/// Copies cost a millisecond each: AUTO ships the one framed copy.
+const DEAR_COPIES: CopyCost = CopyCost {
+    latency_ns: 1e6,
+    bytes_per_ns: 10.0,
+};
+
+#[test]
+fn a_host_written_run_ships_the_claimed_image_by_either_route() {
+    let before = vec![0x11u8; BEFORE];
+    let after = vec![0x22u8; AFTER];
+    for (cost, path, copies) in [
+        (FREE_COPIES, lrt_upload_policy::LRT_UPLOAD_BOUNDED, 9),
+        (DEAR_COPIES, lrt_upload_policy::LRT_UPLOAD_COMPACT, 1),
+    ] {
+        let dev = FakeDevice::new();
+        let mut m = regionless(
+            &config(lrt_upload_policy::LRT_UPLOAD_AUTO),
+            dev.device_with_cost(cost),
+        );
+        assert!(m.device_image().is_null());
+        let (base, len) = region(&dev, &after);
+        // Three runs of different sizes: the route and the bytes hold for
+        // each, and nothing is guessed from one run for the next.
+        for n in [50u64, 7, 50] {
+            let (used, expected, at) = host_writes(&mut m, n);
+            m.v2_set_pool_use(used).unwrap();
+            let c = m.v2_image_segments().unwrap();
+            assert_eq!(c.end as usize, expected.len());
+            let mirror = mirror_bytes(at, mirror_len(&m));
+            dev.reset_copies();
+            let r = m
+                .v2_upload_frame(&frame(base, len, &before, &after))
+                .unwrap();
+            assert_eq!(
+                (r.path, r.copies, r.total_tasks),
+                (path, copies, n as i32),
+                "n = {n}"
+            );
+            // The one copy ships the padding between segments, the direct
+            // copies do not.
+            let image_bytes = match path {
+                lrt_upload_policy::LRT_UPLOAD_COMPACT => expected.len(),
+                _ => live_ranges(&c, n, used).iter().map(|(a, b)| b - a).sum(),
+            };
+            assert_eq!(r.bytes as usize, BEFORE + image_bytes + AFTER, "n = {n}");
+            assert_eq!(dev.copies().len(), copies as usize);
+            dev.with_alloc(base.cast(), |bytes| {
+                let image = &bytes[768..];
+                assert!(bytes[768 - BEFORE..768].iter().all(|&b| b == 0x11));
+                let end = c.end as usize;
+                assert!(image[end..end + AFTER].iter().all(|&b| b == 0x22));
+                let ranges = match path {
+                    lrt_upload_policy::LRT_UPLOAD_COMPACT => vec![(0, end)],
+                    _ => live_ranges(&c, n, used),
+                };
+                for (a, b) in ranges {
+                    assert!(
+                        image[a..b] == expected[a..b],
+                        "n = {n}: bytes [{a}, {b}) differ"
+                    );
+                }
+            })
+            .unwrap();
+            assert!(
+                mirror_bytes(at, mirror_len(&m)) == mirror,
+                "n = {n}: the mirror changed"
+            );
+            assert_eq!(m.read_status().unwrap(), 0);
+        }
+        // SAFETY: allocated above through this device, freed once.
+        unsafe { dev.device().free(base) };
+        drop(m);
+        dev.assert_clean("host-written v2 runs");
+    }
+}
+
+/// The maker's mirror (`len` bytes at `at`, the header v2_begin_run
+/// returned), copied.
+fn mirror_bytes(at: *mut u8, len: usize) -> Vec<u8> {
+    // SAFETY: the maker's live mirror, `len` bytes long; no write is in
+    // progress.
+    unsafe { std::slice::from_raw_parts(at, len) }.to_vec()
+}
+
+#[test]
+fn frames_longer_than_their_rooms_travel_on_their_own() {
+    let dev = FakeDevice::new();
+    let cfg = MakerConfig {
+        frame_before: 64,
+        frame_after: 0,
+        ..config(lrt_upload_policy::LRT_UPLOAD_COMPACT)
+    };
+    let mut m = regionless(&cfg, dev.device());
+    let before = vec![0x33u8; BEFORE];
+    let after = vec![0x44u8; AFTER];
+    let (base, len) = region(&dev, &after);
+    let (used, expected, _) = host_writes(&mut m, 20);
+    m.v2_set_pool_use(used).unwrap();
+    let r = m
+        .v2_upload_frame(&frame(base, len, &before, &after))
+        .unwrap();
+    assert_eq!(
+        (r.path, r.copies),
+        (lrt_upload_policy::LRT_UPLOAD_COMPACT, 3)
+    );
+    dev.with_alloc(base.cast(), |bytes| {
+        assert!(bytes[768 - BEFORE..768].iter().all(|&b| b == 0x33));
+        assert!(bytes[768..768 + expected.len()] == expected[..]);
+        let end = 768 + expected.len();
+        assert!(bytes[end..end + AFTER].iter().all(|&b| b == 0x44));
+    })
+    .unwrap();
+    // SAFETY: allocated above through this device, freed once.
+    unsafe { dev.device().free(base) };
+    drop(m);
+    dev.assert_clean("frames on their own");
+}
+
+#[test]
+fn what_the_host_written_calls_refuse_changes_and_copies_nothing() {
+    let dev = FakeDevice::new();
+    let mut m = regionless(
+        &config(lrt_upload_policy::LRT_UPLOAD_AUTO),
+        dev.device_with_cost(FREE_COPIES),
+    );
+    let (before, after) = (vec![1u8; 16], vec![2u8; 16]);
+    let (base, len) = region(&dev, &after);
+
+    // Before a run.
+    assert_eq!(
+        kind(m.v2_set_pool_use(V2PoolUse::default())),
+        ErrorKind::State
+    );
+    assert_eq!(
+        kind(m.v2_upload_frame(&frame(base, len, &before, &after))),
+        ErrorKind::State
+    );
+
+    let (used, _, at) = host_writes(&mut m, 10);
+    let len_m = mirror_len(&m);
+    // No region of its own.
+    assert_eq!(kind(m.v2_upload(&before, &after)), ErrorKind::State);
+    // A pool past its capacity.
+    let caps = m.v2_pool_capacities().unwrap();
+    let over = V2PoolUse {
+        tensors: caps.tensors + 1,
+        ..used
+    };
+    assert_eq!(kind(m.v2_set_pool_use(over)), ErrorKind::OutOfRange);
+    m.v2_set_pool_use(used).unwrap();
+    // No claims once the host said it wrote the run.
+    assert_eq!(kind(claim(&mut m)), ErrorKind::State);
+    // A bad destination: NULL, unaligned, a frame before below address 0,
+    // too little room.
+    let mut f = frame(base, len, &before, &after);
+    f.image = std::ptr::null_mut();
+    assert_eq!(kind(m.v2_upload_frame(&f)), ErrorKind::InvalidArgument);
+    let mut f = frame(base, len, &before, &after);
+    f.image = f.image.wrapping_add(8);
+    assert_eq!(kind(m.v2_upload_frame(&f)), ErrorKind::InvalidArgument);
+    let mut f = frame(base, len, &before, &after);
+    f.image = 64 as *mut u8;
+    f.before = &[0u8; 128];
+    assert_eq!(kind(m.v2_upload_frame(&f)), ErrorKind::InvalidArgument);
+    let mut f = frame(base, len, &before, &after);
+    f.room = m.v2_image_segments().unwrap().end + after.len() as u64 - 1;
+    assert_eq!(kind(m.v2_upload_frame(&f)), ErrorKind::OutOfRange);
+    // A region outside its pool (the host broke a payload): refused by the
+    // direct route's check before its first copy, the mirror unchanged.
+    let seg = m.v2_mirror_segments().unwrap();
+    let mirror_before = mirror_bytes(at, len_m);
+    let p = at
+        .wrapping_add(seg.payloads as usize + 192 * 3)
+        .cast::<lrt_v2_task_payload>();
+    // SAFETY: payload 3 of the live run in the maker's mirror.
+    let saved = unsafe { (*p).tensors };
+    // SAFETY: as above.
+    unsafe { (*p).tensors = saved + 8 };
+    let broken = mirror_bytes(at, len_m);
+    dev.reset_copies();
+    assert_eq!(
+        kind(m.v2_upload_frame(&frame(base, len, &before, &after))),
+        ErrorKind::InvalidArgument
+    );
+    assert!(
+        mirror_bytes(at, len_m) == broken,
+        "a refused upload changed the mirror"
+    );
+    assert!(
+        dev.copies().is_empty(),
+        "a refused upload copied {:?}",
+        dev.copies()
+    );
+    // Mended, the same run ships (the refusals left it open).
+    // SAFETY: as above.
+    unsafe { (*p).tensors = saved };
+    assert!(mirror_bytes(at, len_m) == mirror_before);
+    let r = m
+        .v2_upload_frame(&frame(base, len, &before, &after))
+        .unwrap();
+    assert_eq!(r.path, lrt_upload_policy::LRT_UPLOAD_BOUNDED);
+
+    // Claims first, then set_pool_use: refused.
+    m.v2_begin_run().unwrap();
+    claim(&mut m).unwrap();
+    assert_eq!(kind(m.v2_set_pool_use(used)), ErrorKind::State);
+    // SAFETY: allocated above through this device, freed once.
+    unsafe { dev.device().free(base) };
+    drop(m);
+    dev.assert_clean("refusals");
+}
+
+fn kind<T: std::fmt::Debug>(r: leanrt::Result<T>) -> ErrorKind {
+    r.unwrap_err().kind()
+}
+
+fn claim(m: &mut RuntimeMaker) -> leanrt::Result<()> {
+    let d = V2ClaimDesc {
+        task: ClaimDesc::default(),
+        tensor_count: 0,
+        tensors: None,
+        scalar_count: 0,
+        scalars: None,
+        graph_shell: false,
+    };
+    m.v2_claim_slot(&d).map(|_| ())
+}
