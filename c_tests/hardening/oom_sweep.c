@@ -403,6 +403,42 @@ static int c_v2_upload(st *s) {
   lrt_upload_report rep;
   return lrt_runtime_maker_v2_upload(s->maker, NULL, 0, NULL, 0, &rep);
 }
+static int c_maker_create_v2_regionless(st *s) {
+  lrt_maker_config cfg = maker_config();
+  cfg.layout = LRT_LAYOUT_V2;
+  cfg.policy = LRT_UPLOAD_AUTO;
+  lrt_runtime_maker *m = NULL;
+  int rc = lrt_runtime_maker_create_borrowed(&cfg, &s->api, NULL, 0, &m);
+  if (rc != LRT_OK && m != NULL) return 101;
+  if (rc == LRT_OK) {
+    s->maker = m;
+    s->v2 = 1;
+  }
+  return rc;
+}
+/* A run the host writes itself (one task, no arguments), shipped into the
+   lent region: v2_begin_run, v2_set_pool_use and v2_upload_frame. */
+static int c_v2_host_written(st *s) {
+  lrt_v2_sm_header *h = NULL;
+  int rc = lrt_runtime_maker_v2_begin_run(s->maker, &h);
+  if (rc != LRT_OK) return rc;
+  lrt_v2_segments seg;
+  if (lrt_v2_ring_segment_offsets(WINDOW, &seg) != LRT_OK) return 102;
+  unsigned char *mirror = (unsigned char *)h;
+  memset(mirror + seg.descriptors, 0, sizeof(lrt_task_descriptor));
+  memset(mirror + seg.payloads, 0, sizeof(lrt_v2_task_payload));
+  memset(mirror + seg.slot_states, 0, sizeof(lrt_v2_task_slot_state));
+  mirror[seg.completion_flags] = 0;
+  h->current_task_index = 1;
+  rc = lrt_runtime_maker_v2_set_pool_use(s->maker, 0, 0, 0);
+  if (rc != LRT_OK) return rc;
+  unsigned char *image = (unsigned char *)(((uintptr_t)s->borrowed + 64 + 63) & ~(uintptr_t)63);
+  static const unsigned char before[64];
+  lrt_v2_frame f = {image, (uint64_t)((unsigned char *)s->borrowed + s->borrowed_len - image), before,
+                    sizeof before, NULL, 0};
+  lrt_upload_report rep;
+  return lrt_runtime_maker_v2_upload_frame(s->maker, &f, &rep);
+}
 static int c_maker_destroy(st *s) {
   lrt_runtime_maker_destroy(s->maker);
   s->maker = NULL;
@@ -480,6 +516,9 @@ static const scenario scenarios[] = {
     {"lrt_runtime_maker_v2_claim_slot", NEED_V2_RUN, LRT_OK, c_v2_claim_slot},
     {"lrt_runtime_maker_v2_image_segments", NEED_V2_RUN, LRT_OK, c_v2_maker_segments},
     {"lrt_runtime_maker_v2_upload", NEED_V2_RUN, LRT_OK, c_v2_upload},
+    {"lrt_runtime_maker_create_borrowed", NEED_REGION, LRT_OK, c_maker_create_v2_regionless},
+    {"lrt_runtime_maker_v2_set_pool_use", NEED_V2_MAKER | NEED_REGION, LRT_OK, c_v2_host_written},
+    {"lrt_runtime_maker_v2_upload_frame", NEED_V2_MAKER | NEED_REGION, LRT_OK, c_v2_host_written},
     {"lrt_runtime_maker_destroy", NEED_V2_MAKER, LRT_OK, c_maker_destroy},
 };
 #define NSCEN (int)(sizeof scenarios / sizeof scenarios[0])
@@ -585,11 +624,19 @@ static int use_and_destroy(st *s) {
     lrt_v2_claim_desc d;
     lrt_v2_task_slot slot;
     lrt_upload_report rep;
+    memset(&rep, 0, sizeof rep);
     lrt_v2_claim_desc_init(&d);
     ok &= lrt_runtime_maker_v2_begin_run(s->maker, &h) == LRT_OK;
     ok &= lrt_runtime_maker_v2_claim_slot(s->maker, &d, &slot) == LRT_OK;
-    ok &= lrt_runtime_maker_v2_upload(s->maker, NULL, 0, NULL, 0, &rep) == LRT_OK &&
-          rep.total_tasks == 1;
+    if (lrt_runtime_maker_device_image(s->maker) != NULL) {
+      ok &= lrt_runtime_maker_v2_upload(s->maker, NULL, 0, NULL, 0, &rep) == LRT_OK;
+    } else { /* a maker without a region: into the lent one */
+      unsigned char *image = (unsigned char *)(((uintptr_t)s->borrowed + 63) & ~(uintptr_t)63);
+      lrt_v2_frame f = {image, (uint64_t)((unsigned char *)s->borrowed + s->borrowed_len - image), NULL, 0,
+                        NULL, 0};
+      ok &= s->borrowed != NULL && lrt_runtime_maker_v2_upload_frame(s->maker, &f, &rep) == LRT_OK;
+    }
+    ok &= rep.total_tasks == 1;
     lrt_runtime_maker_destroy(s->maker);
   } else if (s->maker) {
     lrt_sm_header *h = NULL;

@@ -209,9 +209,16 @@ void release(Maker *m) {
     t_current = nullptr;
 }
 
-// The adapter's line per upload: leanrt's report and, between begin_run and
-// upload, the reference's orchestration into the mirror.
+// With LEANRT_SIMPLER_LOG=1, the adapter's line per upload: leanrt's report
+// and, between begin_run and upload, the reference's orchestration into the
+// mirror. Off by default: the line is written inside the reference's bind
+// timers, and a production bind logs nothing per run.
 void log_upload(const Maker *m, const lrt_upload_report &report) {
+    static const bool enabled = [] {
+        const char *v = std::getenv("LEANRT_SIMPLER_LOG");
+        return v != nullptr && std::strcmp(v, "1") == 0;
+    }();
+    if (!enabled) return;
     const uint64_t orch_ns = now_ns() - m->begin_ns;
     const long orch_minflt = minor_faults() - m->begin_minflt;
     LOG_INFO(

@@ -503,8 +503,11 @@ pub unsafe extern "C" fn lrt_runtime_maker_segments(
 
 /// The address of the device image the uploads go to (its header is at
 /// offset 0 under every policy): the maker's own, or the region it
-/// borrows. NULL for a NULL maker or one inside another call (recorded for
-/// lrt_last_error). `maker` must be NULL or a live maker.
+/// borrows (a v2 maker's: where its image starts, after the room for the
+/// frame before it). NULL for a v2 maker without a region (its uploads
+/// name their destination), and for a NULL maker or one inside another
+/// call (recorded for lrt_last_error). `maker` must be NULL or a live
+/// maker.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_device_image(
     maker: *const lrt_runtime_maker,

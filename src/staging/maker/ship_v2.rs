@@ -147,17 +147,19 @@ impl RuntimeMaker {
         let in_place = v2.run.exact(n);
         let auto = self.policy == lrt_upload_policy::LRT_UPLOAD_AUTO;
         let direct = if auto && !in_place && v2.run.spec.is_none() {
-            // The direct route copies before it could find a bad region;
-            // so every region is checked first, whichever route follows.
-            v2.run
-                .check_regions(&self.mirror, std::ptr::null_mut(), n)?;
-            self.ensure_v2_model(f, n);
+            if !v2.measured {
+                // The measurement writes to the destination: only once
+                // every region is known good.
+                v2.run
+                    .check_regions(&self.mirror, std::ptr::null_mut(), n)?;
+                self.ensure_v2_model(f, n);
+            }
             self.direct_is_cheaper(n, f)
         } else {
             false
         };
         let shipped = if direct {
-            self.ship_direct(n, f, t0)
+            self.ship_direct(n, f, t0)?
         } else {
             self.ship_one(n, f, in_place, t0)?
         };
@@ -392,29 +394,18 @@ impl RuntimeMaker {
         })
     }
 
-    /// The direct route (module docs), after `check_regions` passed for a
-    /// run read from the mirror alone.
-    fn ship_direct(&mut self, n: u64, f: &V2Frame<'_>, t0: Instant) -> Shipped {
-        let (c, parts) = match self.direct_parts(n, f) {
-            Ok(v) => v,
-            Err(e) => {
-                return Shipped {
-                    copies: 0,
-                    bytes: 0,
-                    relocate_ns: 0,
-                    copy_ns: 0,
-                    path: lrt_upload_policy::LRT_UPLOAD_BOUNDED,
-                    copied: Err(e),
-                }
-            }
-        };
-        let ms = self.v2.as_ref().map_or(c, |v| v.run.segments());
+    /// The direct route (module docs), for a run read from the mirror alone.
+    /// Its regions are checked as its slots are re-taken: a bad one puts
+    /// the slots before it back and is `InvalidArgument`, before any copy.
+    fn ship_direct(&mut self, n: u64, f: &V2Frame<'_>, t0: Instant) -> Result<Shipped> {
+        let (c, parts) = self.direct_parts(n, f)?;
+        let ms = self.v2_state("v2 upload")?.run.segments();
+        self.retake_in_mirror(n, &ms, &c, true)?;
         let h = V2Run::header(&self.mirror);
         // SAFETY: the header is plain data at the mirror's start.
         let saved = unsafe { *h };
         // SAFETY: as above; no other reference to it is live.
         unsafe { shipped_header(&mut *h) };
-        self.retake_in_mirror(n, &ms, &c);
         let relocate_ns = elapsed_ns(t0);
         let t1 = Instant::now();
         // SAFETY: the mirror parts lie inside the mirror (n <= W, the pools
@@ -422,17 +413,18 @@ impl RuntimeMaker {
         // destination holds them (the frame's contract).
         let (copies, copied) = unsafe { self.copy_parts(f.image, &parts) };
         let copy_ns = elapsed_ns(t1);
-        self.retake_in_mirror(n, &c, &ms);
         // SAFETY: as above.
         unsafe { *h = saved };
-        Shipped {
+        // The way back cannot fail: no checks.
+        let _ = self.retake_in_mirror(n, &c, &ms, false);
+        Ok(Shipped {
             copies,
             bytes: parts.iter().map(|p| p.2).sum(),
             relocate_ns,
             copy_ns,
             path: lrt_upload_policy::LRT_UPLOAD_BOUNDED,
             copied,
-        }
+        })
     }
 
     /// Rewrites the mirror's live slots from the offsets of layout `from`
@@ -441,10 +433,20 @@ impl RuntimeMaker {
     /// (regions keep their place in their pools), and every slot state's
     /// `payload`/`task` names its element in `to`. An unbound region (0)
     /// stays 0 both ways: a bound one is never 0 in either layout, its
-    /// field and its target being in different segments.
-    fn retake_in_mirror(&self, n: u64, from: &lrt_v2_segments, to: &lrt_v2_segments) {
-        let Some(v2) = self.v2.as_ref() else { return };
+    /// field and its target being in different segments. With `check`
+    /// (the way out, from the mirror's offsets) each payload's regions are
+    /// checked first (`PoolPart::check`); at a bad one the slots already
+    /// rewritten are put back and its error returned.
+    fn retake_in_mirror(
+        &self,
+        n: u64,
+        from: &lrt_v2_segments,
+        to: &lrt_v2_segments,
+        check: bool,
+    ) -> Result<()> {
+        let v2 = self.v2_state("v2 upload")?;
         let ms = v2.run.segments();
+        let parts = v2.run.pool_parts(&self.mirror, std::ptr::null_mut());
         let d_pay = to.payloads as i64 - from.payloads as i64;
         // The payload's offset fields in memory order: tensors, scalars, fanin.
         let shift = [Pool::Tensors, Pool::Scalars, Pool::Fanin]
@@ -458,6 +460,23 @@ impl RuntimeMaker {
             // SAFETY: slot i < n <= W of the mirror: a payload and a slot
             // state, plain data, 64-aligned; nothing else refers to them.
             let (p, s) = unsafe { (&mut *pays.add(i), &mut *states.add(i)) };
+            if check {
+                let field = p as *const lrt_v2_task_payload as usize + 12;
+                let fields = [
+                    (p.tensors, p.tensor_count),
+                    (p.scalars, p.scalar_count),
+                    (p.fanin, p.fanin_count),
+                ];
+                let bad = (0..3).find_map(|k| {
+                    parts[k]
+                        .check(i as u64, field + 4 * k, fields[k].0, fields[k].1)
+                        .err()
+                });
+                if let Some(e) = bad {
+                    let _ = self.retake_in_mirror(i as u64, to, from, false);
+                    return Err(e);
+                }
+            }
             for (field, k) in [&mut p.tensors, &mut p.scalars, &mut p.fanin]
                 .into_iter()
                 .zip(shift)
@@ -471,6 +490,7 @@ impl RuntimeMaker {
             s.payload = (pay0 + i * (Seg::Payloads.size() as i64 - state_size)) as i32;
             s.task = (task0 + i * (Seg::Descriptors.size() as i64 - state_size)) as i32;
         }
+        Ok(())
     }
 }
 

@@ -42,7 +42,7 @@ impl V2Run {
     /// fields (tensors @12, scalars @16, fanin @20): `[0, split)` in the
     /// image buffer and `[split, used)` in the mirror, at their cursor
     /// positions (no speculation: all in the mirror).
-    fn pool_parts(&self, m: &Mapping, b: *mut u8) -> [PoolPart; 3] {
+    pub(super) fn pool_parts(&self, m: &Mapping, b: *mut u8) -> [PoolPart; 3] {
         [Pool::Tensors, Pool::Scalars, Pool::Fanin].map(|pool| {
             let used = pool.of(&self.used);
             let split = self.spec.map_or(0, |s| pool.of(&s.split).min(used));
@@ -64,9 +64,9 @@ impl V2Run {
         })
     }
 
-    /// Checks every live payload's regions (`PoolPart::locate`) where the
-    /// image buffer already is the image (`exact`: every payload and region
-    /// in it).
+    /// Checks every live payload's regions (`PoolPart::check`) of a run
+    /// whose regions all lie in one part: the image buffer of a run claimed
+    /// in place (`exact`), or the mirror (no speculation, `b` NULL).
     pub(super) fn check_regions(&self, m: &Mapping, b: *mut u8, n: u64) -> Result<()> {
         let parts = self.pool_parts(m, b);
         let first: *mut lrt_v2_task_payload = self.elem(m, b, Seg::Payloads, 0);
@@ -81,11 +81,8 @@ impl V2Run {
                 (p.fanin, p.fanin_count),
             ];
             // The common case without branches; `locate` says what is wrong.
-            let ok = (0..3).all(|k| parts[k].in_image(f + 12 + 4 * k, fields[k].0, fields[k].1));
-            if !ok {
-                for (k, (delta, count)) in fields.into_iter().enumerate() {
-                    parts[k].locate(i, f + 12 + 4 * k, delta, count)?;
-                }
+            for (k, (delta, count)) in fields.into_iter().enumerate() {
+                parts[k].check(i, f + 12 + 4 * k, delta, count)?;
             }
         }
         Ok(())
@@ -264,7 +261,7 @@ impl V2Run {
 
 /// One pool of a run as the host holds it (`V2Run::pool_parts`).
 #[derive(Clone, Copy, Debug)]
-struct PoolPart {
+pub(super) struct PoolPart {
     pool: Pool,
     /// The image buffer's pool (0: no speculation), holding `[0, split)`.
     image: usize,
@@ -280,16 +277,32 @@ struct PoolPart {
 
 impl PoolPart {
     /// Whether the offset `delta` at host address `field` names a region of
-    /// `count` elements inside the image buffer's part, or is unbound with
-    /// no elements: the check of a run claimed in place, in arithmetic
-    /// (`locate` is the full rule and its message).
+    /// `count` elements inside the part that holds every region of a run
+    /// claimed in place (the image buffer's `[0, split)`) or of a run with
+    /// no speculation (the mirror's `[0, used)`), or is unbound with no
+    /// elements: the common case, in arithmetic (`locate` is the full rule
+    /// and its message).
     #[inline]
-    fn in_image(&self, field: usize, delta: i32, count: i32) -> bool {
+    fn in_whole_part(&self, field: usize, delta: i32, count: i32) -> bool {
+        let (base, hi) = match self.image {
+            0 => (self.mirror, self.used),
+            image => (image, self.split),
+        };
         let n = count as u64;
-        let off = ((field as isize).wrapping_add(delta as isize) as usize).wrapping_sub(self.image);
+        let off = ((field as isize).wrapping_add(delta as isize) as usize).wrapping_sub(base);
         let on_elem = off & ((1usize << self.shift) - 1) == 0;
-        let bound = on_elem && (off >> self.shift) as u64 + n <= self.split;
+        let bound = on_elem && (off >> self.shift) as u64 + n <= hi;
         count >= 0 && n <= self.cap && if delta == 0 { count == 0 } else { bound }
+    }
+
+    /// Slot `i`'s region (offset `delta` at host address `field`, `count`
+    /// elements) as `locate` rules, without finding its index.
+    #[inline]
+    pub(super) fn check(&self, i: u64, field: usize, delta: i32, count: i32) -> Result<()> {
+        if self.in_whole_part(field, delta, count) {
+            return Ok(());
+        }
+        self.locate(i, field, delta, count).map(|_| ())
     }
 
     /// The element index in the pool of slot `i`'s region, from the offset
