@@ -204,6 +204,7 @@ const ALLOWED: &[&str] = &[
     "lrt_v2_task_payload",
     "lrt_v2_task_slot_state",
     "lrt_v2_segments",
+    "lrt_v2_frame",
     "lrt_v2_ring_segment_offsets",
     "lrt_v2_image_segments",
     "lrt_v2_claim_desc",
@@ -217,6 +218,8 @@ const ALLOWED: &[&str] = &[
     "lrt_runtime_maker_v2_claim_slot",
     "lrt_runtime_maker_v2_image_segments",
     "lrt_runtime_maker_v2_upload",
+    "lrt_runtime_maker_v2_upload_frame",
+    "lrt_runtime_maker_v2_set_pool_use",
     // Thread pool: options.
     "lrt_pool_options",
     "lrt_pool_options_create",
