@@ -86,7 +86,12 @@ const lrt_host_api_ops kHostApiOps = {
 constexpr size_t kMaxIdle = 4;
 
 std::mutex g_mutex;
-std::vector<Maker *> g_makers;  // guarded by g_mutex
+// The pool lives as long as the process (the runtime library is unloaded
+// only at exit, and a run may still be prepared while other libraries'
+// static destructors run): it is reached through a pointer that is never
+// destroyed, so no exit-time destructor frees it under a late run and the
+// makers in it stay reachable.
+std::vector<Maker *> &g_makers = *new std::vector<Maker *>;  // guarded by g_mutex
 uint64_t g_binds = 0;           // guarded by g_mutex
 thread_local Maker *t_current = nullptr;
 
