@@ -43,7 +43,7 @@ use super::super::mirror::Mapping;
 use super::super::pin::MakerPins;
 use super::v2_state::{Pool, Seg, V2Run, V2State};
 use super::{
-    device_region, elapsed_ns, BorrowedImage, ClaimDesc, CostModel, MakerConfig, RuntimeMaker,
+    device_region, elapsed_ns, BorrowedImage, ClaimDesc, MakerConfig, Parts, RuntimeMaker,
 };
 use crate::device::Device;
 use crate::{Error, Result};
@@ -150,24 +150,13 @@ impl RuntimeMaker {
         let pins = unsafe {
             MakerPins::staging_only(cfg.pin_mirror, seg, window, &staging, image_buf.as_ref())
         };
-        Ok(RuntimeMaker {
-            device,
-            window,
-            policy: cfg.policy,
-            fresh_mirror: cfg.fresh_mirror,
-            heap_size: resolved.heap_size,
+        let parts = Parts {
             seg,
             mirror,
             staging: Some(staging),
             pins,
-            model: CostModel::FALLBACK,
             image,
             owned,
-            run_open: false,
-            in_run: false,
-            uploaded: false,
-            shipped_to: std::ptr::null_mut(),
-            last_zero_ns: 0,
             v2: Some(V2State {
                 run,
                 device_len,
@@ -177,7 +166,14 @@ impl RuntimeMaker {
                 image_buf,
                 measured: false,
             }),
-        })
+        };
+        Ok(Self::assemble(
+            cfg,
+            device,
+            window,
+            resolved.heap_size,
+            parts,
+        ))
     }
 
     /// The v2 state, or `InvalidArgument` naming the v2 call `what` on a

@@ -119,6 +119,17 @@ fn device_region(
     Ok((ptr, Some(OwnedImage { device: owner, ptr })))
 }
 
+/// What a layout's create builds for its maker (`RuntimeMaker::assemble`).
+struct Parts {
+    seg: lrt_sm_segments,
+    mirror: Mapping,
+    staging: Option<Mapping>,
+    pins: MakerPins,
+    image: *mut u8,
+    owned: Option<OwnedImage>,
+    v2: Option<v2_state::V2State>,
+}
+
 /// The runtime maker (C: `lrt_runtime_maker`). `Send` (a maker may move
 /// between threads) but not `Sync`: one thread uses it at a time.
 pub struct RuntimeMaker {
@@ -221,30 +232,52 @@ impl RuntimeMaker {
                 &*device,
             )
         };
-        let mut maker = RuntimeMaker {
-            device,
-            window,
-            policy: cfg.policy,
-            fresh_mirror: cfg.fresh_mirror,
-            heap_size: resolved.heap_size,
+        let parts = Parts {
             seg,
             mirror,
             staging,
             pins,
-            model: CostModel::FALLBACK,
             image,
             owned,
+            v2: None,
+        };
+        let mut maker = Self::assemble(cfg, device, window, resolved.heap_size, parts);
+        if maker.policy == lrt_upload_policy::LRT_UPLOAD_AUTO {
+            maker.model = maker.measure_model();
+        }
+        Ok(maker)
+    }
+
+    /// The one constructor of both layouts' makers: the settings, what the
+    /// layout's create built, the fallback cost model (AUTO measures its
+    /// own) and no run yet.
+    fn assemble(
+        cfg: &MakerConfig,
+        device: Arc<dyn Device>,
+        window: u64,
+        heap_size: u64,
+        p: Parts,
+    ) -> Self {
+        RuntimeMaker {
+            device,
+            window,
+            policy: cfg.policy,
+            fresh_mirror: cfg.fresh_mirror,
+            heap_size,
+            seg: p.seg,
+            mirror: p.mirror,
+            staging: p.staging,
+            pins: p.pins,
+            model: CostModel::FALLBACK,
+            image: p.image,
+            owned: p.owned,
             run_open: false,
             in_run: false,
             uploaded: false,
             shipped_to: std::ptr::null_mut(),
             last_zero_ns: 0,
-            v2: None,
-        };
-        if maker.policy == lrt_upload_policy::LRT_UPLOAD_AUTO {
-            maker.model = maker.measure_model();
+            v2: p.v2,
         }
-        Ok(maker)
     }
 
     /// Segment offsets of the full image.
