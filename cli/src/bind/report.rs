@@ -18,19 +18,10 @@ fn policy_label(c: &BindCell) -> String {
 /// cost of a run and what the upload shipped; with `detail`, also the
 /// maker's creation and the process's memory.
 pub fn table(cells: &[BindCell], detail: bool) -> String {
-    let keys = crate::lists::dedup(
-        cells
-            .iter()
-            .map(|c| (c.backend.clone(), c.window))
-            .collect(),
-    );
+    let blocks = crate::lists::groups(cells, |c| (c.backend.clone(), c.window));
     let mut s = String::new();
-    for (i, (backend, window)) in keys.iter().enumerate() {
-        let block: Vec<&BindCell> = cells
-            .iter()
-            .filter(|c| &c.backend == backend && c.window == *window)
-            .collect();
-        s.push_str(&block_table(&block, detail, i + 1 == keys.len()));
+    for (i, block) in blocks.iter().enumerate() {
+        s.push_str(&block_table(block, detail, i + 1 == blocks.len()));
     }
     s
 }

@@ -102,18 +102,10 @@ fn measure(
 
 /// The text table: one block per backend and window.
 pub fn table_v2(cells: &[V2Cell]) -> String {
-    let keys = crate::lists::dedup(
-        cells
-            .iter()
-            .map(|c| (c.backend.clone(), c.window))
-            .collect(),
-    );
+    let blocks = crate::lists::groups(cells, |c| (c.backend.clone(), c.window));
     let mut s = String::new();
-    for (i, (backend, window)) in keys.iter().enumerate() {
-        let block: Vec<&V2Cell> = cells
-            .iter()
-            .filter(|c| &c.backend == backend && c.window == *window)
-            .collect();
+    for (i, block) in blocks.iter().enumerate() {
+        let (backend, window) = (&block[0].backend, block[0].window);
         let mut t = Table::new(
             format!(
                 "staging, layout v2: a run (begin + claim N + upload), medians; backend {backend}, \
@@ -153,7 +145,7 @@ pub fn table_v2(cells: &[V2Cell]) -> String {
                 None,
             );
         }
-        if i + 1 == keys.len() {
+        if i + 1 == blocks.len() {
             t.legend(
                 "ref-v2: the reference's own per-run path (fresh mirror, O(W) re-init, zero-filled \
                  framed buffer, seven copies and the offset pass, one copy); leanrt: the maker, a \
