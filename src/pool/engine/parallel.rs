@@ -94,6 +94,17 @@ impl ThreadPool {
             a.loop_started();
         }
         let who = trace::who(me);
+        // Once published: the caller's share, then the slot closed and the
+        // helpers waited for (the gate protocol's end, gate.rs).
+        let run_and_close = || {
+            let blocks = job.run(0, &shared.profiling, me);
+            trace::record(shared.id, who, Ev::ShareDone, blocks);
+            let cpu = cpu::current_cpu();
+            shared
+                .slot
+                .close_and_wait_yielding(CLOSE_SPINS, &|| job.helper_on(cpu));
+            trace::record(shared.id, who, Ev::GateDone, 0);
+        };
         if let Some(tag) = section::lead_loop(shared) {
             // A loop of the section this thread leads: the slot is ours
             // already; members wait on the team event, newcomers (if the
@@ -105,26 +116,14 @@ impl ThreadPool {
             if team < helpers {
                 shared.event.notify((helpers - team).min(CASCADE));
             }
-            let blocks = job.run(0, &shared.profiling, me);
-            trace::record(shared.id, who, Ev::ShareDone, blocks);
-            let cpu = cpu::current_cpu();
-            shared
-                .slot
-                .close_and_wait_yielding(CLOSE_SPINS, &|| job.helper_on(cpu));
-            trace::record(shared.id, who, Ev::GateDone, 0);
+            run_and_close();
             section::loop_done();
         } else if shared.slot.try_open(&job, helpers, 0) {
             // Cascade wake: at most CASCADE sleepers from here; each one that
             // wakes while the loop still wants helpers wakes CASCADE more.
             trace::record(shared.id, who, Ev::Publish, (helpers as u64) << 2 | 1);
             shared.event.notify(helpers.min(CASCADE));
-            let blocks = job.run(0, &shared.profiling, me);
-            trace::record(shared.id, who, Ev::ShareDone, blocks);
-            let cpu = cpu::current_cpu();
-            shared
-                .slot
-                .close_and_wait_yielding(CLOSE_SPINS, &|| job.helper_on(cpu));
-            trace::record(shared.id, who, Ev::GateDone, 0);
+            run_and_close();
             shared.slot.release();
         } else {
             let queued = Arc::new(QueuedLoop {
