@@ -236,6 +236,27 @@ void log_upload(const Maker *m, const lrt_upload_report &report) {
     );
 }
 
+// The end of a begin_run call on the thread's maker: its header, or NULL
+// after logging; from here the orchestration's time and faults are counted.
+void *started(void *header, lrt_status status, const char *what) {
+    if (status != LRT_OK) {
+        fail(what, status);
+        return nullptr;
+    }
+    t_current->begin_minflt = minor_faults();
+    t_current->begin_ns = now_ns();
+    return header;
+}
+
+// The end of an upload call on `m`: the tasks shipped, with the maker idle
+// again, or -1 after logging (the run stays the thread's until its next bind).
+int32_t finished(Maker *m, lrt_status status, const lrt_upload_report &report, const char *what) {
+    if (status != LRT_OK) return fail(what, status);
+    log_upload(m, report);
+    release(m);
+    return report.total_tasks;
+}
+
 }  // namespace
 
 int leanrt_simpler_bind(const HostApi *api, void *pooled_sm, uint64_t sm_size, uint64_t task_window,
@@ -250,13 +271,7 @@ void *leanrt_simpler_begin_run(void) {
     }
     lrt_sm_header *header = nullptr;
     const lrt_status status = lrt_runtime_maker_begin_run(t_current->maker, &header);
-    if (status != LRT_OK) {
-        fail("lrt_runtime_maker_begin_run", status);
-        return nullptr;
-    }
-    t_current->begin_minflt = minor_faults();
-    t_current->begin_ns = now_ns();
-    return header;
+    return started(header, status, "lrt_runtime_maker_begin_run");
 }
 
 int32_t leanrt_simpler_upload(void) {
@@ -267,23 +282,14 @@ int32_t leanrt_simpler_upload(void) {
     }
     lrt_upload_report report;
     const lrt_status status = lrt_runtime_maker_upload(m->maker, &report);
-    if (status != LRT_OK) return fail("lrt_runtime_maker_upload", status);
-    log_upload(m, report);
-    release(m);
-    return report.total_tasks;
+    return finished(m, status, report, "lrt_runtime_maker_upload");
 }
 
 void *leanrt_simpler_v2_begin_run(const HostApi *api, uint64_t task_window, uint64_t heap_size) {
     if (lend(LRT_LAYOUT_V2, api, nullptr, 0, task_window, heap_size) != 0) return nullptr;
     lrt_v2_sm_header *header = nullptr;
     const lrt_status status = lrt_runtime_maker_v2_begin_run(t_current->maker, &header);
-    if (status != LRT_OK) {
-        fail("lrt_runtime_maker_v2_begin_run", status);
-        return nullptr;
-    }
-    t_current->begin_minflt = minor_faults();
-    t_current->begin_ns = now_ns();
-    return header;
+    return started(header, status, "lrt_runtime_maker_v2_begin_run");
 }
 
 int leanrt_simpler_v2_set_pool_use(uint64_t fanin_elems, uint64_t tensor_elems, uint64_t scalar_elems,
@@ -318,8 +324,5 @@ int32_t leanrt_simpler_v2_upload(void *device_image, uint64_t device_room, const
     const lrt_v2_frame frame = {device_image, device_room, before, before_len, after, after_len};
     lrt_upload_report report;
     const lrt_status status = lrt_runtime_maker_v2_upload_frame(m->maker, &frame, &report);
-    if (status != LRT_OK) return fail("lrt_runtime_maker_v2_upload_frame", status);
-    log_upload(m, report);
-    release(m);
-    return report.total_tasks;
+    return finished(m, status, report, "lrt_runtime_maker_v2_upload_frame");
 }
