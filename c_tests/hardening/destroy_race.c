@@ -13,14 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "../pool/pool_common.h"
 
 #define CALLERS 3
 #define TOTAL 4096
 
 static lrt_pool *pool;
 static atomic_int inside, release_;
-static atomic_long hits;
+static atomic_long ran;
 
 static void nap_us(long us) {
   struct timespec t = {0, us * 1000};
@@ -33,7 +33,7 @@ static void held_body(void *ctx, ptrdiff_t a, ptrdiff_t b) {
     atomic_fetch_add(&inside, 1);
     while (!atomic_load(&release_)) nap_us(100);
   }
-  atomic_fetch_add(&hits, (long)(b - a));
+  atomic_fetch_add(&ran, (long)(b - a));
 }
 
 static void *held_caller(void *arg) {
@@ -44,17 +44,7 @@ static void *held_caller(void *arg) {
 
 static void quick_body(void *ctx, ptrdiff_t a, ptrdiff_t b) {
   (void)ctx;
-  atomic_fetch_add(&hits, (long)(b - a));
-}
-
-static lrt_pool *make_pool(void) {
-  lrt_pool_options *o = NULL;
-  lrt_pool *p = NULL;
-  CHECK_STATUS(lrt_pool_options_create(&o), LRT_OK);
-  CHECK_STATUS(lrt_pool_options_set_num_threads(o, 4), LRT_OK);
-  CHECK_STATUS(lrt_pool_create(o, &p), LRT_OK);
-  lrt_pool_options_destroy(o);
-  return p;
+  atomic_fetch_add(&ran, (long)(b - a));
 }
 
 /* Destroy with a message slot reset, then: 1 if refused with STATE. */
@@ -89,8 +79,8 @@ int main(void) {
   pthread_t t[CALLERS];
   for (int round = 0; round < 20; round++) {
     /* Callers held inside loop bodies. */
-    pool = make_pool();
-    atomic_store(&hits, 0);
+    pool = make_pool(4);
+    atomic_store(&ran, 0);
     atomic_store(&inside, 0);
     atomic_store(&release_, 0);
     for (int i = 0; i < CALLERS; i++) pthread_create(&t[i], NULL, held_caller, NULL);
@@ -104,11 +94,11 @@ int main(void) {
     }
     atomic_store(&release_, 1);
     for (int i = 0; i < CALLERS; i++) pthread_join(t[i], NULL);
-    CHECK_EQ_U64(atomic_load(&hits), (uint64_t)CALLERS * TOTAL);
+    CHECK_EQ_U64(atomic_load(&ran), (uint64_t)CALLERS * TOTAL);
     /* Intact and usable. */
-    atomic_store(&hits, 0);
+    atomic_store(&ran, 0);
     lrt_pool_try_parallel_for(pool, TOTAL, 1e6, quick_body, NULL);
-    CHECK_EQ_U64(atomic_load(&hits), TOTAL);
+    CHECK_EQ_U64(atomic_load(&ran), TOTAL);
 
     /* A section left open on another thread that is not inside a call:
      * destroy goes ahead and ends it (documented); its end then only frees

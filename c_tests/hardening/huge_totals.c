@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "../pool/pool_common.h"
 
 #define MAX_BLOCKS 4096
 
@@ -61,12 +61,7 @@ static blocks bl = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}, {0}};
 
 int main(void) {
   alarm(120);
-  lrt_pool_options *o = NULL;
-  lrt_pool *p = NULL;
-  CHECK_STATUS(lrt_pool_options_create(&o), LRT_OK);
-  CHECK_STATUS(lrt_pool_options_set_num_threads(o, 4), LRT_OK);
-  CHECK_STATUS(lrt_pool_create(o, &p), LRT_OK);
-  lrt_pool_options_destroy(o);
+  lrt_pool *p = make_pool(4);
   const double costs[] = {0.0, 1.0, 1e9, INFINITY, DBL_MAX};
   ptrdiff_t totals[24];
   int nt = 0;

@@ -6,7 +6,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "check.h"
+#include "../pool/pool_common.h"
 
 static atomic_long count;
 static void index_body(void *ctx, ptrdiff_t i) {
@@ -21,12 +21,7 @@ static void kernel_body(void *ctx, size_t i) {
 }
 
 int main(void) {
-  lrt_pool_options *o = NULL;
-  lrt_pool *p = NULL;
-  CHECK_STATUS(lrt_pool_options_create(&o), LRT_OK);
-  CHECK_STATUS(lrt_pool_options_set_num_threads(o, 3), LRT_OK);
-  CHECK_STATUS(lrt_pool_create(o, &p), LRT_OK);
-  lrt_pool_options_destroy(o);
+  lrt_pool *p = make_pool(3);
   const ptrdiff_t nbs[] = {1000, (ptrdiff_t)1 << 24, PTRDIFF_MAX / 2, PTRDIFF_MAX};
   lrt_pool *pools[2] = {NULL, p};
   for (int k = 0; k < 2; k++) {
