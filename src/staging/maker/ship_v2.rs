@@ -154,14 +154,14 @@ impl RuntimeMaker {
                     .check_regions(&self.mirror, std::ptr::null_mut(), n)?;
                 self.ensure_v2_model(f, n);
             }
-            self.direct_is_cheaper(n, f)
+            let (c, parts) = self.direct_parts(n, f)?;
+            self.direct_is_cheaper(&c, &parts, f).then_some((c, parts))
         } else {
-            false
+            None
         };
-        let shipped = if direct {
-            self.ship_direct(n, f, t0)?
-        } else {
-            self.ship_one(n, f, in_place, t0)?
+        let shipped = match direct {
+            Some((c, parts)) => self.ship_direct(n, f.image, &c, &parts, t0)?,
+            None => self.ship_one(n, f, in_place, t0)?,
         };
         if let Some(v2) = self.v2.as_mut() {
             v2.run.remember(n);
@@ -234,10 +234,7 @@ impl RuntimeMaker {
     }
 
     /// Whether the direct route costs less than the one copy, by the model.
-    fn direct_is_cheaper(&self, n: u64, f: &V2Frame<'_>) -> bool {
-        let Ok((c, parts)) = self.direct_parts(n, f) else {
-            return false;
-        };
+    fn direct_is_cheaper(&self, c: &lrt_v2_segments, parts: &[Part], f: &V2Frame<'_>) -> bool {
         let bytes = parts.iter().map(|p| p.2).sum::<u64>();
         let (own, staged) = self.frames_apart(f);
         let direct = self.model.cost(parts.len() as u32, bytes, 0);
@@ -394,13 +391,20 @@ impl RuntimeMaker {
         })
     }
 
-    /// The direct route (module docs), for a run read from the mirror alone.
+    /// The direct route (module docs), for a run read from the mirror alone:
+    /// `parts` (`direct_parts`) copied to the image at `image`.
     /// Its regions are checked as its slots are re-taken: a bad one puts
     /// the slots before it back and is `InvalidArgument`, before any copy.
-    fn ship_direct(&mut self, n: u64, f: &V2Frame<'_>, t0: Instant) -> Result<Shipped> {
-        let (c, parts) = self.direct_parts(n, f)?;
+    fn ship_direct(
+        &mut self,
+        n: u64,
+        image: *mut u8,
+        c: &lrt_v2_segments,
+        parts: &[Part],
+        t0: Instant,
+    ) -> Result<Shipped> {
         let ms = self.v2_state("v2 upload")?.run.segments();
-        self.retake_in_mirror(n, &ms, &c, true)?;
+        self.retake_in_mirror(n, &ms, c, true)?;
         let h = V2Run::header(&self.mirror);
         // SAFETY: the header is plain data at the mirror's start.
         let saved = unsafe { *h };
@@ -411,12 +415,12 @@ impl RuntimeMaker {
         // SAFETY: the mirror parts lie inside the mirror (n <= W, the pools
         // within their capacities), the frames are the caller's; the
         // destination holds them (the frame's contract).
-        let (copies, copied) = unsafe { self.copy_parts(f.image, &parts) };
+        let (copies, copied) = unsafe { self.copy_parts(image, parts) };
         let copy_ns = elapsed_ns(t1);
         // SAFETY: as above.
         unsafe { *h = saved };
         // The way back cannot fail: no checks.
-        let _ = self.retake_in_mirror(n, &c, &ms, false);
+        let _ = self.retake_in_mirror(n, c, &ms, false);
         Ok(Shipped {
             copies,
             bytes: parts.iter().map(|p| p.2).sum(),
