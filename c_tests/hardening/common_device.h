@@ -131,6 +131,24 @@ static inline int test_device_live(const test_device *d) {
   return n;
 }
 
+/* The host writes a v2 run of one task without arguments into the mirror
+ * itself, as the reference's orchestrator does (descriptor with kernel ids
+ * -1, payload, slot state and flag zeroed, current_task_index 1), at the
+ * mirror layout of `window`. 0 if the window is refused. */
+static inline int test_v2_host_task(lrt_v2_sm_header *h, uint64_t window) {
+  lrt_v2_segments s;
+  if (lrt_v2_ring_segment_offsets(window, &s) != LRT_OK) return 0;
+  unsigned char *mirror = (unsigned char *)h;
+  lrt_task_descriptor *d = (lrt_task_descriptor *)(mirror + s.descriptors);
+  memset(d, 0, sizeof *d);
+  d->kernel_id[0] = d->kernel_id[1] = d->kernel_id[2] = -1;
+  memset(mirror + s.payloads, 0, sizeof(lrt_v2_task_payload));
+  memset(mirror + s.slot_states, 0, sizeof(lrt_v2_task_slot_state));
+  mirror[s.completion_flags] = 0;
+  h->current_task_index = 1;
+  return 1;
+}
+
 /* Smaller sizes under valgrind and sanitizers: LEANRT_TEST_SMALL=1. */
 static inline int test_small(void) {
   const char *s = getenv("LEANRT_TEST_SMALL");

@@ -422,14 +422,7 @@ static int c_v2_host_written(st *s) {
   lrt_v2_sm_header *h = NULL;
   int rc = lrt_runtime_maker_v2_begin_run(s->maker, &h);
   if (rc != LRT_OK) return rc;
-  lrt_v2_segments seg;
-  if (lrt_v2_ring_segment_offsets(WINDOW, &seg) != LRT_OK) return 102;
-  unsigned char *mirror = (unsigned char *)h;
-  memset(mirror + seg.descriptors, 0, sizeof(lrt_task_descriptor));
-  memset(mirror + seg.payloads, 0, sizeof(lrt_v2_task_payload));
-  memset(mirror + seg.slot_states, 0, sizeof(lrt_v2_task_slot_state));
-  mirror[seg.completion_flags] = 0;
-  h->current_task_index = 1;
+  if (!test_v2_host_task(h, WINDOW)) return 102;
   rc = lrt_runtime_maker_v2_set_pool_use(s->maker, 0, 0, 0);
   if (rc != LRT_OK) return rc;
   unsigned char *image = (unsigned char *)(((uintptr_t)s->borrowed + 64 + 63) & ~(uintptr_t)63);

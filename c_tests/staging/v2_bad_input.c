@@ -217,17 +217,8 @@ int main(void) {
   CHECK(names("lrt_runtime_maker_v2_set_pool_use"));
   CHECK_STATUS(lrt_runtime_maker_v2_begin_run(m, &h), LRT_OK);
   /* The host writes one task without arguments into the mirror itself. */
-  CHECK_STATUS(lrt_v2_ring_segment_offsets(W, &segs), LRT_OK);
+  CHECK(test_v2_host_task(h, W));
   unsigned char *mirror = (unsigned char *)h;
-  lrt_task_descriptor *desc0 = (lrt_task_descriptor *)(mirror + segs.descriptors);
-  lrt_v2_task_payload *pay0 = (lrt_v2_task_payload *)(mirror + segs.payloads);
-  memset(desc0, 0, sizeof *desc0);
-  desc0->kernel_id[0] = desc0->kernel_id[1] = desc0->kernel_id[2] = -1;
-  memset(pay0, 0, sizeof *pay0);
-  mirror[segs.completion_flags] = 0;
-  h->current_task_index = 1;
-  lrt_v2_task_slot_state *state0 = (lrt_v2_task_slot_state *)(mirror + segs.slot_states);
-  memset(state0, 0, sizeof *state0);
   uint64_t over = (uint64_t)W * 32 + 1;
   CHECK_STATUS(lrt_runtime_maker_v2_set_pool_use(m, 0, over, 0), LRT_ERR_OUT_OF_RANGE);
   CHECK(error_contains("tensor"));
