@@ -36,6 +36,7 @@ use super::super::abi::{lrt_upload_policy, lrt_upload_report};
 use super::super::layout_v2::{
     lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state,
 };
+use super::upload_v2::check_payload;
 use super::v2_state::{Pool, Seg, V2Run};
 use super::{device_kind, elapsed_ns, RuntimeMaker};
 use crate::{Error, ErrorKind, Result};
@@ -465,18 +466,7 @@ impl RuntimeMaker {
             // state, plain data, 64-aligned; nothing else refers to them.
             let (p, s) = unsafe { (&mut *pays.add(i), &mut *states.add(i)) };
             if check {
-                let field = p as *const lrt_v2_task_payload as usize + 12;
-                let fields = [
-                    (p.tensors, p.tensor_count),
-                    (p.scalars, p.scalar_count),
-                    (p.fanin, p.fanin_count),
-                ];
-                let bad = (0..3).find_map(|k| {
-                    parts[k]
-                        .check(i as u64, field + 4 * k, fields[k].0, fields[k].1)
-                        .err()
-                });
-                if let Some(e) = bad {
+                if let Err(e) = check_payload(&parts, i as u64, p) {
                     let _ = self.retake_in_mirror(i as u64, to, from, false);
                     return Err(e);
                 }

@@ -71,19 +71,9 @@ impl V2Run {
         let parts = self.pool_parts(m, b);
         let first: *mut lrt_v2_task_payload = self.elem(m, b, Seg::Payloads, 0);
         for i in 0..n {
-            // SAFETY: slot i < n of the run, all in the image buffer
-            // (`exact`): a live payload, plain data.
-            let p = unsafe { &*first.add(i as usize) };
-            let f = p as *const lrt_v2_task_payload as usize;
-            let fields = [
-                (p.tensors, p.tensor_count),
-                (p.scalars, p.scalar_count),
-                (p.fanin, p.fanin_count),
-            ];
-            // The common case without branches; `locate` says what is wrong.
-            for (k, (delta, count)) in fields.into_iter().enumerate() {
-                parts[k].check(i, f + 12 + 4 * k, delta, count)?;
-            }
+            // SAFETY: slot i < n of the run, all in the one part (the image
+            // buffer or the mirror): a live payload, plain data.
+            check_payload(&parts, i, unsafe { &*first.add(i as usize) })?;
         }
         Ok(())
     }
@@ -257,6 +247,22 @@ impl V2Run {
         [p.tensors, p.scalars, p.fanin] = new;
         Ok(())
     }
+}
+
+/// Checks slot `i`'s payload `p`, where the host holds it, against the
+/// run's pools `parts` (`PoolPart::check` for each of its three regions).
+pub(super) fn check_payload(parts: &[PoolPart; 3], i: u64, p: &lrt_v2_task_payload) -> Result<()> {
+    // The payload's offset fields: tensors @12, scalars @16, fanin @20.
+    let field = p as *const lrt_v2_task_payload as usize + 12;
+    let fields = [
+        (p.tensors, p.tensor_count),
+        (p.scalars, p.scalar_count),
+        (p.fanin, p.fanin_count),
+    ];
+    for (k, (delta, count)) in fields.into_iter().enumerate() {
+        parts[k].check(i, field + 4 * k, delta, count)?;
+    }
+    Ok(())
 }
 
 /// One pool of a run as the host holds it (`V2Run::pool_parts`).
