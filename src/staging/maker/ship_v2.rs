@@ -36,7 +36,7 @@ use super::super::abi::{lrt_upload_policy, lrt_upload_report};
 use super::super::layout_v2::{
     lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state,
 };
-use super::upload_v2::check_payload;
+use super::upload_v2::{check_payload, shipped_header};
 use super::v2_state::{Pool, Seg, V2Run};
 use super::{device_kind, elapsed_ns, RuntimeMaker};
 use crate::{Error, ErrorKind, Result};
@@ -486,15 +486,4 @@ impl RuntimeMaker {
         }
         Ok(())
     }
-}
-
-/// What the shipped header says that the mirror's does not: no host
-/// addresses (the device resolves its arrays itself) and the orchestration
-/// done.
-pub(super) fn shipped_header(h: &mut lrt_v2_sm_header) {
-    h.task_descriptors = std::ptr::null_mut();
-    h.task_payloads = std::ptr::null_mut();
-    h.slot_states = std::ptr::null_mut();
-    h.completion_flags = std::ptr::null_mut();
-    h.orchestrator_done = 1;
 }

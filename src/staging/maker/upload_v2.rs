@@ -19,7 +19,6 @@ use super::super::layout_v2::{
     v2_offsets,
 };
 use super::super::mirror::Mapping;
-use super::ship_v2::shipped_header;
 use super::v2_state::{Pool, Seg, V2Run};
 use super::RuntimeMaker;
 use crate::{Error, Result};
@@ -410,4 +409,15 @@ impl RuntimeMaker {
                 .compact_into(&self.mirror, v2.image_start(), n, out.as_mut_ptr())
         }
     }
+}
+
+/// What the shipped header says that the mirror's does not: no host
+/// addresses (the device resolves its arrays itself) and the orchestration
+/// done.
+pub(super) fn shipped_header(h: &mut lrt_v2_sm_header) {
+    h.task_descriptors = std::ptr::null_mut();
+    h.task_payloads = std::ptr::null_mut();
+    h.slot_states = std::ptr::null_mut();
+    h.completion_flags = std::ptr::null_mut();
+    h.orchestrator_done = 1;
 }
