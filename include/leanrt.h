@@ -14,9 +14,16 @@
 #endif
 
 /**
+ * Capacity in bytes of the per-thread last-error slot that lrt_last_error
+ * reads: a message is at most LRT_LAST_ERROR_BYTES - 1 bytes (longer ones
+ * are cut), so a buffer of LRT_LAST_ERROR_BYTES always holds it whole.
+ */
+#define LRT_LAST_ERROR_BYTES 512
+
+/**
  * Longest string argument accepted, in bytes without the terminating NUL
  * (config keys and values, affinity strings, thread names). Longer
- * strings are `LRT_ERR_INVALID_ARGUMENT`, found without reading past this
+ * strings are LRT_ERR_INVALID_ARGUMENT, found without reading past this
  * many bytes.
  */
 #define LRT_MAX_STRING_BYTES 65536
@@ -181,7 +188,8 @@
 
 /**
  * What a leanrt call returns: LRT_OK (0) on success, otherwise the kind of
- * failure; lrt_last_error then gives the message on the same thread.
+ * failure; lrt_last_error then gives the message on the same thread. The
+ * values are 0, 1, 2, ... in the order below.
  */
 typedef enum lrt_status {
   /**
@@ -1025,8 +1033,9 @@ const char *lrt_status_str(int status);
  * message is empty. `buf` may be NULL when `len` is 0, to ask for the length;
  * otherwise it must point to `len` writable bytes. Messages are per thread:
  * read it on the thread that made the failed call, before its next failure.
- * A message is at most 511 bytes (kept in a fixed per-thread buffer, so
- * recording it never allocates); a 512-byte `buf` always holds it whole.
+ * A message is at most LRT_LAST_ERROR_BYTES - 1 bytes (kept in a fixed
+ * per-thread buffer, so recording it never allocates); a buffer of
+ * LRT_LAST_ERROR_BYTES always holds it whole.
  */
 size_t lrt_last_error(char *buf, size_t len);
 

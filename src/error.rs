@@ -3,28 +3,33 @@
 //! The core returns [`Result<T>`]; the C boundary (`crate::ffi`) turns an
 //! [`Error`] into an `lrt_status` and records its message for
 //! `lrt_last_error`. Each [`ErrorKind`] maps to exactly one status code;
-//! `abi` holds the status type as C sees it.
+//! `abi` holds the status type as C sees it, its texts and that mapping.
 use std::borrow::Cow;
+use std::ffi::{c_int, CStr};
 use std::fmt;
 
 pub mod abi;
 
-/// What went wrong, one kind per non-OK `lrt_status`.
+use abi::lrt_status;
+
+/// What went wrong: one kind per non-OK `lrt_status`, in the statuses'
+/// order (`abi` maps each to its status; what each covers is that
+/// status's doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
-    /// NULL where not allowed, bad value, malformed config string.
+    /// `LRT_ERR_INVALID_ARGUMENT`.
     InvalidArgument,
-    /// A count or index outside its range (total_tasks outside [0, W], window full).
+    /// `LRT_ERR_OUT_OF_RANGE`.
     OutOfRange,
-    /// A host or device allocation failed.
+    /// `LRT_ERR_NO_MEMORY`.
     NoMemory,
-    /// A host-api callback (device backend) reported failure.
+    /// `LRT_ERR_DEVICE`.
     Device,
-    /// An optional backend is not present (no CUDA on this machine).
+    /// `LRT_ERR_UNAVAILABLE`.
     Unavailable,
-    /// A call out of order (upload before begin_run, ...).
+    /// `LRT_ERR_STATE`.
     State,
-    /// A bug inside leanrt, caught at the boundary.
+    /// `LRT_ERR_INTERNAL`.
     Internal,
 }
 
@@ -120,6 +125,69 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl lrt_status {
+    /// Every status, in value order (each one's value is its index,
+    /// checked below).
+    pub const ALL: [lrt_status; 8] = [
+        lrt_status::LRT_OK,
+        lrt_status::LRT_ERR_INVALID_ARGUMENT,
+        lrt_status::LRT_ERR_OUT_OF_RANGE,
+        lrt_status::LRT_ERR_NO_MEMORY,
+        lrt_status::LRT_ERR_DEVICE,
+        lrt_status::LRT_ERR_UNAVAILABLE,
+        lrt_status::LRT_ERR_STATE,
+        lrt_status::LRT_ERR_INTERNAL,
+    ];
+
+    /// The status of value `raw`, if there is one (a C caller may pass any
+    /// integer).
+    pub fn from_raw(raw: c_int) -> Option<Self> {
+        Self::ALL.into_iter().find(|&s| s as c_int == raw)
+    }
+
+    /// The status's static text (`lrt_status_str`).
+    pub const fn description(self) -> &'static CStr {
+        match self {
+            lrt_status::LRT_OK => c"LRT_OK: success",
+            lrt_status::LRT_ERR_INVALID_ARGUMENT => c"LRT_ERR_INVALID_ARGUMENT: invalid argument",
+            lrt_status::LRT_ERR_OUT_OF_RANGE => c"LRT_ERR_OUT_OF_RANGE: value out of range",
+            lrt_status::LRT_ERR_NO_MEMORY => c"LRT_ERR_NO_MEMORY: out of memory",
+            lrt_status::LRT_ERR_DEVICE => c"LRT_ERR_DEVICE: device operation failed",
+            lrt_status::LRT_ERR_UNAVAILABLE => c"LRT_ERR_UNAVAILABLE: backend unavailable",
+            lrt_status::LRT_ERR_STATE => c"LRT_ERR_STATE: call out of order",
+            lrt_status::LRT_ERR_INTERNAL => c"LRT_ERR_INTERNAL: internal error",
+        }
+    }
+}
+
+// `ALL` lists each value once, in order, with no gap: entry i is value i,
+// and its last entry is the last variant (the one `description` and the
+// mapping below end with).
+const _: () = {
+    let mut i = 0;
+    while i < lrt_status::ALL.len() {
+        assert!(lrt_status::ALL[i] as usize == i);
+        i += 1;
+    }
+    assert!(
+        lrt_status::ALL[lrt_status::ALL.len() - 1] as usize == ErrorKind::Internal as usize + 1
+    );
+};
+
+impl From<ErrorKind> for lrt_status {
+    fn from(kind: ErrorKind) -> Self {
+        match kind {
+            ErrorKind::InvalidArgument => lrt_status::LRT_ERR_INVALID_ARGUMENT,
+            ErrorKind::OutOfRange => lrt_status::LRT_ERR_OUT_OF_RANGE,
+            ErrorKind::NoMemory => lrt_status::LRT_ERR_NO_MEMORY,
+            ErrorKind::Device => lrt_status::LRT_ERR_DEVICE,
+            ErrorKind::Unavailable => lrt_status::LRT_ERR_UNAVAILABLE,
+            ErrorKind::State => lrt_status::LRT_ERR_STATE,
+            ErrorKind::Internal => lrt_status::LRT_ERR_INTERNAL,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

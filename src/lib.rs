@@ -32,5 +32,16 @@ pub use error::{Error, ErrorKind, Result};
 #[global_allocator]
 static GLOBAL: alloc::Allocator = alloc::Allocator;
 
-/// The library version string, `"leanrt X.Y.Z"`.
-pub const VERSION: &str = concat!("leanrt ", env!("CARGO_PKG_VERSION"));
+/// The library version string, `"leanrt X.Y.Z"` (C: `lrt_version`).
+pub const VERSION: &str = match VERSION_C.to_str() {
+    Ok(v) => v,
+    Err(_) => panic!("the version string is not UTF-8"),
+};
+
+/// [`VERSION`] as C reads it, NUL-terminated: the one place it is built.
+pub const VERSION_C: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(
+    concat!("leanrt ", env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
+) {
+    Ok(v) => v,
+    Err(_) => panic!("the version string has an interior NUL"),
+};

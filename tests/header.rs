@@ -128,6 +128,7 @@ const ALLOWED: &[&str] = &[
     "lrt_status_str",
     "lrt_last_error",
     "LRT_MAX_STRING_BYTES",
+    "LRT_LAST_ERROR_BYTES",
     "lrt_version",
     "lrt_string_free",
     "lrt_log_level",

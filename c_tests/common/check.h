@@ -16,7 +16,7 @@ static int check_failures_ = 0;
 /* True if this thread's last error message contains `needle`; says what it
  * was otherwise. */
 static inline int error_contains(const char *needle) {
-  char buf[1024];
+  char buf[LRT_LAST_ERROR_BYTES];
   lrt_last_error(buf, sizeof buf);
   if (strstr(buf, needle) != NULL) return 1;
   fprintf(stderr, "lrt_last_error \"%s\" lacks \"%s\"\n", buf, needle);
@@ -24,7 +24,7 @@ static inline int error_contains(const char *needle) {
 }
 
 static inline void check_fail_(const char *file, int line, const char *what) {
-  char msg[512];
+  char msg[LRT_LAST_ERROR_BYTES];
   lrt_last_error(msg, sizeof msg);
   fprintf(stderr, "%s:%d: CHECK failed: %s (lrt_last_error: \"%s\")\n", file, line, what, msg);
   check_failures_++;

@@ -10,7 +10,7 @@ int main(void) {
   lrt_host_api api;
   lrt_status st = lrt_host_api_cuda(0, &api);
   if (st == LRT_ERR_UNAVAILABLE) {
-    char why[512];
+    char why[LRT_LAST_ERROR_BYTES];
     lrt_last_error(why, sizeof why);
     printf("(%s)\n", why);
     SKIP("no CUDA device");

@@ -51,7 +51,7 @@ static void quick_body(void *ctx, ptrdiff_t a, ptrdiff_t b) {
 static int destroy_refused(lrt_pool *p) {
   lrt_pool_try_parallel_for(NULL, 1, 0.0, NULL, NULL); /* records a NULL-fn message */
   lrt_pool_destroy(p);
-  char msg[512];
+  char msg[LRT_LAST_ERROR_BYTES];
   lrt_last_error(msg, sizeof msg);
   if (strncmp(msg, "lrt_pool_destroy: ", 18) != 0 || strstr(msg, "inside") == NULL) {
     fprintf(stderr, "destroy's message: \"%s\"\n", msg);

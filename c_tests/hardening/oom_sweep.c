@@ -672,7 +672,7 @@ static int child_main(void *ctx) {
     failed = failmalloc_failed();
     failmalloc_disarm();
   }
-  char msg[512];
+  char msg[LRT_LAST_ERROR_BYTES];
   lrt_last_error(msg, sizeof msg);
   if (rc >= 100) FAIL_CHILD(21, "%s: wrong effect (code %d)", sc->name, rc);
   if (sc->expected != ANY_STATUS && rc != sc->expected && rc != LRT_ERR_NO_MEMORY)

@@ -13,7 +13,7 @@
 #define W 16
 
 static int names(const char *fn) {
-  char buf[512];
+  char buf[LRT_LAST_ERROR_BYTES];
   size_t n = lrt_last_error(buf, sizeof buf);
   return n > strlen(fn) && strncmp(buf, fn, strlen(fn)) == 0;
 }

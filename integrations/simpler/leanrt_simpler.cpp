@@ -96,7 +96,7 @@ uint64_t g_binds = 0;           // guarded by g_mutex
 thread_local Maker *t_current = nullptr;
 
 int fail(const char *what, lrt_status status) {
-    char message[512];
+    char message[LRT_LAST_ERROR_BYTES];
     lrt_last_error(message, sizeof message);
     LOG_ERROR("leanrt: %s failed: %s: %s", what, lrt_status_str(status), message);
     return -1;

@@ -11,37 +11,30 @@
 //!    leaves everything as it was.
 //! 4. A failure records `"<function>: <message>"` in a thread-local slot read
 //!    by `lrt_last_error`; a success leaves the slot alone. The slot is a
-//!    fixed buffer: recording a message never allocates.
+//!    fixed buffer: recording a message never allocates. `<function>` is the
+//!    entry point's own name, which the macros take from the function they
+//!    are in ([`entry_name`]), never from a restated string.
 //! 5. Each call runs in an [`alloc::CallScope`](crate::alloc::CallScope):
 //!    the allocation-failure protocol of `crate::alloc` (the reserve marks
 //!    the thread, commit points such as [`try_into_handle`] refuse).
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::status::{describe, lrt_status};
 use crate::alloc;
+pub use crate::error::abi::{lrt_status, LRT_LAST_ERROR_BYTES, LRT_MAX_STRING_BYTES};
 use crate::{Error, Result};
-
-/// Longest string argument accepted, in bytes without the terminating NUL
-/// (config keys and values, affinity strings, thread names). Longer
-/// strings are `LRT_ERR_INVALID_ARGUMENT`, found without reading past this
-/// many bytes.
-pub const LRT_MAX_STRING_BYTES: usize = 65536;
-
-/// Capacity of the last-error slot in bytes (longer messages are cut).
-const LAST_ERROR_BYTES: usize = 512;
 
 /// A message in a fixed buffer, NUL-terminated.
 struct Message {
     len: usize,
-    bytes: [u8; LAST_ERROR_BYTES],
+    bytes: [u8; LRT_LAST_ERROR_BYTES],
 }
 
 impl Message {
     const EMPTY: Message = Message {
         len: 0,
-        bytes: [0; LAST_ERROR_BYTES],
+        bytes: [0; LRT_LAST_ERROR_BYTES],
     };
 
     /// Appends `text` (an interior NUL written as `\0`), cutting at the
@@ -54,7 +47,7 @@ impl Message {
             } else {
                 ch.encode_utf8(&mut utf8).as_bytes()
             };
-            if self.len + piece.len() >= LAST_ERROR_BYTES {
+            if self.len + piece.len() >= LRT_LAST_ERROR_BYTES {
                 break;
             }
             self.bytes[self.len..self.len + piece.len()].copy_from_slice(piece);
@@ -91,15 +84,31 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
     }
 }
 
-/// Runs the body of a status-returning entry point.
-pub fn run_status(function: &'static str, body: impl FnOnce() -> Result<()>) -> lrt_status {
-    run_value(function, |e| e, || body().map(|()| lrt_status::LRT_OK))
+/// The type name of `_item` (`type_name`): for a function item, its path.
+pub fn path_of<T>(_item: &T) -> &'static str {
+    std::any::type_name::<T>()
+}
+
+/// The name of the entry point from the path of an item its body defines
+/// (`ffi_status!`, `ffi_value!`): `leanrt::ffi::x::lrt_f::here` -> `lrt_f`.
+pub fn entry_name(item_path: &'static str) -> &'static str {
+    let function = item_path.rsplit_once("::").map_or(item_path, |(f, _)| f);
+    function
+        .rsplit_once("::")
+        .map_or(function, |(_, name)| name)
+}
+
+/// Runs the body of a status-returning entry point (`item_path`: as
+/// [`entry_name`] takes it).
+pub fn run_status(item_path: &'static str, body: impl FnOnce() -> Result<()>) -> lrt_status {
+    run_value(item_path, |e| e, || body().map(|()| lrt_status::LRT_OK))
 }
 
 /// Runs the body of an entry point that returns a value: on error or panic
-/// the message is recorded and `on_error(status)` is returned.
+/// the message is recorded under the entry point's name and
+/// `on_error(status)` is returned.
 pub fn run_value<T>(
-    function: &'static str,
+    item_path: &'static str,
     on_error: impl FnOnce(lrt_status) -> T,
     body: impl FnOnce() -> Result<T>,
 ) -> T {
@@ -112,10 +121,12 @@ pub fn run_value<T>(
     let status = match outcome {
         Ok(Ok(value)) => value,
         Ok(Err(error)) => {
+            let function = entry_name(item_path);
             set_last_error(function, error.message());
             on_error(error.kind().into())
         }
         Err(payload) => {
+            let function = entry_name(item_path);
             let msg = panic_message(&*payload);
             LAST_ERROR.with(|slot| {
                 let mut slot = slot.borrow_mut();
@@ -135,22 +146,29 @@ pub fn run_value<T>(
     status
 }
 
-/// Body of an entry point returning `lrt_status`:
-/// `ffi_status!("lrt_x", { ...; Ok(()) })`.
+/// Body of an entry point returning `lrt_status`: `ffi_status!({ ...;
+/// Ok(()) })`. The entry point's name is the function's own: the path of
+/// an item defined here, inside it.
 #[allow(unused_macros)]
 macro_rules! ffi_status {
-    ($function:literal, $body:block) => {
-        $crate::ffi::boundary::run_status($function, move || $body)
-    };
+    ($body:block) => {{
+        fn here() {}
+        $crate::ffi::boundary::run_status($crate::ffi::boundary::path_of(&here), move || $body)
+    }};
 }
 
-/// Body of an entry point returning a value; `$fallback` is returned on error:
-/// `ffi_value!("lrt_x", -1, { ...; Ok(v) })`.
+/// Body of an entry point returning a value; `$fallback` is returned on
+/// error: `ffi_value!(-1, { ...; Ok(v) })`. Named as for [`ffi_status!`].
 #[allow(unused_macros)]
 macro_rules! ffi_value {
-    ($function:literal, $fallback:expr, $body:block) => {
-        $crate::ffi::boundary::run_value($function, |_| $fallback, move || $body)
-    };
+    ($fallback:expr, $body:block) => {{
+        fn here() {}
+        $crate::ffi::boundary::run_value(
+            $crate::ffi::boundary::path_of(&here),
+            |_| $fallback,
+            move || $body,
+        )
+    }};
 }
 
 /// The error for a NULL pointer argument named `what`.
@@ -267,7 +285,9 @@ pub unsafe fn drop_handle<T>(handle: *mut T) {
 /// the parameter is a plain `int`.
 #[no_mangle]
 pub extern "C" fn lrt_status_str(status: c_int) -> *const c_char {
-    describe(status).as_ptr()
+    lrt_status::from_raw(status)
+        .map_or(c"unknown status", lrt_status::description)
+        .as_ptr()
 }
 
 /// Copies this thread's message for its last failed call into `buf`
@@ -276,8 +296,9 @@ pub extern "C" fn lrt_status_str(status: c_int) -> *const c_char {
 /// message is empty. `buf` may be NULL when `len` is 0, to ask for the length;
 /// otherwise it must point to `len` writable bytes. Messages are per thread:
 /// read it on the thread that made the failed call, before its next failure.
-/// A message is at most 511 bytes (kept in a fixed per-thread buffer, so
-/// recording it never allocates); a 512-byte `buf` always holds it whole.
+/// A message is at most LRT_LAST_ERROR_BYTES - 1 bytes (kept in a fixed
+/// per-thread buffer, so recording it never allocates); a buffer of
+/// LRT_LAST_ERROR_BYTES always holds it whole.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_last_error(buf: *mut c_char, len: usize) -> usize {
     LAST_ERROR.with(|slot| {
@@ -299,18 +320,13 @@ pub unsafe extern "C" fn lrt_last_error(buf: *mut c_char, len: usize) -> usize {
 /// The version, "leanrt X.Y.Z": a static string, never NULL, never freed.
 #[no_mangle]
 pub extern "C" fn lrt_version() -> *const c_char {
-    static VERSION_C: &CStr = match CStr::from_bytes_with_nul(
-        concat!("leanrt ", env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
-    ) {
-        Ok(v) => v,
-        Err(_) => panic!("version string has an interior NUL"),
-    };
-    VERSION_C.as_ptr()
+    crate::VERSION_C.as_ptr()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::CStr;
 
     fn last_error() -> String {
         let mut buf = [0 as c_char; 256];
@@ -325,31 +341,50 @@ mod tests {
         s
     }
 
+    // Entry points as the C surface writes them: the name comes from the
+    // function.
+    fn lrt_test_fn() -> lrt_status {
+        ffi_status!({ Err(Error::out_of_range("index 9 outside [0, 4]")) })
+    }
+    fn lrt_ok_fn() -> lrt_status {
+        ffi_status!({ Ok(()) })
+    }
+    fn lrt_panics() -> lrt_status {
+        ffi_status!({
+            if std::hint::black_box(true) {
+                panic!("boom");
+            }
+            Ok(())
+        })
+    }
+    fn lrt_value_fn() -> i32 {
+        ffi_value!(-1, { Err(Error::state("not yet")) })
+    }
+
     #[test]
     fn error_maps_to_status_and_message() {
-        let st = ffi_status!("lrt_test_fn", {
-            Err(Error::out_of_range("index 9 outside [0, 4]"))
-        });
+        let st = lrt_test_fn();
         assert_eq!(st, lrt_status::LRT_ERR_OUT_OF_RANGE);
         assert_eq!(last_error(), "lrt_test_fn: index 9 outside [0, 4]");
         // A later success leaves the last failure's message in place.
-        assert_eq!(ffi_status!("lrt_ok_fn", { Ok(()) }), lrt_status::LRT_OK);
+        assert_eq!(lrt_ok_fn(), lrt_status::LRT_OK);
         assert_eq!(last_error(), "lrt_test_fn: index 9 outside [0, 4]");
     }
 
     #[test]
     fn panic_becomes_internal() {
-        let st = ffi_status!("lrt_panics", {
-            if std::hint::black_box(true) {
-                panic!("boom");
-            }
-            Ok(())
-        });
+        let st = lrt_panics();
         assert_eq!(st, lrt_status::LRT_ERR_INTERNAL);
         assert!(last_error().contains("lrt_panics: internal error (panic): boom"));
-        let v: i32 = ffi_value!("lrt_value_fn", -1, { Err(Error::state("not yet")) });
+        let v: i32 = lrt_value_fn();
         assert_eq!(v, -1);
         assert_eq!(last_error(), "lrt_value_fn: not yet");
+    }
+
+    #[test]
+    fn entry_names_come_from_the_function() {
+        assert_eq!(entry_name("leanrt::ffi::staging::lrt_f::here"), "lrt_f");
+        assert_eq!(entry_name("lrt_f::here"), "lrt_f");
     }
 
     #[test]
@@ -382,11 +417,11 @@ mod tests {
     fn last_error_slot_is_bounded_and_escapes_nul() {
         set_last_error("f", "a\0b");
         assert_eq!(last_error(), "f: a\\0b");
-        let long = "x".repeat(10 * LAST_ERROR_BYTES);
+        let long = "x".repeat(10 * LRT_LAST_ERROR_BYTES);
         set_last_error("g", &long);
         // SAFETY: NULL with len 0 only asks for the length.
         let n = unsafe { lrt_last_error(std::ptr::null_mut(), 0) };
-        assert_eq!(n, LAST_ERROR_BYTES - 1);
+        assert_eq!(n, LRT_LAST_ERROR_BYTES - 1);
     }
 
     #[test]
@@ -407,13 +442,19 @@ mod tests {
 
     #[test]
     fn status_strings_cover_every_status() {
-        for raw in 0..=7 {
+        for status in lrt_status::ALL {
+            let raw = status as c_int;
             // SAFETY: lrt_status_str returns a static C string.
             let s = unsafe { CStr::from_ptr(lrt_status_str(raw)) }
                 .to_str()
                 .unwrap();
             assert!(s.starts_with("LRT_"), "{raw}: {s}");
+            assert!(s.starts_with(&format!("{status:?}: ")), "{raw}: {s}");
         }
+        let past = lrt_status::ALL.len() as c_int;
+        // SAFETY: as above.
+        let s = unsafe { CStr::from_ptr(lrt_status_str(past)) };
+        assert_eq!(s.to_str().unwrap(), "unknown status");
         // SAFETY: as above.
         let s = unsafe { CStr::from_ptr(lrt_status_str(99)) };
         assert_eq!(s.to_str().unwrap(), "unknown status");

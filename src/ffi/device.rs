@@ -14,10 +14,10 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use super::boundary::{arg_mut, run_value, OutPtr};
-use super::status::lrt_status;
 use crate::device::cuda::{self, CudaDevice, DEVICES_BY_TOKEN};
 use crate::device::host::HostDevice;
 use crate::device::{Device, PinnedRegion};
+use crate::error::abi::lrt_status;
 use crate::{Error, Result};
 
 pub use crate::device::abi::{lrt_host_api, lrt_host_api_ops};
@@ -297,7 +297,7 @@ pub fn release(api: &mut lrt_host_api) {
 /// Any thread may call it.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_host_api_host(out: *mut lrt_host_api) -> lrt_status {
-    ffi_status!("lrt_host_api_host", {
+    ffi_status!({
         let out = OutPtr::new(out, "out")?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(host_api()) };
@@ -324,7 +324,7 @@ pub unsafe extern "C" fn lrt_host_api_host(out: *mut lrt_host_api) -> lrt_status
 /// LRT_ERR_DEVICE when the driver fails otherwise.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_host_api_cuda(device: c_int, out: *mut lrt_host_api) -> lrt_status {
-    ffi_status!("lrt_host_api_cuda", {
+    ffi_status!({
         let out = OutPtr::new(out, "out")?;
         let api = cuda_api(cuda::open(device)?)?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -342,7 +342,7 @@ pub unsafe extern "C" fn lrt_host_api_cuda(device: c_int, out: *mut lrt_host_api
 /// `api` must be NULL or point to an lrt_host_api.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_host_api_release(api: *mut lrt_host_api) {
-    ffi_value!("lrt_host_api_release", (), {
+    ffi_value!((), {
         // SAFETY: NULL or valid per the contract.
         if let Ok(api) = unsafe { arg_mut(api, "api") } {
             release(api);

@@ -1,8 +1,8 @@
 //! `lrt_set_log_callback`: where leanrt's warnings go. Core: `crate::diag`.
 use super::boundary::HostContext;
-use super::status::lrt_status;
 use crate::diag;
 pub use crate::diag::abi::{lrt_log_fn, lrt_log_level};
+use crate::error::abi::lrt_status;
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// the callback cannot be recorded for lack of memory.
 #[no_mangle]
 pub extern "C" fn lrt_set_log_callback(callback: lrt_log_fn, ctx: *mut c_void) -> lrt_status {
-    ffi_status!("lrt_set_log_callback", {
+    ffi_status!({
         let Some(callback) = callback else {
             diag::set_sink(None);
             return Ok(());

@@ -22,7 +22,6 @@ pub mod device;
 pub mod diag;
 pub mod pool;
 pub mod staging;
-pub mod status;
 
+pub use crate::error::abi::lrt_status;
 pub use boundary::{lrt_last_error, lrt_status_str, lrt_version};
-pub use status::lrt_status;

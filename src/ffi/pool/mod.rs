@@ -8,7 +8,7 @@
 //! thread pool). Any thread may use a pool; a destroy while other threads
 //! are inside calls on it is refused.
 use super::boundary::{arg_ref, drop_handle, null_arg, try_into_handle, HostContext, OutPtr};
-use super::status::lrt_status;
+use crate::error::abi::lrt_status;
 use crate::pool::{self, CallGuard, SectionHandle, ThreadPool};
 use crate::Error;
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -68,7 +68,7 @@ pub unsafe extern "C" fn lrt_pool_create(
     opts: *const lrt_pool_options,
     out: *mut *mut lrt_pool,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_create", {
+    ffi_status!({
         let out = OutPtr::new(out, "out")?;
         // SAFETY: NULL (rejected) or live options.
         let opts = unsafe { arg_ref(opts, "opts")? };
@@ -96,7 +96,7 @@ pub unsafe extern "C" fn lrt_pool_create(
 /// pool returns at once (its threads do not exist there; see docs/POOL.md).
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_destroy(pool: *mut lrt_pool) {
-    ffi_value!("lrt_pool_destroy", (), {
+    ffi_value!((), {
         // SAFETY: NULL or a live pool, per the contract.
         if let Some(p) = unsafe { pool_ref(pool) } {
             p.check_destroy_here()?;
@@ -120,7 +120,7 @@ pub unsafe extern "C" fn lrt_pool_try_parallel_for(
     func: lrt_range_fn,
     ctx: *mut c_void,
 ) {
-    ffi_value!("lrt_pool_try_parallel_for", (), {
+    ffi_value!((), {
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
@@ -143,7 +143,7 @@ pub unsafe extern "C" fn lrt_pool_try_parallel_for_cost(
     func: lrt_range_fn,
     ctx: *mut c_void,
 ) {
-    ffi_value!("lrt_pool_try_parallel_for_cost", (), {
+    ffi_value!((), {
         // SAFETY: NULL (rejected) or a valid lrt_tensor_op_cost.
         let cost = *unsafe { arg_ref(cost, "cost")? };
         let f = func.ok_or_else(|| null_arg("func"))?;
@@ -165,7 +165,7 @@ pub unsafe extern "C" fn lrt_pool_try_simple_parallel_for(
     func: lrt_index_fn,
     ctx: *mut c_void,
 ) {
-    ffi_value!("lrt_pool_try_simple_parallel_for", (), {
+    ffi_value!((), {
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
@@ -188,7 +188,7 @@ pub unsafe extern "C" fn lrt_pool_try_batch_parallel_for(
     ctx: *mut c_void,
     num_batches: isize,
 ) {
-    ffi_value!("lrt_pool_try_batch_parallel_for", (), {
+    ffi_value!((), {
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
@@ -214,7 +214,7 @@ pub unsafe extern "C" fn lrt_partition_work(
     start: *mut isize,
     end: *mut isize,
 ) -> lrt_status {
-    ffi_status!("lrt_partition_work", {
+    ffi_status!({
         let (start, end) = (OutPtr::new(start, "start")?, OutPtr::new(end, "end")?);
         let (s, e) = pool::try_partition_work(batch_idx, num_batches, total)?;
         // SAFETY: both checked non-NULL; the caller passes writable storage.
@@ -236,7 +236,7 @@ pub unsafe extern "C" fn lrt_pool_schedule(
     func: lrt_task_fn,
     ctx: *mut c_void,
 ) {
-    ffi_value!("lrt_pool_schedule", (), {
+    ffi_value!((), {
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(ctx);
         // SAFETY: NULL or a live pool.
@@ -266,7 +266,7 @@ pub unsafe extern "C" fn lrt_kernel_parallel_for(
     num_batch: usize,
     usr_data: *mut c_void,
 ) -> lrt_status {
-    ffi_status!("lrt_kernel_parallel_for", {
+    ffi_status!({
         let f = func.ok_or_else(|| null_arg("func"))?;
         let ctx = HostContext(usr_data);
         // SAFETY: NULL or a live pool.
@@ -293,7 +293,7 @@ pub unsafe extern "C" fn lrt_pool_section_begin(
     pool: *mut lrt_pool,
     out: *mut *mut lrt_pool_section,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_section_begin", {
+    ffi_status!({
         let out = OutPtr::new(out, "out")?;
         // SAFETY: NULL or a live pool.
         let (pool, _call) = unsafe { pool_arg(pool) }?;
@@ -314,7 +314,7 @@ pub unsafe extern "C" fn lrt_pool_section_begin(
 /// the pool was destroyed it only frees the handle.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_section_end(section: *mut lrt_pool_section) {
-    ffi_value!("lrt_pool_section_end", (), {
+    ffi_value!((), {
         if section.is_null() {
             return Ok(());
         }
@@ -332,7 +332,7 @@ pub unsafe extern "C" fn lrt_pool_section_end(section: *mut lrt_pool_section) {
 /// `LRT_ERR_STATE`.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_start_profiling(pool: *mut lrt_pool) -> lrt_status {
-    ffi_status!("lrt_pool_start_profiling", {
+    ffi_status!({
         // SAFETY: NULL (rejected) or a live pool.
         let pool = unsafe { arg_ref(pool, "pool")? };
         let _call = pool.0.enter_call()?;
@@ -352,7 +352,7 @@ pub unsafe extern "C" fn lrt_pool_stop_profiling(
     pool: *mut lrt_pool,
     json_out: *mut *mut c_char,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_stop_profiling", {
+    ffi_status!({
         let out = OutPtr::new(json_out, "json_out")?;
         // SAFETY: NULL (rejected) or a live pool.
         let pool = unsafe { arg_ref(pool, "pool")? };
@@ -370,7 +370,7 @@ pub unsafe extern "C" fn lrt_pool_stop_profiling(
 /// nothing.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_string_free(s: *mut c_char) {
-    ffi_value!("lrt_string_free", (), {
+    ffi_value!((), {
         if !s.is_null() {
             // SAFETY: a string from CString::into_raw in leanrt, freed once.
             drop(unsafe { CString::from_raw(s) });
@@ -383,7 +383,7 @@ pub unsafe extern "C" fn lrt_string_free(s: *mut c_char) {
 /// NULL.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_degree_of_parallelism(pool: *const lrt_pool) -> c_int {
-    ffi_value!("lrt_pool_degree_of_parallelism", 1, {
+    ffi_value!(1, {
         // SAFETY: NULL or a live pool.
         let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(pool::degree_of_parallelism(pool))
@@ -393,7 +393,7 @@ pub unsafe extern "C" fn lrt_pool_degree_of_parallelism(pool: *const lrt_pool) -
 /// 1 if loops may run in parallel (degree of parallelism > 1), else 0.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_should_parallelize(pool: *const lrt_pool) -> c_int {
-    ffi_value!("lrt_pool_should_parallelize", 0, {
+    ffi_value!(0, {
         // SAFETY: NULL or a live pool.
         let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(c_int::from(pool::should_parallelize(pool)))
@@ -403,7 +403,7 @@ pub unsafe extern "C" fn lrt_pool_should_parallelize(pool: *const lrt_pool) -> c
 /// Worker threads (ONNX Runtime's NumThreads): thread count - 1; 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_num_threads(pool: *const lrt_pool) -> c_int {
-    ffi_value!("lrt_pool_num_threads", 0, {
+    ffi_value!(0, {
         // SAFETY: NULL or a live pool.
         let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(pool.map_or(0, ThreadPool::num_threads))
@@ -414,7 +414,7 @@ pub unsafe extern "C" fn lrt_pool_num_threads(pool: *const lrt_pool) -> c_int {
 /// `pool`, -1 on any other thread (and for NULL).
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_current_thread_id(pool: *const lrt_pool) -> c_int {
-    ffi_value!("lrt_pool_current_thread_id", -1, {
+    ffi_value!(-1, {
         // SAFETY: NULL or a live pool.
         let (pool, _call) = unsafe { pool_arg(pool) }?;
         Ok(pool.map_or(-1, ThreadPool::current_thread_id))
@@ -428,7 +428,7 @@ pub unsafe extern "C" fn lrt_pool_current_thread_id(pool: *const lrt_pool) -> c_
 /// matched by `lrt_pool_disable_spinning`. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_enable_spinning(pool: *mut lrt_pool) {
-    ffi_value!("lrt_pool_enable_spinning", (), {
+    ffi_value!((), {
         // SAFETY: NULL or a live pool.
         if let (Some(p), _call) = unsafe { pool_arg(pool) }? {
             p.enable_spinning();
@@ -443,7 +443,7 @@ pub unsafe extern "C" fn lrt_pool_enable_spinning(pool: *mut lrt_pool) {
 /// `lrt_pool_enable_spinning`. Extra calls are harmless. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_disable_spinning(pool: *mut lrt_pool) {
-    ffi_value!("lrt_pool_disable_spinning", (), {
+    ffi_value!((), {
         // SAFETY: NULL or a live pool.
         if let (Some(p), _call) = unsafe { pool_arg(pool) }? {
             p.disable_spinning();
@@ -460,7 +460,7 @@ pub unsafe extern "C" fn lrt_pool_get_stats(
     pool: *const lrt_pool,
     out: *mut lrt_pool_stats,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_get_stats", {
+    ffi_status!({
         let out = OutPtr::new(out, "out")?;
         // SAFETY: NULL or a live pool.
         let (pool, _call) = unsafe { pool_arg(pool) }?;

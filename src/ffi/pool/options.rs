@@ -2,7 +2,7 @@
 //! `crate::pool::PoolOptions`, whose setters validate and leave the options
 //! unchanged on error.
 use super::super::boundary::{arg_mut, arg_str, drop_handle, try_into_handle, OutPtr};
-use super::super::status::lrt_status;
+use crate::error::abi::lrt_status;
 use crate::pool::abi::{lrt_custom_create_thread_fn, lrt_custom_join_thread_fn};
 use crate::pool::options::{self, PoolOptions};
 use std::ffi::{c_char, c_int, c_void};
@@ -24,7 +24,7 @@ impl lrt_pool_options {
 /// `lrt_pool_options_destroy`. `out` NULL: `LRT_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_create(out: *mut *mut lrt_pool_options) -> lrt_status {
-    ffi_status!("lrt_pool_options_create", {
+    ffi_status!({
         let out = OutPtr::new(out, "out")?;
         // SAFETY: checked non-NULL; the caller passes writable storage.
         let handle = try_into_handle(lrt_pool_options(PoolOptions::default()))?;
@@ -38,7 +38,7 @@ pub unsafe extern "C" fn lrt_pool_options_create(out: *mut *mut lrt_pool_options
 /// Pools already created from them are not affected.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_destroy(opts: *mut lrt_pool_options) {
-    ffi_value!("lrt_pool_options_destroy", (), {
+    ffi_value!((), {
         // SAFETY: NULL or a live handle from lrt_pool_options_create, not
         // used again by the caller.
         unsafe { drop_handle(opts) };
@@ -57,7 +57,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_config(
     key: *const c_char,
     value: *const c_char,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_options_set_config", {
+    ffi_status!({
         // SAFETY: each is NULL (rejected) or valid as the contract says.
         let (opts, key, value) = unsafe {
             (
@@ -80,7 +80,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_num_threads(
     opts: *mut lrt_pool_options,
     n: c_int,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_options_set_num_threads", {
+    ffi_status!({
         // SAFETY: NULL (rejected) or live options.
         unsafe { arg_mut(opts, "opts")? }.0.set_num_threads(n)
     })
@@ -92,7 +92,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_spin_control(
     opts: *mut lrt_pool_options,
     allow: c_int,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_options_set_spin_control", {
+    ffi_status!({
         // SAFETY: NULL (rejected) or live options.
         unsafe { arg_mut(opts, "opts")? }.0.set_spin_control(allow)
     })
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_spin_duration_us(
     opts: *mut lrt_pool_options,
     us: c_int,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_options_set_spin_duration_us", {
+    ffi_status!({
         // SAFETY: NULL (rejected) or live options.
         unsafe { arg_mut(opts, "opts")? }.0.set_spin_duration_us(us)
     })
@@ -120,7 +120,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_spin_backoff_max(
     opts: *mut lrt_pool_options,
     max: c_int,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_options_set_spin_backoff_max", {
+    ffi_status!({
         // SAFETY: NULL (rejected) or live options.
         unsafe { arg_mut(opts, "opts")? }
             .0
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_dynamic_block_base(
     opts: *mut lrt_pool_options,
     base: c_int,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_options_set_dynamic_block_base", {
+    ffi_status!({
         // SAFETY: NULL (rejected) or live options.
         unsafe { arg_mut(opts, "opts")? }
             .0
@@ -156,7 +156,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_affinity(
     opts: *mut lrt_pool_options,
     affinity: *const c_char,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_options_set_affinity", {
+    ffi_status!({
         // SAFETY: each is NULL (rejected) or valid as the contract says.
         let (opts, affinity) = unsafe {
             (
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_denormal_as_zero(
     opts: *mut lrt_pool_options,
     on: c_int,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_options_set_denormal_as_zero", {
+    ffi_status!({
         // SAFETY: NULL (rejected) or live options.
         let opts = &mut unsafe { arg_mut(opts, "opts")? }.0;
         opts.set_denormal_as_zero(options::flag(on, "on")?);
@@ -190,7 +190,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_name(
     opts: *mut lrt_pool_options,
     name: *const c_char,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_options_set_name", {
+    ffi_status!({
         // SAFETY: each is NULL (rejected) or valid as the contract says.
         let (opts, name) = unsafe { (&mut arg_mut(opts, "opts")?.0, arg_str(name, "name")?) };
         opts.set_name(name)
@@ -208,7 +208,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_stack_size(
     opts: *mut lrt_pool_options,
     bytes: usize,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_options_set_stack_size", {
+    ffi_status!({
         // SAFETY: NULL (rejected) or live options.
         unsafe { arg_mut(opts, "opts")? }.0.set_stack_size(bytes)
     })
@@ -230,7 +230,7 @@ pub unsafe extern "C" fn lrt_pool_options_set_custom_thread_fns(
     create_options: *mut c_void,
     join: lrt_custom_join_thread_fn,
 ) -> lrt_status {
-    ffi_status!("lrt_pool_options_set_custom_thread_fns", {
+    ffi_status!({
         // SAFETY: NULL (rejected) or live options.
         let opts = &mut unsafe { arg_mut(opts, "opts")? }.0;
         // SAFETY: the C caller accepts the contract above, which is the

@@ -16,7 +16,7 @@ use std::ptr::addr_of;
 
 use super::boundary::{arg_ref, drop_handle, try_into_handle, OutPtr};
 use super::device::{device_for_api, lrt_host_api};
-use super::status::lrt_status;
+use crate::error::abi::lrt_status;
 use crate::staging::one_call::{Entered, OneCall};
 use crate::staging::{self, BorrowedImage, ClaimDesc, MakerConfig, RuntimeMaker};
 // The C-visible data is the core's own (the header reads it from
@@ -82,7 +82,7 @@ pub unsafe extern "C" fn lrt_sm_ring_segment_offsets(
     task_window: u64,
     out: *mut lrt_sm_segments,
 ) -> lrt_status {
-    ffi_status!("lrt_sm_ring_segment_offsets", {
+    ffi_status!({
         let out = OutPtr::new(out, "out")?;
         let segments = staging::segment_offsets(task_window)?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -98,7 +98,7 @@ pub unsafe extern "C" fn lrt_sm_ring_segment_offsets(
 /// lrt_last_error). Any thread may call it.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_maker_config_init(cfg: *mut lrt_maker_config) {
-    ffi_value!("lrt_maker_config_init", (), {
+    ffi_value!((), {
         let out = OutPtr::new(cfg, "cfg")?;
         let d = MakerConfig::default();
         let mut flags = 0;
@@ -155,7 +155,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_create(
     api: *const lrt_host_api,
     out: *mut *mut lrt_runtime_maker,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_create", {
+    ffi_status!({
         // SAFETY: the caller's contract above.
         unsafe { create(cfg, api, None, out) }
     })
@@ -223,7 +223,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_create_borrowed(
     device_image_size: usize,
     out: *mut *mut lrt_runtime_maker,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_create_borrowed", {
+    ffi_status!({
         let image = BorrowedImage {
             ptr: device_image,
             len: device_image_size,
@@ -253,7 +253,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_set_device_image(
     device_image: *mut c_void,
     device_image_size: usize,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_set_device_image", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         let image = (!device_image.is_null()).then_some(BorrowedImage {
@@ -282,7 +282,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_set_api(
     maker: *mut lrt_runtime_maker,
     api: *const lrt_host_api,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_set_api", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         // SAFETY: NULL or valid per the contract.
@@ -309,7 +309,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_begin_run(
     maker: *mut lrt_runtime_maker,
     host_sm: *mut *mut lrt_sm_header,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_begin_run", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(host_sm, "host_sm")?;
@@ -336,7 +336,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot(
     maker: *mut lrt_runtime_maker,
     out: *mut lrt_task_slot,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_claim_slot", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(out, "out")?;
@@ -354,7 +354,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot(
 /// lrt_last_error). Any thread may call it.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_claim_desc_init(desc: *mut lrt_claim_desc) {
-    ffi_value!("lrt_claim_desc_init", (), {
+    ffi_value!((), {
         let out = OutPtr::new(desc, "desc")?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(default_claim_desc()) };
@@ -391,7 +391,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
     desc: *const lrt_claim_desc,
     out: *mut lrt_task_slot,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_claim_slot_ex", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         // SAFETY: NULL or a readable lrt_claim_desc, per the contract.
@@ -417,7 +417,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
 /// LRT_ERR_INVALID_ARGUMENT for a NULL maker.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_abort_run(maker: *mut lrt_runtime_maker) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_abort_run", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         maker.abort_run();
@@ -446,7 +446,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_upload(
     maker: *mut lrt_runtime_maker,
     report: *mut lrt_upload_report,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_upload", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         let result = maker.upload()?;
@@ -471,7 +471,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_read_status(
     maker: *mut lrt_runtime_maker,
     runtime_status: *mut i32,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_read_status", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(runtime_status, "runtime_status")?;
@@ -491,7 +491,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_segments(
     maker: *const lrt_runtime_maker,
     out: *mut lrt_sm_segments,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_segments", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(out, "out")?;
@@ -512,7 +512,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_segments(
 pub unsafe extern "C" fn lrt_runtime_maker_device_image(
     maker: *const lrt_runtime_maker,
 ) -> *mut c_void {
-    ffi_value!("lrt_runtime_maker_device_image", std::ptr::null_mut(), {
+    ffi_value!(std::ptr::null_mut(), {
         // SAFETY: NULL or a live maker, per the contract.
         let maker = unsafe { enter(maker) }?;
         Ok(maker.device_image())
@@ -528,7 +528,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_device_image(
 /// with the parent).
 #[no_mangle]
 pub unsafe extern "C" fn lrt_runtime_maker_destroy(maker: *mut lrt_runtime_maker) {
-    ffi_value!("lrt_runtime_maker_destroy", (), {
+    ffi_value!((), {
         if maker.is_null() {
             return Ok(());
         }

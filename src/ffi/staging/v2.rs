@@ -21,7 +21,7 @@ pub unsafe extern "C" fn lrt_v2_ring_segment_offsets(
     task_window: u64,
     out: *mut lrt_v2_segments,
 ) -> lrt_status {
-    ffi_status!("lrt_v2_ring_segment_offsets", {
+    ffi_status!({
         let out = OutPtr::new(out, "out")?;
         let segments = staging::v2_ring_segment_offsets(task_window)?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -48,7 +48,7 @@ pub unsafe extern "C" fn lrt_v2_image_segments(
     scalars: u64,
     out: *mut lrt_v2_segments,
 ) -> lrt_status {
-    ffi_status!("lrt_v2_image_segments", {
+    ffi_status!({
         let out = OutPtr::new(out, "out")?;
         let segments = staging::v2_image_segments(n, fanin_ids, tensors, scalars)?;
         // SAFETY: checked non-NULL; writable per the contract.
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_begin_run(
     maker: *mut lrt_runtime_maker,
     host_sm: *mut *mut lrt_v2_sm_header,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_v2_begin_run", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(host_sm, "host_sm")?;
@@ -102,7 +102,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_begin_run(
 /// it.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_v2_claim_desc_init(desc: *mut lrt_v2_claim_desc) {
-    ffi_value!("lrt_v2_claim_desc_init", (), {
+    ffi_value!((), {
         let out = OutPtr::new(desc, "desc")?;
         let value = lrt_v2_claim_desc {
             task: default_claim_desc(),
@@ -149,7 +149,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_claim_slot(
     desc: *const lrt_v2_claim_desc,
     out: *mut lrt_v2_task_slot,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_v2_claim_slot", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         // SAFETY: NULL or a readable lrt_v2_claim_desc, per the contract.
@@ -209,7 +209,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_image_segments(
     maker: *const lrt_runtime_maker,
     out: *mut lrt_v2_segments,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_v2_image_segments", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(out, "out")?;
@@ -254,7 +254,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_upload(
     after_len: u64,
     report: *mut lrt_upload_report,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_v2_upload", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         // SAFETY: readable for their lengths, per the contract.
@@ -298,7 +298,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_set_pool_use(
     tensors: u64,
     scalars: u64,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_v2_set_pool_use", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         maker.v2_set_pool_use(staging::V2PoolUse {
@@ -350,7 +350,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_upload_frame(
     frame: *const lrt_v2_frame,
     report: *mut lrt_upload_report,
 ) -> lrt_status {
-    ffi_status!("lrt_runtime_maker_v2_upload_frame", {
+    ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         // SAFETY: NULL or a valid lrt_v2_frame, per the contract.
