@@ -8,6 +8,56 @@
 //! (see `scripts/regen-header.sh`).
 use std::{env, path::PathBuf};
 
+/// The core's files of C-visible data, in the order the header shows them.
+const C_DATA: [&str; 7] = [
+    "src/device/abi.rs",
+    "src/diag/abi.rs",
+    "src/error/abi.rs",
+    "src/staging/abi.rs",
+    "src/staging/v1/layout.rs",
+    "src/staging/v2/layout.rs",
+    "src/pool/abi.rs",
+];
+
+/// The file whose string constants (the pool's config keys) reach the
+/// header through `string_constants`.
+const STRING_CONSTANTS: &str = "src/pool/abi.rs";
+
+/// The `pub const NAME: &str = "value";` items of `file`, each with its doc
+/// comment, as C `#define`s. cbindgen writes no string constants, so this
+/// carries them from their one definition in Rust to the header, in the
+/// header's comment style.
+fn string_constants(file: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(file).expect("the string constants' file is readable");
+    let mut out = String::new();
+    let mut doc: Vec<&str> = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(d) = line.strip_prefix("///") {
+            doc.push(d.trim());
+            continue;
+        }
+        let item = line
+            .strip_prefix("pub const ")
+            .and_then(|rest| rest.split_once(": &str = "));
+        if let Some((name, value)) = item {
+            let value = value
+                .strip_suffix(';')
+                .expect("a string constant on one line");
+            assert!(
+                value.starts_with('"') && value.ends_with('"') && !value.contains('\\'),
+                "{name}: a plain string literal"
+            );
+            out.push_str("\n\n/**\n");
+            for d in &doc {
+                out.push_str(&format!(" * {d}\n").replace(" * \n", " *\n"));
+            }
+            out.push_str(&format!(" */\n#define {name} {value}"));
+        }
+        doc.clear();
+    }
+    out
+}
+
 fn main() {
     let crate_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
@@ -28,8 +78,10 @@ fn main() {
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
     soname_link_beside_output(&out_dir);
 
-    let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
+    let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
         .expect("cbindgen.toml is readable and valid");
+    let keys = string_constants(&crate_dir.join(STRING_CONSTANTS));
+    config.after_includes = Some(config.after_includes.unwrap_or_default() + &keys);
     // The header is the C surface and nothing else: cbindgen reads only
     // src/ffi/ and the core's C-visible data files. Other items of the core
     // never reach it; tests/header.rs holds the allow-list.

@@ -31,8 +31,8 @@ int main() {
   // The session's intra-op pool: 4 threads, ORT's spin keys.
   leanrt::PoolOptions opts;
   opts.SetNumThreads(4)
-      .SetConfig("session.intra_op.spin_duration_us", "1000")
-      .SetConfig("session.intra_op.spin_backoff_max", "8");
+      .SetConfig(LRT_POOL_KEY_SPIN_DURATION_US, "1000")
+      .SetConfig(LRT_POOL_KEY_SPIN_BACKOFF_MAX, "8");
   ThreadPool tp(opts);
 
   std::vector<float> in(1 << 16), out(in.size());
@@ -65,7 +65,7 @@ int main() {
   // A refused call throws leanrt::Error with the status and the message.
   try {
     leanrt::PoolOptions bad;
-    bad.SetConfig("session.intra_op.spin_backoff_max", "banana");
+    bad.SetConfig(LRT_POOL_KEY_SPIN_BACKOFF_MAX, "banana");
     std::fprintf(stderr, "a malformed value was accepted\n");
     return 1;
   } catch (const leanrt::Error &e) {

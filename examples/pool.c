@@ -60,12 +60,12 @@ int main(void) {
   lrt_status st = lrt_pool_options_create(&opts);
   if (st != LRT_OK) fail("lrt_pool_options_create", st);
   if ((st = lrt_pool_options_set_num_threads(opts, 4)) != LRT_OK) fail("set_num_threads", st);
-  if ((st = lrt_pool_options_set_config(opts, "session.intra_op.spin_duration_us", "1000")) !=
+  if ((st = lrt_pool_options_set_config(opts, LRT_POOL_KEY_SPIN_DURATION_US, "1000")) !=
       LRT_OK)
     fail("set_config spin_duration_us", st);
-  if ((st = lrt_pool_options_set_config(opts, "session.intra_op.spin_backoff_max", "8")) != LRT_OK)
+  if ((st = lrt_pool_options_set_config(opts, LRT_POOL_KEY_SPIN_BACKOFF_MAX, "8")) != LRT_OK)
     fail("set_config spin_backoff_max", st);
-  st = lrt_pool_options_set_config(opts, "session.intra_op.spin_backoff_max", "banana");
+  st = lrt_pool_options_set_config(opts, LRT_POOL_KEY_SPIN_BACKOFF_MAX, "banana");
   if (st != LRT_ERR_INVALID_ARGUMENT) {
     fprintf(stderr, "a malformed value was accepted\n");
     return 1;

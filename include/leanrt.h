@@ -14,6 +14,51 @@
 #endif
 
 /**
+ * lrt_pool_options_set_config key, ONNX Runtime's session config key of
+ * the same name (as are the next five): "0" or "1", as
+ * lrt_pool_options_set_spin_control.
+ */
+#define LRT_POOL_KEY_ALLOW_SPINNING "session.intra_op.allow_spinning"
+
+/**
+ * lrt_pool_options_set_config key, ONNX Runtime's: an integer, as
+ * lrt_pool_options_set_spin_duration_us.
+ */
+#define LRT_POOL_KEY_SPIN_DURATION_US "session.intra_op.spin_duration_us"
+
+/**
+ * lrt_pool_options_set_config key, ONNX Runtime's: an integer, as
+ * lrt_pool_options_set_spin_backoff_max.
+ */
+#define LRT_POOL_KEY_SPIN_BACKOFF_MAX "session.intra_op.spin_backoff_max"
+
+/**
+ * lrt_pool_options_set_config key, ONNX Runtime's: an integer, as
+ * lrt_pool_options_set_dynamic_block_base.
+ */
+#define LRT_POOL_KEY_DYNAMIC_BLOCK_BASE "session.dynamic_block_base"
+
+/**
+ * lrt_pool_options_set_config key, ONNX Runtime's: an affinity string, as
+ * lrt_pool_options_set_affinity.
+ */
+#define LRT_POOL_KEY_THREAD_AFFINITIES "session.intra_op_thread_affinities"
+
+/**
+ * lrt_pool_options_set_config key, ONNX Runtime's: "0" (the default) or
+ * "1": workers spin only while a loop or a request is in progress
+ * (docs/POOL.md, "Spinning").
+ */
+#define LRT_POOL_KEY_FORCE_SPINNING_STOP "session.force_spinning_stop"
+
+/**
+ * lrt_pool_options_set_config key, leanrt's own (ONNX Runtime has none):
+ * "0" (the default) or "1": the spin budget follows the measured gaps
+ * between loops (docs/POOL.md, "Spinning").
+ */
+#define LRT_POOL_KEY_ADAPTIVE_SPIN "leanrt.intra_op.adaptive_spin"
+
+/**
  * Capacity in bytes of the per-thread last-error slot that lrt_last_error
  * reads: a message is at most LRT_LAST_ERROR_BYTES - 1 bytes (longer ones
  * are cut), so a buffer of LRT_LAST_ERROR_BYTES always holds it whole.
@@ -1316,10 +1361,12 @@ enum lrt_status lrt_pool_options_create(struct lrt_pool_options **out);
 void lrt_pool_options_destroy(struct lrt_pool_options *opts);
 
 /**
- * Sets an option by its ONNX Runtime session config key: `key` and
- * `value` are NUL-terminated strings of at most LRT_MAX_STRING_BYTES
- * bytes (keys and value syntax in docs/POOL.md). An unknown key, a
- * malformed value, a longer string or a NULL argument is
+ * Sets an option by its ONNX Runtime session config key: `key` is one of
+ * the LRT_POOL_KEY_* names (each one's doc says its values) and `value`
+ * its value as ONNX Runtime writes it (decimal integers, an optional
+ * leading `-`, nothing else; switches exactly "0" or "1"), both
+ * NUL-terminated strings of at most LRT_MAX_STRING_BYTES bytes. An
+ * unknown key, a malformed value, a longer string or a NULL argument is
  * `LRT_ERR_INVALID_ARGUMENT`, and the options are unchanged.
  */
 enum lrt_status lrt_pool_options_set_config(struct lrt_pool_options *opts,
@@ -1342,8 +1389,10 @@ enum lrt_status lrt_pool_options_set_spin_control(struct lrt_pool_options *opts,
 
 /**
  * Spin budget of an idle worker before it sleeps: -1 = the legacy 2^20
- * pause iterations, 0 = no spinning, > 0 = that many microseconds
- * (calibrated), at most LRT_POOL_MAX_SPIN_US.
+ * pause iterations (ONNX Runtime's default), 0 = no spinning, > 0 = that
+ * many microseconds (calibrated), at most LRT_POOL_MAX_SPIN_US; outside
+ * [-1, LRT_POOL_MAX_SPIN_US]: `LRT_ERR_INVALID_ARGUMENT`. This is the one
+ * statement of the rule; the docs point here.
  */
 enum lrt_status lrt_pool_options_set_spin_duration_us(struct lrt_pool_options *opts, int us);
 

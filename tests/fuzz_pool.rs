@@ -19,6 +19,10 @@
 //! watchdog aborts on a hang.
 mod fuzz_common;
 
+use leanrt::pool::abi::{
+    LRT_POOL_KEY_ALLOW_SPINNING, LRT_POOL_KEY_DYNAMIC_BLOCK_BASE, LRT_POOL_KEY_FORCE_SPINNING_STOP,
+    LRT_POOL_KEY_SPIN_BACKOFF_MAX, LRT_POOL_KEY_SPIN_DURATION_US, LRT_POOL_KEY_THREAD_AFFINITIES,
+};
 use std::ffi::{c_char, c_void, CString};
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -32,12 +36,12 @@ const OK: i32 = 0;
 const INVALID: i32 = 1;
 
 const KNOWN_KEYS: &[&str] = &[
-    "session.intra_op.allow_spinning",
-    "session.intra_op.spin_duration_us",
-    "session.intra_op.spin_backoff_max",
-    "session.dynamic_block_base",
-    "session.intra_op_thread_affinities",
-    "session.force_spinning_stop",
+    LRT_POOL_KEY_ALLOW_SPINNING,
+    LRT_POOL_KEY_SPIN_DURATION_US,
+    LRT_POOL_KEY_SPIN_BACKOFF_MAX,
+    LRT_POOL_KEY_DYNAMIC_BLOCK_BASE,
+    LRT_POOL_KEY_THREAD_AFFINITIES,
+    LRT_POOL_KEY_FORCE_SPINNING_STOP,
 ];
 
 /// A config value: valid-looking, boundary or malformed.
@@ -391,10 +395,10 @@ impl Fuzz {
                     let key = k.to_str().expect("accepted key is UTF-8");
                     assert!(KNOWN_KEYS.contains(&key), "unknown key {key:?} accepted");
                     let val = vv.to_str().expect("accepted value is UTF-8");
-                    if key == "session.intra_op.allow_spinning" {
+                    if key == LRT_POOL_KEY_ALLOW_SPINNING {
                         assert!(val == "0" || val == "1", "allow_spinning accepted {val:?}");
                     }
-                    if key != "session.intra_op_thread_affinities" {
+                    if key != LRT_POOL_KEY_THREAD_AFFINITIES {
                         assert!(
                             val.parse::<i64>().is_ok(),
                             "{key} accepted non-integer {val:?}"

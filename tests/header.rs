@@ -244,6 +244,14 @@ const ALLOWED: &[&str] = &[
     "LRT_POOL_MAX_THREADS",
     "LRT_POOL_MAX_SPIN_US",
     "LRT_POOL_MAX_BACKOFF",
+    // The pool's config keys (lrt_pool_options_set_config).
+    "LRT_POOL_KEY_ALLOW_SPINNING",
+    "LRT_POOL_KEY_SPIN_DURATION_US",
+    "LRT_POOL_KEY_SPIN_BACKOFF_MAX",
+    "LRT_POOL_KEY_DYNAMIC_BLOCK_BASE",
+    "LRT_POOL_KEY_THREAD_AFFINITIES",
+    "LRT_POOL_KEY_FORCE_SPINNING_STOP",
+    "LRT_POOL_KEY_ADAPTIVE_SPIN",
     // Thread pool: the pool and its loops.
     "lrt_pool",
     "lrt_pool_create",
@@ -274,3 +282,57 @@ const ALLOWED: &[&str] = &[
     "lrt_pool_start_profiling",
     "lrt_pool_stop_profiling",
 ];
+
+/// The pool's config keys are ONNX Runtime 1.31's names for them
+/// (onnxruntime_session_options_config_keys.h: kOrtSessionOptions*), and
+/// the header carries the library's values: C, the CLI and the tests use
+/// these and spell none themselves.
+#[test]
+fn pool_keys_are_ort_1_31s_names() {
+    use leanrt::pool::abi::*;
+    let keys = [
+        (
+            "LRT_POOL_KEY_ALLOW_SPINNING",
+            LRT_POOL_KEY_ALLOW_SPINNING,
+            "session.intra_op.allow_spinning",
+        ),
+        (
+            "LRT_POOL_KEY_SPIN_DURATION_US",
+            LRT_POOL_KEY_SPIN_DURATION_US,
+            "session.intra_op.spin_duration_us",
+        ),
+        (
+            "LRT_POOL_KEY_SPIN_BACKOFF_MAX",
+            LRT_POOL_KEY_SPIN_BACKOFF_MAX,
+            "session.intra_op.spin_backoff_max",
+        ),
+        (
+            "LRT_POOL_KEY_DYNAMIC_BLOCK_BASE",
+            LRT_POOL_KEY_DYNAMIC_BLOCK_BASE,
+            "session.dynamic_block_base",
+        ),
+        (
+            "LRT_POOL_KEY_THREAD_AFFINITIES",
+            LRT_POOL_KEY_THREAD_AFFINITIES,
+            "session.intra_op_thread_affinities",
+        ),
+        (
+            "LRT_POOL_KEY_FORCE_SPINNING_STOP",
+            LRT_POOL_KEY_FORCE_SPINNING_STOP,
+            "session.force_spinning_stop",
+        ),
+        // leanrt's own, in leanrt's namespace.
+        (
+            "LRT_POOL_KEY_ADAPTIVE_SPIN",
+            LRT_POOL_KEY_ADAPTIVE_SPIN,
+            "leanrt.intra_op.adaptive_spin",
+        ),
+    ];
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/leanrt.h"))
+        .expect("include/leanrt.h exists");
+    for (name, value, ort) in keys {
+        assert_eq!(value, ort, "{name}");
+        let define = format!("#define {name} \"{value}\"");
+        assert!(header.contains(&define), "the header lacks `{define}`");
+    }
+}

@@ -3,6 +3,9 @@
 //! batches; concurrent callers; loops from scheduled tasks; nesting;
 //! Schedule bursts; create/destroy; every spin configuration; custom
 //! thread functions; workers asleep after a burst.
+use leanrt::pool::abi::{
+    LRT_POOL_KEY_FORCE_SPINNING_STOP, LRT_POOL_KEY_SPIN_BACKOFF_MAX, LRT_POOL_KEY_SPIN_DURATION_US,
+};
 use leanrt::pool::{
     self, try_batch_parallel_for, try_parallel_for, try_parallel_for_cost, try_simple_parallel_for,
     PoolOptions, TensorOpCost, ThreadPool,
@@ -322,7 +325,7 @@ fn every_spin_configuration_runs_loops() {
     o.set_spin_control(0).unwrap();
     configs.push(o);
     let mut o = PoolOptions::default();
-    o.set_config("session.force_spinning_stop", "1").unwrap();
+    o.set_config(LRT_POOL_KEY_FORCE_SPINNING_STOP, "1").unwrap();
     configs.push(o);
     for mut o in configs {
         o.set_num_threads(3).unwrap();
@@ -349,10 +352,8 @@ fn every_spin_configuration_runs_loops() {
 fn all_workers_asleep_after_burst_with_1000us_spin() {
     let mut o = PoolOptions::default();
     o.set_num_threads(4).unwrap();
-    o.set_config("session.intra_op.spin_duration_us", "1000")
-        .unwrap();
-    o.set_config("session.intra_op.spin_backoff_max", "8")
-        .unwrap();
+    o.set_config(LRT_POOL_KEY_SPIN_DURATION_US, "1000").unwrap();
+    o.set_config(LRT_POOL_KEY_SPIN_BACKOFF_MAX, "8").unwrap();
     let p = ThreadPool::create(&o).unwrap().unwrap();
     for _ in 0..50 {
         let h = Hits::new(10_000);

@@ -1,6 +1,7 @@
 //! The spinning switch (enable/disable as request boundaries, counted
 //! across callers, enable waking sleepers) and the adaptive spin budget.
 //! No timing is asserted: waits are bounded polls of the pool's counters.
+use leanrt::pool::abi::{LRT_POOL_KEY_ADAPTIVE_SPIN, LRT_POOL_KEY_FORCE_SPINNING_STOP};
 use leanrt::pool::{try_simple_parallel_for, PoolOptions, ThreadPool};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
@@ -71,7 +72,7 @@ fn concurrent_requests_are_counted() {
 
 #[test]
 fn force_spinning_stop_with_requests() {
-    let p = pool(1000, &[("session.force_spinning_stop", "1")]);
+    let p = pool(1000, &[(LRT_POOL_KEY_FORCE_SPINNING_STOP, "1")]);
     for _ in 0..5 {
         p.enable_spinning();
         for _ in 0..20 {
@@ -85,7 +86,7 @@ fn force_spinning_stop_with_requests() {
 #[test]
 fn adaptive_spin_runs_loops_and_sleeps_after_a_burst() {
     for budget in [-1, 1000] {
-        let p = pool(budget, &[("leanrt.intra_op.adaptive_spin", "1")]);
+        let p = pool(budget, &[(LRT_POOL_KEY_ADAPTIVE_SPIN, "1")]);
         for _ in 0..3 {
             for _ in 0..200 {
                 loop_once(&p, 64);
@@ -97,7 +98,7 @@ fn adaptive_spin_runs_loops_and_sleeps_after_a_burst() {
         }
     }
     // Without spinning there is nothing to adapt.
-    let p = pool(0, &[("leanrt.intra_op.adaptive_spin", "1")]);
+    let p = pool(0, &[(LRT_POOL_KEY_ADAPTIVE_SPIN, "1")]);
     loop_once(&p, 64);
     assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
 }
@@ -147,7 +148,7 @@ fn a_worker_spinning_on_its_callers_cpu_yields_it() {
     // Pin this thread to one CPU first: the workers inherit it.
     let cpu = leanrt::pool::affinity::allowed_cpus()[0];
     assert!(leanrt::pool::affinity::pin_current_thread(&[cpu]));
-    let p = pool(1000, &[("session.force_spinning_stop", "1")]);
+    let p = pool(1000, &[(LRT_POOL_KEY_FORCE_SPINNING_STOP, "1")]);
     p.start_profiling().unwrap();
     p.enable_spinning();
     loop_once(&p, 64);

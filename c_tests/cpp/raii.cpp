@@ -76,13 +76,13 @@ static void pool_options() {
       .SetDynamicBlockBase(0)
       .SetDenormalAsZero(false)
       .SetName("cpp-raii")
-      .SetConfig("session.intra_op.allow_spinning", "1");
+      .SetConfig(LRT_POOL_KEY_ALLOW_SPINNING, "1");
 
   // A rejected value throws with leanrt's status and message and leaves the
   // options as they were: the pool below still gets 3 threads.
   CHECK(status_of([&] { opts.SetNumThreads(-3); }) == LRT_ERR_INVALID_ARGUMENT);
   CHECK(status_of([&] { opts.SetConfig("session.no_such_key", "1"); }) == LRT_ERR_INVALID_ARGUMENT);
-  CHECK(status_of([&] { opts.SetConfig("session.intra_op.allow_spinning", "yes"); }) ==
+  CHECK(status_of([&] { opts.SetConfig(LRT_POOL_KEY_ALLOW_SPINNING, "yes"); }) ==
         LRT_ERR_INVALID_ARGUMENT);
   CHECK(status_of([&] { opts.SetSpinDurationUs(-7); }) == LRT_ERR_INVALID_ARGUMENT);
   CHECK(status_of([&] { opts.SetStackSize(1); }) == LRT_ERR_INVALID_ARGUMENT);

@@ -45,12 +45,12 @@ typedef struct hcase {
 
 static int set_affinity(lrt_pool_options *o, const char *s) { return lrt_pool_options_set_affinity(o, s); }
 static int set_affinity_key(lrt_pool_options *o, const char *s) {
-  return lrt_pool_options_set_config(o, "session.intra_op_thread_affinities", s);
+  return lrt_pool_options_set_config(o, LRT_POOL_KEY_THREAD_AFFINITIES, s);
 }
 static int set_name(lrt_pool_options *o, const char *s) { return lrt_pool_options_set_name(o, s); }
 static int set_key(lrt_pool_options *o, const char *s) { return lrt_pool_options_set_config(o, s, "1"); }
 static int set_value(lrt_pool_options *o, const char *s) {
-  return lrt_pool_options_set_config(o, "session.intra_op.spin_duration_us", s);
+  return lrt_pool_options_set_config(o, LRT_POOL_KEY_SPIN_DURATION_US, s);
 }
 
 /* n entries of "1-1024" joined by ';'. */

@@ -154,13 +154,13 @@ static int c_options_destroy(st *s) {
   return LRT_OK;
 }
 static int c_set_config(st *s) {
-  return lrt_pool_options_set_config(s->opts, "session.intra_op.spin_duration_us", "100");
+  return lrt_pool_options_set_config(s->opts, LRT_POOL_KEY_SPIN_DURATION_US, "100");
 }
 static int c_set_config_unknown(st *s) {
   return lrt_pool_options_set_config(s->opts, "session.no_such_key_in_this_test", "1");
 }
 static int c_set_config_affinity(st *s) {
-  return lrt_pool_options_set_config(s->opts, "session.intra_op_thread_affinities", "1;1-2;1");
+  return lrt_pool_options_set_config(s->opts, LRT_POOL_KEY_THREAD_AFFINITIES, "1;1-2;1");
 }
 static int c_set_num_threads(st *s) { return lrt_pool_options_set_num_threads(s->opts, 3); }
 static int c_set_spin_control(st *s) { return lrt_pool_options_set_spin_control(s->opts, 2); }

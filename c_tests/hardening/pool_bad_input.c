@@ -31,7 +31,7 @@ int main(void) {
   lrt_pool_options_destroy(NULL);
 
   /* NULL options handle: every setter. */
-  CHECK_STATUS(lrt_pool_options_set_config(NULL, "session.intra_op.allow_spinning", "1"), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_pool_options_set_config(NULL, LRT_POOL_KEY_ALLOW_SPINNING, "1"), LRT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(lrt_pool_options_set_num_threads(NULL, 2), LRT_ERR_INVALID_ARGUMENT);
   CHECK(error_contains("lrt_pool_options_set_num_threads"));
   CHECK_STATUS(lrt_pool_options_set_spin_control(NULL, 1), LRT_ERR_INVALID_ARGUMENT);
@@ -69,9 +69,9 @@ int main(void) {
   CHECK(threads_of(o) == 3);
 
   /* Config keys: malformed values, unknown or misspelt keys, NULLs. */
-  const char *keys[] = {"session.intra_op.allow_spinning", "session.intra_op.spin_duration_us",
-                        "session.intra_op.spin_backoff_max", "session.dynamic_block_base",
-                        "session.force_spinning_stop"};
+  const char *keys[] = {LRT_POOL_KEY_ALLOW_SPINNING, LRT_POOL_KEY_SPIN_DURATION_US,
+                        LRT_POOL_KEY_SPIN_BACKOFF_MAX, LRT_POOL_KEY_DYNAMIC_BLOCK_BASE,
+                        LRT_POOL_KEY_FORCE_SPINNING_STOP};
   const char *bad_values[] = {"", " ", "x", "1x", "0x10", "1.5", "1e3", " 10", "--1", "99999999999999999999", "\xff\xfe"};
   for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
     for (size_t v = 0; v < sizeof bad_values / sizeof bad_values[0]; v++) {
@@ -81,10 +81,10 @@ int main(void) {
     CHECK_STATUS(lrt_pool_options_set_config(o, keys[k], NULL), LRT_ERR_INVALID_ARGUMENT);
   }
   static const char *bad_pairs[][2] = {
-      {"session.intra_op.allow_spinning", "2"},     {"session.intra_op.allow_spinning", "yes"},
-      {"session.intra_op.spin_duration_us", "-2"},  {"session.intra_op.spin_backoff_max", "0"},
-      {"session.dynamic_block_base", "-4"},         {"session.force_spinning_stop", "true"},
-      {"session.intra_op_thread_affinities", ""},   {"session.intra_op_thread_affinities", "1,a"},
+      {LRT_POOL_KEY_ALLOW_SPINNING, "2"},     {LRT_POOL_KEY_ALLOW_SPINNING, "yes"},
+      {LRT_POOL_KEY_SPIN_DURATION_US, "-2"},  {LRT_POOL_KEY_SPIN_BACKOFF_MAX, "0"},
+      {LRT_POOL_KEY_DYNAMIC_BLOCK_BASE, "-4"},         {LRT_POOL_KEY_FORCE_SPINNING_STOP, "true"},
+      {LRT_POOL_KEY_THREAD_AFFINITIES, ""},   {LRT_POOL_KEY_THREAD_AFFINITIES, "1,a"},
   };
   for (size_t i = 0; i < sizeof bad_pairs / sizeof bad_pairs[0]; i++)
     CHECK_STATUS(lrt_pool_options_set_config(o, bad_pairs[i][0], bad_pairs[i][1]), LRT_ERR_INVALID_ARGUMENT);
@@ -104,7 +104,7 @@ int main(void) {
   CHECK_STATUS(lrt_pool_create(o, NULL), LRT_ERR_INVALID_ARGUMENT);
   lrt_pool_options *aff = NULL;
   CHECK_STATUS(lrt_pool_options_create(&aff), LRT_OK);
-  CHECK_STATUS(lrt_pool_options_set_config(aff, "session.intra_op_thread_affinities", "1;1"), LRT_OK);
+  CHECK_STATUS(lrt_pool_options_set_config(aff, LRT_POOL_KEY_THREAD_AFFINITIES, "1;1"), LRT_OK);
   CHECK_STATUS(lrt_pool_options_set_num_threads(aff, 2), LRT_OK);
   CHECK_STATUS(lrt_pool_create(aff, &p), LRT_ERR_INVALID_ARGUMENT);
   CHECK(error_contains("lrt_pool_create"));

@@ -22,18 +22,18 @@ int main(void) {
   CHECK_STATUS(lrt_pool_options_set_denormal_as_zero(o, 1), LRT_OK);
   CHECK_STATUS(lrt_pool_options_set_name(o, "ctest-pool"), LRT_OK);
   static const char *good[][2] = {
-      {"session.intra_op.allow_spinning", "1"},   {"session.intra_op.allow_spinning", "0"},
-      {"session.intra_op.spin_duration_us", "-1"}, {"session.intra_op.spin_duration_us", "100"},
-      {"session.intra_op.spin_backoff_max", "4"},  {"session.dynamic_block_base", "2"},
-      {"session.force_spinning_stop", "1"},        {"session.force_spinning_stop", "0"},
-      {"session.intra_op.allow_spinning", "1"},
+      {LRT_POOL_KEY_ALLOW_SPINNING, "1"},   {LRT_POOL_KEY_ALLOW_SPINNING, "0"},
+      {LRT_POOL_KEY_SPIN_DURATION_US, "-1"}, {LRT_POOL_KEY_SPIN_DURATION_US, "100"},
+      {LRT_POOL_KEY_SPIN_BACKOFF_MAX, "4"},  {LRT_POOL_KEY_DYNAMIC_BLOCK_BASE, "2"},
+      {LRT_POOL_KEY_FORCE_SPINNING_STOP, "1"},        {LRT_POOL_KEY_FORCE_SPINNING_STOP, "0"},
+      {LRT_POOL_KEY_ALLOW_SPINNING, "1"},
   };
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
     CHECK_STATUS(lrt_pool_options_set_config(o, good[i][0], good[i][1]), LRT_OK);
   CHECK(threads_of(o) == 3);
 
   /* An affinity gives one worker per entry: thread count 0 = entries + 1. */
-  CHECK_STATUS(lrt_pool_options_set_config(o, "session.intra_op_thread_affinities", "1;1"), LRT_OK);
+  CHECK_STATUS(lrt_pool_options_set_config(o, LRT_POOL_KEY_THREAD_AFFINITIES, "1;1"), LRT_OK);
   CHECK(threads_of(o) == 3);
   CHECK_STATUS(lrt_pool_options_set_num_threads(o, 0), LRT_OK);
   CHECK(threads_of(o) == 3);

@@ -10,10 +10,10 @@ static lrt_pool *pool_with(const char *us, const char *backoff, const char *allo
   lrt_pool *p = NULL;
   CHECK_STATUS(lrt_pool_options_create(&o), LRT_OK);
   CHECK_STATUS(lrt_pool_options_set_num_threads(o, 3), LRT_OK);
-  CHECK_STATUS(lrt_pool_options_set_config(o, "session.intra_op.spin_duration_us", us), LRT_OK);
-  CHECK_STATUS(lrt_pool_options_set_config(o, "session.intra_op.spin_backoff_max", backoff), LRT_OK);
-  CHECK_STATUS(lrt_pool_options_set_config(o, "session.intra_op.allow_spinning", allow), LRT_OK);
-  CHECK_STATUS(lrt_pool_options_set_config(o, "session.force_spinning_stop", stop), LRT_OK);
+  CHECK_STATUS(lrt_pool_options_set_config(o, LRT_POOL_KEY_SPIN_DURATION_US, us), LRT_OK);
+  CHECK_STATUS(lrt_pool_options_set_config(o, LRT_POOL_KEY_SPIN_BACKOFF_MAX, backoff), LRT_OK);
+  CHECK_STATUS(lrt_pool_options_set_config(o, LRT_POOL_KEY_ALLOW_SPINNING, allow), LRT_OK);
+  CHECK_STATUS(lrt_pool_options_set_config(o, LRT_POOL_KEY_FORCE_SPINNING_STOP, stop), LRT_OK);
   CHECK_STATUS(lrt_pool_create(o, &p), LRT_OK);
   lrt_pool_options_destroy(o);
   return p;

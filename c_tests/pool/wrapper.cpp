@@ -120,7 +120,7 @@ int main() {
   lrt_pool_options *o = nullptr;
   CHECK_STATUS(lrt_pool_options_create(&o), LRT_OK);
   CHECK_STATUS(lrt_pool_options_set_num_threads(o, 2), LRT_OK);
-  CHECK_STATUS(lrt_pool_options_set_config(o, "session.intra_op.spin_duration_us", "100"), LRT_OK);
+  CHECK_STATUS(lrt_pool_options_set_config(o, LRT_POOL_KEY_SPIN_DURATION_US, "100"), LRT_OK);
   ThreadPool from_opts(o);
   CHECK(from_opts.NumThreads() == 1);
   lrt_pool_options_destroy(o);

@@ -26,7 +26,7 @@ int main(void) {
   printf("set_num_threads(4): %d\n", (int)lrt_pool_options_set_num_threads(o, 4));
   printf("set_num_threads(-1): %d\n", (int)lrt_pool_options_set_num_threads(o, -1));
   printf("set_config(spin 1000): %d\n",
-         (int)lrt_pool_options_set_config(o, "session.intra_op.spin_duration_us", "1000"));
+         (int)lrt_pool_options_set_config(o, LRT_POOL_KEY_SPIN_DURATION_US, "1000"));
   printf("create: %d\n", (int)lrt_pool_create(o, &p));
   const ptrdiff_t totals[] = {0, 1, 50, 81, 100000};
   for (int t = 0; t < 5; t++) {

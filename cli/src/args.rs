@@ -366,7 +366,8 @@ fn pool_command() -> Command {
                     format!(
                         "leanrt configurations: a preset ({presets}) or custom \
                          \"key=value;key=value\" ORT config entries, which may start with a \
-                         preset (\"spin_1000_backoff_8;session.force_spinning_stop=1\")"
+                         preset (\"spin_1000_backoff_8;{stop}=1\")",
+                        stop = leanrt::pool::abi::LRT_POOL_KEY_FORCE_SPINNING_STOP
                     ),
                 )
                 .default_value("default,no_spin,spin_1000,backoff_8,spin_1000_backoff_8")
@@ -377,11 +378,12 @@ fn pool_command() -> Command {
                     "scenario",
                     format!(
                         "Scenarios: {}, or all. request models inference runs: where the \
-                         configuration sets session.force_spinning_stop=1, enable spinning → a \
+                         configuration sets {stop}=1, enable spinning → a \
                          serial preamble → --rounds parallel loops with serial work between them → \
                          disable spinning; then a gap (--request-gaps). section times k loops \
                          inside one parallel section against k separate loops (--section-loops)",
-                        pool::SCENARIOS.join(", ")
+                        pool::SCENARIOS.join(", "),
+                        stop = leanrt::pool::abi::LRT_POOL_KEY_FORCE_SPINNING_STOP
                     ),
                 )
                 .default_value("all")

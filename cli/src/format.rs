@@ -371,8 +371,11 @@ mod tests {
         for g in 0..6 {
             t.group(format!("group {g}"), &["p50/p90/p99", "CPU%"]);
         }
-        let long = "leanrt spin_1000_backoff_8;session.force_spinning_stop=1";
-        for label in ["leanrt default", long] {
+        let long = format!(
+            "leanrt spin_1000_backoff_8;{}=1",
+            leanrt::pool::abi::LRT_POOL_KEY_FORCE_SPINNING_STOP
+        );
+        for label in ["leanrt default", long.as_str()] {
             t.row(
                 vec![label.into(), "4".into()],
                 (0..6)

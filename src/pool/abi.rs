@@ -1,5 +1,5 @@
 //! The thread pool's C-visible plain data, under the names C sees: the
-//! limits, the counters, the cost of an iteration, the loop-body and task
+//! limits, the config keys, the counters, the cost of an iteration, the loop-body and task
 //! function types and the custom-thread callback types. This file is the
 //! one definition (the core uses these types directly; `src/ffi/pool`
 //! re-exports them), and cbindgen reads it for the header, so each doc
@@ -13,6 +13,31 @@ pub const LRT_POOL_MAX_THREADS: c_int = 1024;
 pub const LRT_POOL_MAX_SPIN_US: c_int = 10_000_000;
 /// Largest backoff cap (`lrt_pool_options_set_spin_backoff_max`); larger values are capped to it.
 pub const LRT_POOL_MAX_BACKOFF: c_int = 64;
+
+/// lrt_pool_options_set_config key, ONNX Runtime's session config key of
+/// the same name (as are the next five): "0" or "1", as
+/// lrt_pool_options_set_spin_control.
+pub const LRT_POOL_KEY_ALLOW_SPINNING: &str = "session.intra_op.allow_spinning";
+/// lrt_pool_options_set_config key, ONNX Runtime's: an integer, as
+/// lrt_pool_options_set_spin_duration_us.
+pub const LRT_POOL_KEY_SPIN_DURATION_US: &str = "session.intra_op.spin_duration_us";
+/// lrt_pool_options_set_config key, ONNX Runtime's: an integer, as
+/// lrt_pool_options_set_spin_backoff_max.
+pub const LRT_POOL_KEY_SPIN_BACKOFF_MAX: &str = "session.intra_op.spin_backoff_max";
+/// lrt_pool_options_set_config key, ONNX Runtime's: an integer, as
+/// lrt_pool_options_set_dynamic_block_base.
+pub const LRT_POOL_KEY_DYNAMIC_BLOCK_BASE: &str = "session.dynamic_block_base";
+/// lrt_pool_options_set_config key, ONNX Runtime's: an affinity string, as
+/// lrt_pool_options_set_affinity.
+pub const LRT_POOL_KEY_THREAD_AFFINITIES: &str = "session.intra_op_thread_affinities";
+/// lrt_pool_options_set_config key, ONNX Runtime's: "0" (the default) or
+/// "1": workers spin only while a loop or a request is in progress
+/// (docs/POOL.md, "Spinning").
+pub const LRT_POOL_KEY_FORCE_SPINNING_STOP: &str = "session.force_spinning_stop";
+/// lrt_pool_options_set_config key, leanrt's own (ONNX Runtime has none):
+/// "0" (the default) or "1": the spin budget follows the measured gaps
+/// between loops (docs/POOL.md, "Spinning").
+pub const LRT_POOL_KEY_ADAPTIVE_SPIN: &str = "leanrt.intra_op.adaptive_spin";
 
 /// A pool's counters, summed over its worker threads (`lrt_pool_get_stats`).
 #[repr(C)]

@@ -2,8 +2,10 @@
 //! `set_config` with ORT's session config keys. Every setter leaves the
 //! options unchanged when it returns an error.
 use super::abi::{
-    lrt_custom_create_thread_fn, lrt_custom_join_thread_fn, LRT_POOL_MAX_BACKOFF,
-    LRT_POOL_MAX_SPIN_US, LRT_POOL_MAX_THREADS,
+    lrt_custom_create_thread_fn, lrt_custom_join_thread_fn, LRT_POOL_KEY_ADAPTIVE_SPIN,
+    LRT_POOL_KEY_ALLOW_SPINNING, LRT_POOL_KEY_DYNAMIC_BLOCK_BASE, LRT_POOL_KEY_FORCE_SPINNING_STOP,
+    LRT_POOL_KEY_SPIN_BACKOFF_MAX, LRT_POOL_KEY_SPIN_DURATION_US, LRT_POOL_KEY_THREAD_AFFINITIES,
+    LRT_POOL_MAX_BACKOFF, LRT_POOL_MAX_SPIN_US, LRT_POOL_MAX_THREADS,
 };
 use super::affinity;
 use crate::diag::Text;
@@ -165,34 +167,24 @@ pub fn min_stack_size() -> usize {
 }
 
 impl PoolOptions {
-    /// Sets one option by its ORT session config key:
-    /// `session.intra_op.allow_spinning` ("0"/"1"),
-    /// `session.intra_op.spin_duration_us` (integer >= -1),
-    /// `session.intra_op.spin_backoff_max` (integer >= 1, capped at 64),
-    /// `session.dynamic_block_base` (integer >= 0),
-    /// `session.intra_op_thread_affinities` (ORT affinity string),
-    /// `session.force_spinning_stop` ("0"/"1"),
-    /// `leanrt.intra_op.adaptive_spin` ("0"/"1", leanrt's own key).
+    /// Sets one option by its ORT session config key, one of the
+    /// `LRT_POOL_KEY_*` (each key's values are its doc in `super::abi`).
     pub fn set_config(&mut self, key: &str, value: &str) -> Result<()> {
         match key {
-            "session.intra_op.allow_spinning" => {
+            LRT_POOL_KEY_ALLOW_SPINNING => {
                 let v = parse_bool(key, value)?;
                 self.allow_spinning = v;
                 Ok(())
             }
-            "session.intra_op.spin_duration_us" => {
-                self.set_spin_duration_us(parse_int(key, value)?)
-            }
-            "session.intra_op.spin_backoff_max" => {
-                self.set_spin_backoff_max(parse_int(key, value)?)
-            }
-            "session.dynamic_block_base" => self.set_dynamic_block_base(parse_int(key, value)?),
-            "session.intra_op_thread_affinities" => self.set_affinity(value),
-            "leanrt.intra_op.adaptive_spin" => {
+            LRT_POOL_KEY_SPIN_DURATION_US => self.set_spin_duration_us(parse_int(key, value)?),
+            LRT_POOL_KEY_SPIN_BACKOFF_MAX => self.set_spin_backoff_max(parse_int(key, value)?),
+            LRT_POOL_KEY_DYNAMIC_BLOCK_BASE => self.set_dynamic_block_base(parse_int(key, value)?),
+            LRT_POOL_KEY_THREAD_AFFINITIES => self.set_affinity(value),
+            LRT_POOL_KEY_ADAPTIVE_SPIN => {
                 self.adaptive_spin = parse_bool(key, value)?;
                 Ok(())
             }
-            "session.force_spinning_stop" => {
+            LRT_POOL_KEY_FORCE_SPINNING_STOP => {
                 self.force_spinning_stop = parse_bool(key, value)?;
                 Ok(())
             }
@@ -236,7 +228,8 @@ impl PoolOptions {
         Ok(())
     }
 
-    /// -1 = legacy 2^20 pauses, 0 = no spinning, > 0 = µs budget.
+    /// The spin budget (the rule is `lrt_pool_options_set_spin_duration_us`'s
+    /// in the header).
     pub fn set_spin_duration_us(&mut self, us: i32) -> Result<()> {
         if !(-1..=LRT_POOL_MAX_SPIN_US).contains(&us) {
             return Err(Error::invalid_argument(format!(

@@ -11,7 +11,8 @@ use super::abi::LRT_POOL_MAX_BACKOFF;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Instant;
 
-/// `spin_duration_us = -1`: the legacy count, 2^20 pause iterations.
+/// The legacy spin count, in pause iterations (`spin_duration_us = -1`; the
+/// rule is `lrt_pool_options_set_spin_duration_us`'s in the header).
 pub(crate) const LEGACY_SPIN_PAUSES: u64 = 1 << 20;
 /// Upper bound of `spin_backoff_max` (`LRT_POOL_MAX_BACKOFF`), as a pause count.
 const MAX_BACKOFF: u32 = LRT_POOL_MAX_BACKOFF as u32;
@@ -121,8 +122,9 @@ pub struct SpinPolicy {
 pub(crate) const DEADLINE_CHECK_EVERY: u64 = 16;
 
 impl SpinPolicy {
-    /// Resolves the options: not allowed or 0 µs: no spinning; -1: legacy
-    /// 2^20 pauses; > 0: `us` microseconds of calibrated pauses.
+    /// Resolves the options into a number of pauses and a deadline, by the
+    /// rule of `lrt_pool_options_set_spin_duration_us` (the header); spinning
+    /// not allowed: none.
     pub fn new(allow: bool, spin_duration_us: i32, backoff_max: i32) -> Self {
         let pauses = if !allow || spin_duration_us == 0 {
             0

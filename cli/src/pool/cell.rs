@@ -109,10 +109,11 @@ mod tests {
         let Some(lib) = crate::pool::peers::ort::tests::library_for_test() else {
             return;
         };
-        for (config, hints) in [
-            ("default", false),
-            ("spin_1000_backoff_8;session.force_spinning_stop=1", true),
-        ] {
+        let stop = format!(
+            "spin_1000_backoff_8;{}=1",
+            leanrt::pool::abi::LRT_POOL_KEY_FORCE_SPINNING_STOP
+        );
+        for (config, hints) in [("default", false), (stop.as_str(), true)] {
             let spec = CellSpec {
                 peer: PeerKind::Ort {
                     config: config.into(),

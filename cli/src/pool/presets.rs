@@ -2,15 +2,18 @@
 //! spin presets, leanrt's `adaptive`, and custom `key=value;...` lists of
 //! ORT config entries.
 
-/// ONNX Runtime's session config keys the presets set, as ORT 1.31 names
-/// them (onnxruntime_session_options_config_keys.h; the ORT peer's tests
-/// find each in the 1.31 library). leanrt's pool reads the same names; the
-/// ORT peer hands them to ORT unchanged.
+/// ONNX Runtime's session config keys the presets set: the library's
+/// (`leanrt::pool::abi`, whose names are ORT 1.31's,
+/// onnxruntime_session_options_config_keys.h; the ORT peer's tests find
+/// each in the 1.31 library). leanrt's pool reads them; the ORT peer hands
+/// them to ORT unchanged.
 pub mod ort_keys {
-    pub const ALLOW_SPINNING: &str = "session.intra_op.allow_spinning";
-    pub const SPIN_DURATION_US: &str = "session.intra_op.spin_duration_us";
-    pub const SPIN_BACKOFF_MAX: &str = "session.intra_op.spin_backoff_max";
-    pub const FORCE_SPINNING_STOP: &str = "session.force_spinning_stop";
+    pub use leanrt::pool::abi::{
+        LRT_POOL_KEY_ALLOW_SPINNING as ALLOW_SPINNING,
+        LRT_POOL_KEY_FORCE_SPINNING_STOP as FORCE_SPINNING_STOP,
+        LRT_POOL_KEY_SPIN_BACKOFF_MAX as SPIN_BACKOFF_MAX,
+        LRT_POOL_KEY_SPIN_DURATION_US as SPIN_DURATION_US,
+    };
     /// Every key above (the tests check each against ORT's library).
     #[cfg(test)]
     pub const ALL: [&str; 4] = [
@@ -26,7 +29,7 @@ pub fn preset(name: &str) -> Option<Vec<(&'static str, &'static str)>> {
     const SPIN: &str = ort_keys::ALLOW_SPINNING;
     const DUR: &str = ort_keys::SPIN_DURATION_US;
     const BACK: &str = ort_keys::SPIN_BACKOFF_MAX;
-    const ADAPTIVE: &str = "leanrt.intra_op.adaptive_spin";
+    const ADAPTIVE: &str = leanrt::pool::abi::LRT_POOL_KEY_ADAPTIVE_SPIN;
     Some(match name {
         "default" => vec![],
         "no_spin" => vec![(SPIN, "0")],
@@ -74,8 +77,9 @@ pub fn config_pairs(config: &str) -> Result<Vec<(String, String)>, String> {
     }
     if !config.contains('=') {
         return Err(format!(
-            "unknown configuration '{config}' (presets: {}; or key=value[;key=value] with ORT config keys, which may start with a preset: spin_1000_backoff_8;session.force_spinning_stop=1)",
-            PRESETS.join(", ")
+            "unknown configuration '{config}' (presets: {}; or key=value[;key=value] with ORT config keys, which may start with a preset: spin_1000_backoff_8;{}=1)",
+            PRESETS.join(", "),
+            ort_keys::FORCE_SPINNING_STOP
         ));
     }
     let mut out = Vec::new();
@@ -119,14 +123,8 @@ mod tests {
         assert_eq!(
             config_pairs("spin_1000_backoff_8").unwrap(),
             vec![
-                (
-                    "session.intra_op.spin_duration_us".to_string(),
-                    "1000".to_string()
-                ),
-                (
-                    "session.intra_op.spin_backoff_max".to_string(),
-                    "8".to_string()
-                )
+                (ort_keys::SPIN_DURATION_US.to_string(), "1000".to_string()),
+                (ort_keys::SPIN_BACKOFF_MAX.to_string(), "8".to_string())
             ]
         );
         assert!(config_pairs("spin_3000").is_err());
@@ -135,9 +133,13 @@ mod tests {
             vec![("a".into(), "1".into()), ("b".into(), "2".into())]
         );
         let mut composite = config_pairs("spin_1000_backoff_8").unwrap();
-        composite.push(("session.force_spinning_stop".into(), "1".into()));
+        composite.push((ort_keys::FORCE_SPINNING_STOP.into(), "1".into()));
         assert_eq!(
-            config_pairs("spin_1000_backoff_8;session.force_spinning_stop=1").unwrap(),
+            config_pairs(&format!(
+                "spin_1000_backoff_8;{}=1",
+                ort_keys::FORCE_SPINNING_STOP
+            ))
+            .unwrap(),
             composite
         );
         assert!(config_pairs("spin_3000;a=1").is_err());

@@ -52,9 +52,14 @@ pub fn request_table(results: &[CellResult]) -> String {
         "run = {} µs serial, then {} rounds of {} µs of work split over {} indices with {} µs \
          serial between rounds; run%/gap% = process CPU over wall time inside runs / in the gaps \
          between them; hints = spinning enabled/disabled around each run \
-         (session.force_spinning_stop=1, as ORT's session does); serial = the same run on the \
+         ({}=1, as ORT's session does); serial = the same run on the \
          caller alone",
-        run.preamble_us, run.rounds, run.round_us, run.round_items, run.between_us,
+        run.preamble_us,
+        run.rounds,
+        run.round_us,
+        run.round_items,
+        run.between_us,
+        leanrt::pool::abi::LRT_POOL_KEY_FORCE_SPINNING_STOP,
     ));
     t.render()
 }

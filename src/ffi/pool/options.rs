@@ -46,10 +46,12 @@ pub unsafe extern "C" fn lrt_pool_options_destroy(opts: *mut lrt_pool_options) {
     })
 }
 
-/// Sets an option by its ONNX Runtime session config key: `key` and
-/// `value` are NUL-terminated strings of at most LRT_MAX_STRING_BYTES
-/// bytes (keys and value syntax in docs/POOL.md). An unknown key, a
-/// malformed value, a longer string or a NULL argument is
+/// Sets an option by its ONNX Runtime session config key: `key` is one of
+/// the LRT_POOL_KEY_* names (each one's doc says its values) and `value`
+/// its value as ONNX Runtime writes it (decimal integers, an optional
+/// leading `-`, nothing else; switches exactly "0" or "1"), both
+/// NUL-terminated strings of at most LRT_MAX_STRING_BYTES bytes. An
+/// unknown key, a malformed value, a longer string or a NULL argument is
 /// `LRT_ERR_INVALID_ARGUMENT`, and the options are unchanged.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_config(
@@ -99,8 +101,10 @@ pub unsafe extern "C" fn lrt_pool_options_set_spin_control(
 }
 
 /// Spin budget of an idle worker before it sleeps: -1 = the legacy 2^20
-/// pause iterations, 0 = no spinning, > 0 = that many microseconds
-/// (calibrated), at most LRT_POOL_MAX_SPIN_US.
+/// pause iterations (ONNX Runtime's default), 0 = no spinning, > 0 = that
+/// many microseconds (calibrated), at most LRT_POOL_MAX_SPIN_US; outside
+/// [-1, LRT_POOL_MAX_SPIN_US]: `LRT_ERR_INVALID_ARGUMENT`. This is the one
+/// statement of the rule; the docs point here.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_spin_duration_us(
     opts: *mut lrt_pool_options,

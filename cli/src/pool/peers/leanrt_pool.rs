@@ -35,7 +35,7 @@ pub fn default_degree_of_parallelism() -> Result<i32, String> {
 }
 
 /// The adaptive spin key, run only where the library accepts it.
-pub const ADAPTIVE_KEY: &str = "leanrt.intra_op.adaptive_spin";
+pub const ADAPTIVE_KEY: &str = leanrt::pool::abi::LRT_POOL_KEY_ADAPTIVE_SPIN;
 
 /// Why a configuration is skipped rather than refused: it sets the
 /// adaptive spin key and this build of the library does not know it.
