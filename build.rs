@@ -1,6 +1,6 @@
 //! Generates the C header with cbindgen from the C surface (src/ffi/) and
-//! the core's C-visible data (src/device/abi.rs, src/staging/abi.rs,
-//! src/staging/layout.rs, src/staging/layout_v2.rs, src/pool/abi.rs).
+//! the core's C-visible data: the files `C_DATA` below lists (each area's
+//! abi file and each image generation's layout file).
 //!
 //! The header is always written to `$OUT_DIR/leanrt.h`; the test
 //! `header_is_fresh` compares it with the checked-in `include/leanrt.h`.
@@ -85,15 +85,11 @@ fn main() {
     // The header is the C surface and nothing else: cbindgen reads only
     // src/ffi/ and the core's C-visible data files. Other items of the core
     // never reach it; tests/header.rs holds the allow-list.
-    let bindings = cbindgen::Builder::new()
-        .with_src(crate_dir.join("src/ffi/mod.rs"))
-        .with_src(crate_dir.join("src/device/abi.rs"))
-        .with_src(crate_dir.join("src/diag/abi.rs"))
-        .with_src(crate_dir.join("src/error/abi.rs"))
-        .with_src(crate_dir.join("src/staging/abi.rs"))
-        .with_src(crate_dir.join("src/staging/layout.rs"))
-        .with_src(crate_dir.join("src/staging/layout_v2.rs"))
-        .with_src(crate_dir.join("src/pool/abi.rs"))
+    let mut builder = cbindgen::Builder::new().with_src(crate_dir.join("src/ffi/mod.rs"));
+    for file in C_DATA {
+        builder = builder.with_src(crate_dir.join(file));
+    }
+    let bindings = builder
         .with_config(config)
         .generate()
         .expect("cbindgen could not generate the header");

@@ -177,6 +177,37 @@
 #define LRT_DEFAULT_HEAP_SIZE 268435456
 
 /**
+ * The smallest lrt_maker_config.heap_size (the reference's minimum).
+ */
+#define LRT_MIN_HEAP_SIZE 1024
+
+/**
+ * The smallest task window (lrt_maker_config.task_window). A window is a
+ * power of two in [LRT_MIN_TASK_WINDOW, LRT_MAX_TASK_WINDOW].
+ */
+#define LRT_MIN_TASK_WINDOW 4
+
+/**
+ * The largest task window: the largest power of two whose image (v1's,
+ * and v2's mirror) fits in INT32_MAX bytes, the reach of the reference's
+ * 32-bit offsets; the reference refuses larger ones.
+ */
+#define LRT_MAX_TASK_WINDOW 262144
+
+/**
+ * The task window when neither lrt_maker_config.task_window nor the
+ * environment variable PTO2_RING_TASK_WINDOW sets one (the reference's
+ * default).
+ */
+#define LRT_DEFAULT_TASK_WINDOW 16384
+
+/**
+ * The largest lrt_maker_config.frame_before or frame_after of a
+ * LRT_LAYOUT_V2 maker, in bytes (1 GiB).
+ */
+#define LRT_V2_MAX_FRAME_BYTES 1073741824
+
+/**
  * lrt_v2_claim_desc flag: an outer graph task (the reference's
  * graph_submit_definition): task_kind LRT_TASK_KIND_GRAPH, no tensor or
  * scalar region (both offsets unbound; both counts must be 0), its
@@ -545,8 +576,9 @@ typedef struct lrt_sm_segments {
  */
 typedef struct lrt_maker_config {
   /**
-   * Slots in the ring: a power of two in [4, 262144]. 0 (the default):
-   * the environment variable PTO2_RING_TASK_WINDOW, else 16384.
+   * Slots in the ring: a power of two in [LRT_MIN_TASK_WINDOW,
+   * LRT_MAX_TASK_WINDOW]. 0 (the default): the environment variable
+   * PTO2_RING_TASK_WINDOW, else LRT_DEFAULT_TASK_WINDOW.
    */
   uint64_t task_window;
   /**
@@ -558,7 +590,7 @@ typedef struct lrt_maker_config {
    */
   uint32_t flags;
   /**
-   * The header's heap_size, at least 1024. 0 (the default): the
+   * The header's heap_size, at least LRT_MIN_HEAP_SIZE. 0 (the default): the
    * environment variable PTO2_RING_HEAP, else LRT_DEFAULT_HEAP_SIZE.
    */
   uint64_t heap_size;
@@ -569,14 +601,16 @@ typedef struct lrt_maker_config {
   /**
    * LRT_LAYOUT_V2: room for the bytes lrt_runtime_maker_v2_upload ships
    * before the image (the reference's 704-byte runtime block), and after
-   * it (its graph-submission block), at most 2^30 each. Default 0.
+   * it (its graph-submission block), at most LRT_V2_MAX_FRAME_BYTES each.
+   * Default 0.
    */
   uint64_t frame_before;
   uint64_t frame_after;
   /**
    * LRT_LAYOUT_V2: the argument pools' capacities in elements (fanin ids,
    * tensor records, scalars). 0 (the default) each: the reference's,
-   * every task at its cap (W x 128, W x 32, W x 16). The pools are host
+   * every task at its cap (W x LRT_MAX_FANIN, W x LRT_MAX_TENSORS,
+   * W x LRT_MAX_SCALARS). The pools are host
    * memory only (the compact image does not depend on them); smaller
    * ones shrink the mirror, and a claim that does not fit is
    * LRT_ERR_OUT_OF_RANGE. At most the reference's.
@@ -989,7 +1023,7 @@ typedef struct lrt_v2_claim_desc {
    */
   int32_t tensor_count;
   /**
-   * tensor_count 128-byte records (opaque to leanrt), copied into the
+   * tensor_count records of LRT_V2_TENSOR_BYTES (opaque to leanrt), copied into the
    * task's region; NULL reserves the region for the host to write
    * through lrt_v2_task_slot.tensors. Read only during the call.
    */
@@ -1466,13 +1500,15 @@ enum lrt_status lrt_pool_options_set_custom_thread_fns(struct lrt_pool_options *
  *
  * `out` must point to writable storage for an lrt_sm_segments; it is
  * written only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
- * NULL `out` or a window that is not a power of two in [4, 262144] (the
- * largest whose image fits in INT32_MAX bytes). Any thread may call it.
+ * NULL `out` or a window that is not a power of two in
+ * [LRT_MIN_TASK_WINDOW, LRT_MAX_TASK_WINDOW] (the largest whose image fits
+ * in INT32_MAX bytes). Any thread may call it.
  */
 enum lrt_status lrt_sm_ring_segment_offsets(uint64_t task_window, struct lrt_sm_segments *out);
 
 /**
- * Sets `*cfg` to the defaults: window 0 (the environment, else 16384),
+ * Sets `*cfg` to the defaults: window 0 (the environment, else
+ * LRT_DEFAULT_TASK_WINDOW),
  * LRT_UPLOAD_BOUNDED, no flags, heap size 0 (the environment, else
  * LRT_DEFAULT_HEAP_SIZE). `cfg` must be NULL or point to writable
  * storage for an lrt_maker_config; NULL is ignored (and recorded for
@@ -1482,7 +1518,8 @@ void lrt_maker_config_init(struct lrt_maker_config *cfg);
 
 /**
  * Creates a maker: resolves the window (`cfg->task_window`, else the
- * environment variable PTO2_RING_TASK_WINDOW, else 16384; an unusable
+ * environment variable PTO2_RING_TASK_WINDOW, else
+ * LRT_DEFAULT_TASK_WINDOW; an unusable
  * environment value is ignored with a warning), allocates the device image
  * once through `api` and reserves the untouched host mirror (pinned when
  * asked).
@@ -1497,7 +1534,8 @@ void lrt_maker_config_init(struct lrt_maker_config *cfg);
  * whichever thread uses the maker.
  *
  * Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an
- * unknown policy or flag, a bad window, a heap size below 1024, or a table
+ * unknown policy or flag, a bad window, a heap size below
+ * LRT_MIN_HEAP_SIZE, or a table
  * that is NULL or has a NULL callback; LRT_ERR_STATE for a copy of a CUDA
  * api that was since released; LRT_ERR_NO_MEMORY when the host mirror or
  * the device image cannot be allocated (the message carries the device's
@@ -1695,7 +1733,10 @@ enum lrt_status lrt_runtime_maker_read_status(struct lrt_runtime_maker *maker,
                                               int32_t *runtime_status);
 
 /**
- * Writes the segment offsets of the maker's full image to `*out`.
+ * Writes the segment offsets of the maker's full image to `*out`: the v1
+ * image of the maker's window, lrt_sm_ring_segment_offsets(W) (for a
+ * LRT_LAYOUT_V2 maker too; its own image's are
+ * lrt_v2_ring_segment_offsets(W) and lrt_runtime_maker_v2_image_segments).
  * `maker` must be NULL or a live maker; `out` must point to writable
  * storage for an lrt_sm_segments. Returns LRT_OK, or
  * LRT_ERR_INVALID_ARGUMENT for a NULL argument.
@@ -1729,14 +1770,16 @@ void lrt_runtime_maker_destroy(struct lrt_runtime_maker *maker);
  * Writes to `*out` the byte offsets of the v2 mirror for a window of
  * `task_window` slots: header, descriptors, payloads, slot states,
  * completion flags, the fanin, tensor and scalar pools (every task at its
- * cap: 128 ids, 32 records, 16 scalars), end (the reference's
+ * cap: LRT_MAX_FANIN ids, LRT_MAX_TENSORS records, LRT_MAX_SCALARS
+ * scalars), end (the reference's
  * calculate_size). Every segment starts on a 64-byte boundary.
  *
  * `out` must point to writable storage for an lrt_v2_segments; it is
  * written only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
- * NULL `out` or a window that is not a power of two in [4, 262144] (the
- * largest whose mirror fits in INT32_MAX bytes, the reach of a
- * self-relative offset). Any thread may call it.
+ * NULL `out` or a window that is not a power of two in
+ * [LRT_MIN_TASK_WINDOW, LRT_MAX_TASK_WINDOW] (the largest whose mirror
+ * fits in INT32_MAX bytes, the reach of a self-relative offset). Any
+ * thread may call it.
  */
 enum lrt_status lrt_v2_ring_segment_offsets(uint64_t task_window, struct lrt_v2_segments *out);
 
@@ -1749,7 +1792,8 @@ enum lrt_status lrt_v2_ring_segment_offsets(uint64_t task_window, struct lrt_v2_
  *
  * `out` must point to writable storage for an lrt_v2_segments, written
  * only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL
- * `out`, `n` above 262144, or a pool above what n tasks at their caps use.
+ * `out`, `n` above LRT_MAX_TASK_WINDOW, or a pool above what n tasks at
+ * their caps use.
  * Any thread may call it.
  */
 enum lrt_status lrt_v2_image_segments(uint64_t n,

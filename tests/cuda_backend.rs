@@ -25,9 +25,10 @@ use std::sync::Arc;
 use leanrt::device::{cuda, Device, PinnedRegion};
 use leanrt::ffi::device::{self as cdev, lrt_host_api as HostApi, lrt_host_api_ops as HostApiOps};
 use leanrt::ffi::staging::LRT_MAKER_PIN_MIRROR as MAKER_PIN_MIRROR;
+use leanrt::staging::Maker;
 use leanrt::staging::{
     lrt_sm_header, lrt_task_descriptor, lrt_task_payload, lrt_task_slot, lrt_task_slot_state,
-    lrt_upload_policy, MakerConfig, RuntimeMaker,
+    lrt_upload_policy, MakerConfig, MakerV1,
 };
 use leanrt::ErrorKind;
 
@@ -429,7 +430,7 @@ fn read_at<T: Copy>(image: &[u8], off: usize) -> T {
 /// Reads the whole device image back and decodes slots `[0, n)` through the
 /// device header's pointers, checking that every pointer is the device
 /// address of the right element.
-fn device_view(maker: &RuntimeMaker, api: &HostApi, n: usize) -> (lrt_sm_header, Vec<SlotView>) {
+fn device_view(maker: &MakerV1, api: &HostApi, n: usize) -> (lrt_sm_header, Vec<SlotView>) {
     let len = maker.segments().end as usize;
     let base = maker.device_image() as usize;
     let mut image = vec![0u8; len];
@@ -562,7 +563,7 @@ fn expected(i: usize, run: u64) -> SlotView {
 }
 
 /// Fills the mirror's per-slot segments with 0xAA.
-fn poison_mirror(maker: &RuntimeMaker, header: *mut lrt_sm_header) {
+fn poison_mirror(maker: &MakerV1, header: *mut lrt_sm_header) {
     let seg = maker.segments();
     let start = seg.descriptors as usize;
     // SAFETY: the mirror is one mapping of seg.end bytes starting at the
@@ -586,7 +587,7 @@ fn poison_contract(api: HostApi, window: u64, policy: lrt_upload_policy, flags: 
         pin_mirror: flags & MAKER_PIN_MIRROR != 0,
         ..MakerConfig::default()
     };
-    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).expect("maker on the CUDA api");
+    let mut maker = MakerV1::new(&cfg, dev_of(&api)).expect("maker on the CUDA api");
     let w = window as usize;
     let plan = |run: u64| -> usize {
         match run {
@@ -699,7 +700,7 @@ fn copy_contract(api: HostApi, window: u64) {
                 policy,
                 ..MakerConfig::default()
             };
-            let mut maker = RuntimeMaker::new(&cfg, dev_of(&wrapped)).unwrap();
+            let mut maker = MakerV1::new(&cfg, dev_of(&wrapped)).unwrap();
             maker.begin_run().unwrap();
             for i in 0..n {
                 let slot = maker.claim_slot().unwrap();
@@ -990,7 +991,7 @@ fn mock_maker_fault_paths() {
     };
     // An image larger than the device: NoMemory at create, nothing leaked.
     m.set("total_mem", 4096);
-    let e = RuntimeMaker::new(&cfg, dev_of(&api))
+    let e = MakerV1::new(&cfg, dev_of(&api))
         .err()
         .expect("create fails");
     assert_eq!(e.kind(), ErrorKind::NoMemory);
@@ -1002,7 +1003,7 @@ fn mock_maker_fault_paths() {
 
     // Pinned mirror: registered once at create, unregistered at drop.
     let bytes = m.get("registered_bytes");
-    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
+    let mut maker = MakerV1::new(&cfg, dev_of(&api)).unwrap();
     assert_eq!(m.get("live_registrations"), regs + 1);
     assert_eq!(
         (m.get("registered_bytes") - bytes) as u64,
@@ -1044,7 +1045,7 @@ fn mock_maker_fault_paths() {
 
     // Pinning refused: a warning, and the maker works unpinned.
     m.set("fail_register", 2);
-    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
+    let mut maker = MakerV1::new(&cfg, dev_of(&api)).unwrap();
     assert_eq!(m.get("live_registrations"), regs);
     maker.begin_run().unwrap();
     maker.claim_slot().unwrap();
@@ -1056,7 +1057,7 @@ fn mock_maker_fault_paths() {
 
 /// Runs `ns` in order on `maker` (one run each, tasks written), checking
 /// the device image of the last slot of every run.
-fn runs_of(maker: &mut RuntimeMaker, api: &HostApi, ns: &[usize]) {
+fn runs_of(maker: &mut MakerV1, api: &HostApi, ns: &[usize]) {
     for (run, &n) in ns.iter().enumerate() {
         maker.begin_run().unwrap();
         for i in 0..n {
@@ -1090,7 +1091,7 @@ fn mock_pinning_follows_the_runs() {
         pin_mirror: true,
         ..MakerConfig::default()
     };
-    let maker = RuntimeMaker::new(&big, dev_of(&api)).unwrap();
+    let maker = MakerV1::new(&big, dev_of(&api)).unwrap();
     let pinned = (m.get("registered_bytes") - bytes) as u64;
     assert!(pinned > 0);
     assert!(pinned < 1 << 20, "{pinned} bytes registered at create");
@@ -1108,7 +1109,7 @@ fn mock_pinning_follows_the_runs() {
         ..big
     };
     let unpinned = m.get("htod_unpinned_calls");
-    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
+    let mut maker = MakerV1::new(&cfg, dev_of(&api)).unwrap();
     let at_create = m.get("register_calls");
     runs_of(&mut maker, &api, &[0, 1, 5, 64, 64, 64]);
     assert_eq!(
@@ -1172,7 +1173,7 @@ fn mock_every_policy_copies_from_pinned_memory() {
                 fresh_mirror,
                 ..MakerConfig::default()
             };
-            let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
+            let mut maker = MakerV1::new(&cfg, dev_of(&api)).unwrap();
             if policy != lrt_upload_policy::LRT_UPLOAD_FULL {
                 assert!(
                     maker.pinned_bytes() < maker.segments().end / 4,
@@ -1196,7 +1197,7 @@ fn mock_every_policy_copies_from_pinned_memory() {
         task_window: 64,
         ..MakerConfig::default()
     };
-    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
+    let mut maker = MakerV1::new(&cfg, dev_of(&api)).unwrap();
     runs_of(&mut maker, &api, &[3]);
     assert!(m.get("htod_unpinned_calls") > unpinned);
     drop(maker);
@@ -1215,7 +1216,7 @@ fn mock_failed_growth_falls_back_to_pageable() {
         pin_mirror: true,
         ..MakerConfig::default()
     };
-    let mut maker = RuntimeMaker::new(&cfg, dev_of(&api)).unwrap();
+    let mut maker = MakerV1::new(&cfg, dev_of(&api)).unwrap();
     let at_create = maker.pinned_bytes();
     assert!(at_create > 0 && !maker.pin_failed());
     m.set("fail_register", 2);

@@ -19,7 +19,8 @@ mod fuzz_common;
 mod staging_support;
 
 use fuzz_common::*;
-use leanrt::staging::{lrt_upload_policy, MakerConfig, RuntimeMaker};
+use leanrt::staging::Maker;
+use leanrt::staging::{lrt_upload_policy, MakerConfig, MakerV1};
 use leanrt::{Error, ErrorKind};
 use staging_support::{FakeDevice, Op, POISON};
 
@@ -85,7 +86,7 @@ fn script(policy: lrt_upload_policy, fresh: bool, fail: Option<(Op, u64)>) -> Ou
     // create (retried once after an injected failure)
     let mut maker = loop {
         let before = counts(&dev);
-        match RuntimeMaker::new(&cfg, dev.device()) {
+        match MakerV1::new(&cfg, dev.device()) {
             Err(e) => {
                 let op = hit(&dev, &before).unwrap_or_else(|| panic!("{context}: create: {e}"));
                 check_failure(&e, op, &format!("{context}: create"));

@@ -23,9 +23,10 @@ use std::time::Duration;
 
 use fuzz_common::*;
 use leanrt::device::host::HostDevice;
+use leanrt::staging::Maker;
 use leanrt::staging::{
     lrt_layout, lrt_task_descriptor, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state,
-    rel_decode, v2_image_segments, ClaimDesc, MakerConfig, RuntimeMaker, TensorRecord, V2ClaimDesc,
+    rel_decode, v2_image_segments, ClaimDesc, MakerConfig, MakerV2, TensorRecord, V2ClaimDesc,
     V2PoolUse,
 };
 use leanrt::ErrorKind;
@@ -56,12 +57,12 @@ fn record(rng: &mut Rng) -> TensorRecord {
 /// checked on the device. Returns (tasks claimed, whether it was uploaded).
 fn one_run(
     rng: &mut Rng,
-    maker: &mut RuntimeMaker,
+    maker: &mut MakerV2,
     window: u64,
     caps: V2PoolUse,
     frames: (usize, usize),
 ) -> (u64, bool) {
-    let h = maker.v2_begin_run().expect("begin_run");
+    let h = maker.begin_run().expect("begin_run");
     let mut tasks: Vec<Task> = Vec::new();
     let mut used = V2PoolUse::default();
     let latch = rng.chance(1, 8);
@@ -135,8 +136,8 @@ fn one_run(
         let full = need.fanin_ids > caps.fanin_ids
             || need.tensors > caps.tensors
             || need.scalars > caps.scalars;
-        let before = maker.v2_image_segments().expect("segments");
-        let got = maker.v2_claim_slot(&d);
+        let before = maker.image_segments();
+        let got = maker.claim_slot(&d);
         let want = if latched {
             Some(ErrorKind::State)
         } else if tasks.len() as u64 == window {
@@ -170,7 +171,7 @@ fn one_run(
             (Err(e), Some(kind)) => {
                 assert_eq!(e.kind(), kind, "claim {idx}: {e}");
                 assert_eq!(
-                    maker.v2_image_segments().unwrap(),
+                    maker.image_segments(),
                     before,
                     "a refused claim changed the run"
                 );
@@ -180,7 +181,7 @@ fn one_run(
     }
     let n = tasks.len() as u64;
     let seg = v2_image_segments(n, used.fanin_ids, used.tensors, used.scalars).unwrap();
-    assert_eq!(maker.v2_image_segments().unwrap(), seg);
+    assert_eq!(maker.image_segments(), seg);
     let before: Vec<u8> = (0..frames.0).map(|_| rng.next_u64() as u8).collect();
     let after: Vec<u8> = (0..frames.1).map(|_| rng.next_u64() as u8).collect();
     let dev = maker.device_image() as *mut u8;
@@ -192,7 +193,7 @@ fn one_run(
     device.fill(0xAA);
     // SAFETY: as above.
     let latched = unsafe { (*h).orch_error_code } != 0;
-    let r = maker.v2_upload(&before, &after);
+    let r = maker.upload(&before, &after);
     if latched {
         assert_eq!(r.unwrap_err().kind(), ErrorKind::State);
         assert!(
@@ -332,7 +333,7 @@ fn fuzz_v2_claim_mixes() {
             fresh_mirror: rng.chance(1, 10),
             ..MakerConfig::default()
         };
-        let mut maker = match RuntimeMaker::new(&cfg, Arc::new(HostDevice)) {
+        let mut maker = match MakerV2::new(&cfg, Arc::new(HostDevice)) {
             Ok(m) => m,
             // A pool of 0 elements means "the reference's": never refused.
             Err(e) => panic!("create (W={window}, {caps:?}): {e}"),
@@ -340,7 +341,7 @@ fn fuzz_v2_claim_mixes() {
         // Several runs on one maker: a reused mirror ships only this run.
         for _ in 0..1 + rng.below(3) {
             note_step(|| format!("W={window} caps={caps:?} frames={frames:?}"));
-            let resolved = maker.v2_pool_capacities().expect("a v2 maker");
+            let resolved = maker.pool_capacities();
             if rng.chance(1, 2) {
                 // The same run twice: the second is claimed in place.
                 let mut again = rng.clone();

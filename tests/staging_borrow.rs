@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use leanrt::device::Device;
-use leanrt::staging::{lrt_upload_policy, BorrowedImage, MakerConfig, RuntimeMaker};
+use leanrt::staging::Maker;
+use leanrt::staging::{lrt_upload_policy, BorrowedImage, MakerConfig, MakerV1};
 use leanrt::{ErrorKind, Result};
 use staging_support::*;
 
@@ -27,7 +28,7 @@ fn region(dev: &FakeDevice, len: usize) -> BorrowedImage {
 }
 
 /// One run of `n` tasks, task k's first scalar = `tag + k`.
-fn run(m: &mut RuntimeMaker, n: usize, tag: u64) {
+fn run(m: &mut MakerV1, n: usize, tag: u64) {
     m.begin_run().unwrap();
     for k in 0..n {
         let s = m.claim_slot().unwrap();
@@ -62,7 +63,7 @@ fn a_borrowed_image_receives_the_uploads_and_is_never_freed() {
         let end = leanrt::staging::segment_offsets(W).unwrap().end as usize;
         let img = region(&dev, end);
         let mallocs = dev.calls(Op::Malloc);
-        let mut m = RuntimeMaker::with_image(&cfg(policy), dev.device(), img).unwrap();
+        let mut m = MakerV1::with_image(&cfg(policy), dev.device(), img).unwrap();
         assert_eq!(
             dev.calls(Op::Malloc),
             mallocs,
@@ -88,7 +89,7 @@ fn a_borrowed_image_must_hold_the_image() {
     let dev = FakeDevice::new();
     let end = leanrt::staging::segment_offsets(W).unwrap().end as usize;
     let small = region(&dev, end - 1);
-    let e = RuntimeMaker::with_image(
+    let e = MakerV1::with_image(
         &cfg(lrt_upload_policy::LRT_UPLOAD_BOUNDED),
         dev.device(),
         small,
@@ -102,7 +103,7 @@ fn a_borrowed_image_must_hold_the_image() {
         ptr: std::ptr::null_mut(),
         len: end,
     };
-    let e = RuntimeMaker::with_image(
+    let e = MakerV1::with_image(
         &cfg(lrt_upload_policy::LRT_UPLOAD_BOUNDED),
         dev.device(),
         null,
@@ -116,8 +117,7 @@ fn a_borrowed_image_must_hold_the_image() {
 #[test]
 fn a_maker_moves_between_images_between_runs() {
     let dev = FakeDevice::new();
-    let mut m =
-        RuntimeMaker::new(&cfg(lrt_upload_policy::LRT_UPLOAD_BOUNDED), dev.device()).unwrap();
+    let mut m = MakerV1::new(&cfg(lrt_upload_policy::LRT_UPLOAD_BOUNDED), dev.device()).unwrap();
     let own = m.device_image();
     let end = m.segments().end as usize;
     let (a, b) = (region(&dev, end), region(&dev, end + 64));
@@ -171,8 +171,7 @@ fn a_maker_moves_between_images_between_runs() {
 
     // A maker that only borrows has no image of its own to return to.
     let mut m =
-        RuntimeMaker::with_image(&cfg(lrt_upload_policy::LRT_UPLOAD_BOUNDED), dev.device(), a)
-            .unwrap();
+        MakerV1::with_image(&cfg(lrt_upload_policy::LRT_UPLOAD_BOUNDED), dev.device(), a).unwrap();
     let e = m.set_device_image(None).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert_eq!(m.device_image(), a.ptr);
@@ -217,8 +216,7 @@ fn the_device_is_rebound_between_runs_and_the_image_freed_by_its_allocator() {
             calls: Arc::clone(calls),
         })
     };
-    let mut m =
-        RuntimeMaker::new(&cfg(lrt_upload_policy::LRT_UPLOAD_BOUNDED), via(&first)).unwrap();
+    let mut m = MakerV1::new(&cfg(lrt_upload_policy::LRT_UPLOAD_BOUNDED), via(&first)).unwrap();
     run(&mut m, 3, 1);
     let before = first.load(Ordering::Relaxed);
     m.set_device(via(&second)).unwrap();

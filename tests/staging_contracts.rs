@@ -2,8 +2,9 @@
 //! counting host api whose device memory starts poisoned.
 mod staging_support;
 
+use leanrt::staging::Maker;
 use leanrt::staging::{
-    lrt_task_slot_state, lrt_upload_policy, segment_offsets, MakerConfig, RuntimeMaker,
+    lrt_task_slot_state, lrt_upload_policy, segment_offsets, MakerConfig, MakerV1,
     COMPACT_GATHER_MAX_BYTES,
 };
 
@@ -27,20 +28,20 @@ const POLICIES: [lrt_upload_policy; 4] = [
     lrt_upload_policy::LRT_UPLOAD_AUTO,
 ];
 
-fn maker(api: &FakeDevice, policy: lrt_upload_policy) -> RuntimeMaker {
+fn maker(api: &FakeDevice, policy: lrt_upload_policy) -> MakerV1 {
     let cfg = MakerConfig {
         task_window: W,
         policy,
         ..MakerConfig::default()
     };
-    RuntimeMaker::new(&cfg, api.device()).expect("create")
+    MakerV1::new(&cfg, api.device()).expect("create")
 }
 
 /// Runs one run of `n` tasks with the mixed content of `run`; when `poison`
 /// is set the mirror's per-slot segments and the device image's are filled
 /// with 0xAA first. Returns the device tasks read through the device header.
 fn one_run(
-    m: &mut RuntimeMaker,
+    m: &mut MakerV1,
     api: &FakeDevice,
     run: u64,
     n: usize,

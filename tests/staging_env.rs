@@ -1,13 +1,14 @@
 //! Window resolution: config, then PTO2_RING_TASK_WINDOW, then 16384. One
 //! test in its own binary because it changes the process environment.
-use leanrt::staging::{MakerConfig, RuntimeMaker, TASK_WINDOW_ENV};
+use leanrt::staging::Maker;
+use leanrt::staging::{MakerConfig, MakerV1, TASK_WINDOW_ENV};
 
 fn window(configured: u64) -> Result<u64, leanrt::ErrorKind> {
     let cfg = MakerConfig {
         task_window: configured,
         ..MakerConfig::default()
     };
-    RuntimeMaker::new(&cfg, std::sync::Arc::new(leanrt::device::host::HostDevice))
+    MakerV1::new(&cfg, std::sync::Arc::new(leanrt::device::host::HostDevice))
         .map(|m| m.task_window())
         .map_err(|e| e.kind())
 }

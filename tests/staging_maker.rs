@@ -2,7 +2,8 @@
 //! C entry points.
 mod staging_support;
 
-use leanrt::staging::{lrt_sm_header, lrt_upload_policy, MakerConfig, RuntimeMaker};
+use leanrt::staging::Maker;
+use leanrt::staging::{lrt_sm_header, lrt_upload_policy, MakerConfig, MakerV1};
 use leanrt::ErrorKind;
 use staging_support::*;
 
@@ -30,7 +31,7 @@ fn host_backend_round_trip_and_status() {
         lrt_upload_policy::LRT_UPLOAD_BOUNDED,
         lrt_upload_policy::LRT_UPLOAD_COMPACT,
     ] {
-        let mut m = RuntimeMaker::new(&cfg(64, policy), host_api()).unwrap();
+        let mut m = MakerV1::new(&cfg(64, policy), host_api()).unwrap();
         assert_eq!(m.task_window(), 64);
         assert_eq!(m.policy(), policy);
         assert_eq!(
@@ -72,8 +73,7 @@ fn host_backend_round_trip_and_status() {
 #[test]
 fn claim_past_the_window_and_corrupted_index() {
     let api = FakeDevice::new();
-    let mut m =
-        RuntimeMaker::new(&cfg(4, lrt_upload_policy::LRT_UPLOAD_BOUNDED), api.device()).unwrap();
+    let mut m = MakerV1::new(&cfg(4, lrt_upload_policy::LRT_UPLOAD_BOUNDED), api.device()).unwrap();
     assert_eq!(m.claim_slot().unwrap_err().kind(), ErrorKind::State);
     assert_eq!(m.upload().unwrap_err().kind(), ErrorKind::State);
     assert_eq!(api.calls(Op::ToDevice), 0);
@@ -102,7 +102,7 @@ fn claim_past_the_window_and_corrupted_index() {
 #[test]
 fn slot_pointer_outside_the_mirror_is_rejected_before_copying() {
     let api = FakeDevice::new();
-    let mut m = RuntimeMaker::new(
+    let mut m = MakerV1::new(
         &cfg(16, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
         api.device(),
     )
@@ -174,7 +174,7 @@ fn failing_copy_then_next_run_succeeds() {
         };
         for k in 1..=max_k {
             let api = FakeDevice::new();
-            let mut m = RuntimeMaker::new(&cfg(32, policy), api.device()).unwrap();
+            let mut m = MakerV1::new(&cfg(32, policy), api.device()).unwrap();
             let h = m.begin_run().unwrap();
             let slots: Vec<_> = (0..5).map(|_| m.claim_slot().unwrap()).collect();
             // SAFETY: live mirror header.
@@ -210,7 +210,7 @@ fn failing_copy_then_next_run_succeeds() {
 fn create_errors_leak_nothing() {
     let api = FakeDevice::new();
     api.fail_always(Op::Malloc);
-    let e = RuntimeMaker::new(
+    let e = MakerV1::new(
         &cfg(16, lrt_upload_policy::LRT_UPLOAD_COMPACT),
         api.device(),
     )
@@ -219,14 +219,14 @@ fn create_errors_leak_nothing() {
     assert_eq!(e.kind(), ErrorKind::NoMemory);
     assert_eq!((api.calls(Op::Malloc), api.live_count()), (1, 0));
     for w in [3, 5, 6, 1 << 19, 1 << 31, u64::MAX] {
-        let e = RuntimeMaker::new(&cfg(w, lrt_upload_policy::LRT_UPLOAD_BOUNDED), host_api())
+        let e = MakerV1::new(&cfg(w, lrt_upload_policy::LRT_UPLOAD_BOUNDED), host_api())
             .err()
             .unwrap();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{w}");
     }
     let api = FakeDevice::new();
     {
-        let _m = RuntimeMaker::new(
+        let _m = MakerV1::new(
             &cfg(16, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
             api.device(),
         )
@@ -253,7 +253,7 @@ fn fresh_and_pinned_mirrors_work() {
                 fresh_mirror,
                 ..MakerConfig::default()
             };
-            let mut m = RuntimeMaker::new(&c, host_api()).unwrap();
+            let mut m = MakerV1::new(&c, host_api()).unwrap();
             for run in 0..3 {
                 m.begin_run().unwrap();
                 for k in 0..run + 2 {
@@ -284,12 +284,12 @@ fn thread_minor_faults() -> i64 {
 fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
     // Page faults are counted for this thread only (RUSAGE_THREAD).
     let runs = 50;
-    let mut m = RuntimeMaker::new(
+    let mut m = MakerV1::new(
         &cfg(16384, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
         host_api(),
     )
     .unwrap();
-    let go = |m: &mut RuntimeMaker, n: usize| {
+    let go = |m: &mut MakerV1, n: usize| {
         m.begin_run().unwrap();
         for _ in 0..n {
             m.claim_slot().unwrap();
@@ -316,7 +316,7 @@ fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
         fresh_mirror: true,
         ..cfg(1024, lrt_upload_policy::LRT_UPLOAD_FULL)
     };
-    let mut fresh = RuntimeMaker::new(&c, host_api()).unwrap();
+    let mut fresh = MakerV1::new(&c, host_api()).unwrap();
     go(&mut fresh, 8);
     let f0 = thread_minor_faults();
     for _ in 0..5 {
@@ -335,7 +335,7 @@ fn auto_follows_the_device_cost_model() {
         latency_ns: 1e6,
         bytes_per_ns: 10.0,
     };
-    let mut m = RuntimeMaker::new(
+    let mut m = MakerV1::new(
         &cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO),
         api.device_with_cost(slow),
     )
@@ -348,7 +348,7 @@ fn auto_follows_the_device_cost_model() {
         latency_ns: 0.0,
         bytes_per_ns: 10.0,
     };
-    let mut m2 = RuntimeMaker::new(
+    let mut m2 = MakerV1::new(
         &cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO),
         api2.device_with_cost(free),
     )
@@ -378,8 +378,7 @@ fn auto_follows_the_device_cost_model() {
     }
     // Without figures from the device, AUTO measures them at create.
     let api3 = FakeDevice::new();
-    let m3 =
-        RuntimeMaker::new(&cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO), api3.device()).unwrap();
+    let m3 = MakerV1::new(&cfg(64, lrt_upload_policy::LRT_UPLOAD_AUTO), api3.device()).unwrap();
     assert!(
         api3.calls(Op::ToDevice) >= 6,
         "five small copies and one large"

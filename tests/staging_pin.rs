@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use leanrt::device::host::HostDevice;
 use leanrt::device::{Device, PinnedRegion};
-use leanrt::staging::{lrt_upload_policy, MakerConfig, RuntimeMaker};
+use leanrt::staging::{lrt_upload_policy, Maker, MakerConfig, MakerV1, MakerV2};
 use leanrt::Result;
 
 #[derive(Default)]
@@ -79,7 +79,7 @@ impl Device for Recording {
     }
 }
 
-fn run(m: &mut RuntimeMaker, n: usize) {
+fn run(m: &mut MakerV1, n: usize) {
     m.begin_run().unwrap();
     for _ in 0..n {
         m.claim_slot().unwrap();
@@ -96,7 +96,7 @@ fn a_large_window_pins_a_small_prefix_and_grows_logarithmically() {
         pin_mirror: true,
         ..MakerConfig::default()
     };
-    let mut m = RuntimeMaker::new(&cfg, Arc::new(rec.clone())).unwrap();
+    let mut m = MakerV1::new(&cfg, Arc::new(rec.clone())).unwrap();
     let end = m.segments().end as usize;
     let at_create = rec.pinned_bytes();
     assert!(at_create > 0 && at_create < 1 << 20, "{at_create} bytes");
@@ -151,7 +151,7 @@ fn every_policy_copies_from_pinned_memory() {
                 fresh_mirror,
                 ..MakerConfig::default()
             };
-            let mut m = RuntimeMaker::new(&cfg, Arc::new(rec.clone())).unwrap();
+            let mut m = MakerV1::new(&cfg, Arc::new(rec.clone())).unwrap();
             let end = m.segments().end as usize;
             if policy == lrt_upload_policy::LRT_UPLOAD_FULL {
                 assert_eq!(rec.pinned_bytes(), end, "FULL ships the whole image");
@@ -177,7 +177,7 @@ fn without_pinning_nothing_is_pinned() {
         task_window: 1024,
         ..MakerConfig::default()
     };
-    let mut m = RuntimeMaker::new(&cfg, Arc::new(rec.clone())).unwrap();
+    let mut m = MakerV1::new(&cfg, Arc::new(rec.clone())).unwrap();
     run(&mut m, 100);
     assert_eq!(rec.with(|l| l.pins), 0);
     assert_eq!(m.pinned_bytes(), 0);
@@ -205,7 +205,7 @@ fn host_backend_locks_what_it_reports() {
         pin_mirror: true,
         ..MakerConfig::default()
     };
-    let mut m = RuntimeMaker::new(&cfg, Arc::new(HostDevice)).unwrap();
+    let mut m = MakerV1::new(&cfg, Arc::new(HostDevice)).unwrap();
     run(&mut m, 64);
     run(&mut m, 1000);
     if m.pin_failed() {
@@ -280,7 +280,7 @@ fn a_failed_pin_warns_once_and_runs_pageable() {
         pin_mirror: true,
         ..MakerConfig::default()
     };
-    let mut m = RuntimeMaker::new(&cfg, Arc::new(dev)).unwrap();
+    let mut m = MakerV1::new(&cfg, Arc::new(dev)).unwrap();
     assert!(!m.pin_failed());
     run(&mut m, 64);
     assert_eq!(rec.with(|l| l.unpinned_copies), 0);
@@ -330,7 +330,7 @@ fn a_failed_pin_warns_once_and_runs_pageable() {
             fresh_mirror,
             ..MakerConfig::default()
         };
-        let mut m = RuntimeMaker::new(&cfg, Arc::new(dev)).unwrap();
+        let mut m = MakerV1::new(&cfg, Arc::new(dev)).unwrap();
         for n in [3, 5, 300, 1024, 2] {
             run(&mut m, n);
         }
@@ -357,18 +357,18 @@ fn a_v2_maker_pins_the_staging_buffer_its_one_copy_reads() {
         pin_mirror: true,
         ..MakerConfig::default()
     };
-    let mut m = RuntimeMaker::new(&cfg, Arc::new(rec.clone())).unwrap();
+    let mut m = MakerV2::new(&cfg, Arc::new(rec.clone())).unwrap();
     // Nothing is pinned before a run uses it: the mirror is only read by
     // the host's gather, the staging buffer by the copy.
     assert_eq!(rec.pinned_bytes(), 0);
     let block = [0u8; 704];
-    let v2_run = |m: &mut RuntimeMaker, n: u64| {
-        m.v2_begin_run().unwrap();
+    let v2_run = |m: &mut MakerV2, n: u64| {
+        m.begin_run().unwrap();
         for _ in 0..n {
-            m.v2_claim_slot(&leanrt::staging::V2ClaimDesc::default())
+            m.claim_slot(&leanrt::staging::V2ClaimDesc::default())
                 .unwrap();
         }
-        m.v2_upload(&block, &[]).unwrap()
+        m.upload(&block, &[]).unwrap()
     };
     let mut pins = 0;
     for n in [10u64, 1000, 5000] {

@@ -14,9 +14,10 @@ mod staging_support;
 
 use std::ffi::c_void;
 
+use leanrt::staging::Maker;
 use leanrt::staging::{
     lrt_sm_header, lrt_sm_segments, lrt_upload_policy, segment_offsets, ClaimDesc, MakerConfig,
-    RuntimeMaker,
+    MakerV1,
 };
 use leanrt::ErrorKind;
 use staging_support::*;
@@ -122,7 +123,7 @@ fn check_slots(h: &lrt_sm_header) {
     }
 }
 
-fn claim_reference_run(m: &mut RuntimeMaker) {
+fn claim_reference_run(m: &mut MakerV1) {
     let root = ClaimDesc {
         kernel_id: [-1, 0, -1],
         packed_buffer_base: PACKED as *mut c_void,
@@ -196,7 +197,7 @@ fn begin_run_and_claims_write_the_reference_values_under_every_policy() {
                 heap_size: heap,
                 ..MakerConfig::default()
             };
-            let mut m = RuntimeMaker::new(&cfg, api.device()).unwrap();
+            let mut m = MakerV1::new(&cfg, api.device()).unwrap();
             let want_heap = if heap == 0 { 268_435_456 } else { heap };
             assert_eq!(m.heap_size(), want_heap);
             let seg = m.segments();
@@ -241,7 +242,7 @@ fn begin_run_and_claims_write_the_reference_values_under_every_policy() {
         ..MakerConfig::default()
     };
     let api = FakeDevice::new();
-    let e = RuntimeMaker::new(&cfg, api.device()).err().unwrap();
+    let e = MakerV1::new(&cfg, api.device()).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert_eq!(api.calls(Op::Malloc), 0);
 }

@@ -2,14 +2,15 @@
 //! fake device, the fresh-mirror baseline shipping the same bytes as a
 //! reused mirror, the layouts' calls kept apart, and no page touched by a
 //! warm run. (The image itself, field by field, is checked by the unit tests
-//! of `maker/claim_v2.rs`, from C by `c_tests/staging/v2_layout.c`, and over
+//! of `src/staging/v2/claim.rs`, from C by `c_tests/staging/v2_layout.c`, and over
 //! random claim mixes by `tests/fuzz_staging_v2.rs`.)
 mod staging_support;
 
 use leanrt::device::host::HostDevice;
+use leanrt::staging::Maker;
 use leanrt::staging::{
-    lrt_layout, lrt_v2_sm_header, lrt_v2_task_payload, rel_decode, ClaimDesc, MakerConfig,
-    RuntimeMaker, TensorRecord, V2ClaimDesc,
+    lrt_layout, lrt_v2_sm_header, lrt_v2_task_payload, rel_decode, ClaimDesc, MakerConfig, MakerV1,
+    MakerV2, RuntimeMaker, TensorRecord, V2ClaimDesc,
 };
 use leanrt::ErrorKind;
 use staging_support::FakeDevice;
@@ -27,7 +28,7 @@ fn v2_config(window: u64, before: u64, after: u64) -> MakerConfig {
 
 /// Claims `n` tasks of 2 tensors, 1 scalar and 1 producer (the previous
 /// task), the bind benchmark's shape.
-fn claim_chain(m: &mut RuntimeMaker, n: u64, records: &[TensorRecord; 2]) {
+fn claim_chain(m: &mut MakerV2, n: u64, records: &[TensorRecord; 2]) {
     for i in 0..n {
         let producer = [i as i32 - 1];
         let scalar = [i * 3];
@@ -42,7 +43,7 @@ fn claim_chain(m: &mut RuntimeMaker, n: u64, records: &[TensorRecord; 2]) {
             scalars: Some(&scalar),
             graph_shell: false,
         };
-        m.v2_claim_slot(&d).expect("claim");
+        m.claim_slot(&d).expect("claim");
     }
 }
 
@@ -59,16 +60,16 @@ fn records() -> [TensorRecord; 2] {
 #[test]
 fn one_framed_copy_lands_contiguous_on_the_device() {
     let dev = FakeDevice::new();
-    let mut m = RuntimeMaker::new(&v2_config(64, 704, 300), dev.device()).unwrap();
+    let mut m = MakerV2::new(&v2_config(64, 704, 300), dev.device()).unwrap();
     let recs = records();
     for n in [0u64, 1, 17, 64] {
-        m.v2_begin_run().unwrap();
+        m.begin_run().unwrap();
         claim_chain(&mut m, n, &recs);
-        let seg = m.v2_image_segments().unwrap();
+        let seg = m.image_segments();
         let before = vec![0x11u8; 704];
         let after = vec![0x22u8; 300];
         dev.reset_copies();
-        let r = m.v2_upload(&before, &after).unwrap();
+        let r = m.upload(&before, &after).unwrap();
         assert_eq!((r.copies, r.total_tasks), (1, n as i32));
         assert_eq!(r.bytes, 704 + seg.end + 300);
         let image = m.device_image() as usize;
@@ -125,14 +126,14 @@ fn a_fresh_mirror_every_run_ships_the_same_bytes() {
             fresh_mirror: fresh,
             ..v2_config(256, 0, 0)
         };
-        let mut m = RuntimeMaker::new(&cfg, Arc::new(HostDevice)).unwrap();
+        let mut m = MakerV2::new(&cfg, Arc::new(HostDevice)).unwrap();
         let mut shipped = Vec::new();
         for n in [200u64, 33, 90] {
-            m.v2_begin_run().unwrap();
+            m.begin_run().unwrap();
             claim_chain(&mut m, n, &recs);
-            let mut out = vec![0u8; m.v2_image_segments().unwrap().end as usize + 64];
+            let mut out = vec![0u8; m.image_segments().end as usize + 64];
             let off = out.as_ptr().align_offset(64);
-            let seg = m.v2_compact_into(&mut out[off..]).unwrap();
+            let seg = m.compact_into(&mut out[off..]).unwrap();
             shipped.push(out[off..off + seg.end as usize].to_vec());
         }
         shipped
@@ -142,18 +143,29 @@ fn a_fresh_mirror_every_run_ships_the_same_bytes() {
 
 #[test]
 fn each_layout_refuses_the_other_layouts_calls() {
+    // The C handle's maker: one of the generations, chosen at create; a
+    // call of the other generation's is refused at its door.
     let dev = FakeDevice::new();
     let mut v2 = RuntimeMaker::new(&v2_config(16, 0, 0), dev.device()).unwrap();
     assert_eq!(v2.layout(), lrt_layout::LRT_LAYOUT_V2);
+    let v1_call = |m: &mut RuntimeMaker, call: fn(&mut MakerV1) -> leanrt::Result<()>| {
+        m.generation_mut::<MakerV1>()
+            .and_then(call)
+            .unwrap_err()
+            .kind()
+    };
     assert_eq!(
-        v2.begin_run().unwrap_err().kind(),
+        v1_call(&mut v2, |m| m.begin_run().map(drop)),
         ErrorKind::InvalidArgument
     );
     assert_eq!(
-        v2.claim_slot().unwrap_err().kind(),
+        v1_call(&mut v2, |m| m.claim_slot().map(drop)),
         ErrorKind::InvalidArgument
     );
-    assert_eq!(v2.upload().unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        v1_call(&mut v2, |m| m.upload().map(drop)),
+        ErrorKind::InvalidArgument
+    );
     let mut v1 = RuntimeMaker::new(
         &MakerConfig {
             task_window: 16,
@@ -163,25 +175,30 @@ fn each_layout_refuses_the_other_layouts_calls() {
     )
     .unwrap();
     assert_eq!(v1.layout(), lrt_layout::LRT_LAYOUT_V1);
-    assert_eq!(
-        v1.v2_begin_run().unwrap_err().kind(),
-        ErrorKind::InvalidArgument
-    );
-    assert_eq!(
-        v1.v2_claim_slot(&V2ClaimDesc::default())
+    let v2_call = |m: &mut RuntimeMaker, call: fn(&mut MakerV2) -> leanrt::Result<()>| {
+        m.generation_mut::<MakerV2>()
+            .and_then(call)
             .unwrap_err()
-            .kind(),
+            .kind()
+    };
+    assert_eq!(
+        v2_call(&mut v1, |m| m.begin_run().map(drop)),
         ErrorKind::InvalidArgument
     );
     assert_eq!(
-        v1.v2_upload(&[], &[]).unwrap_err().kind(),
+        v2_call(&mut v1, |m| m.claim_slot(&V2ClaimDesc::default()).map(drop)),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        v2_call(&mut v1, |m| m.upload(&[], &[]).map(drop)),
         ErrorKind::InvalidArgument
     );
     // A too-small or unaligned buffer for the image is refused.
-    v2.v2_begin_run().unwrap();
+    let v2 = v2.generation_mut::<MakerV2>().unwrap();
+    v2.begin_run().unwrap();
     let mut small = vec![0u8; 128];
     assert_eq!(
-        v2.v2_compact_into(&mut small).unwrap_err().kind(),
+        v2.compact_into(&mut small).unwrap_err().kind(),
         ErrorKind::InvalidArgument
     );
 }
@@ -201,11 +218,11 @@ fn warm_runs_touch_no_new_pages() {
     let recs = records();
     let before = vec![7u8; 704];
     for (w, n) in [(1024u64, 1024u64), (16384, 2000)] {
-        let mut m = RuntimeMaker::new(&v2_config(w, 704, 0), Arc::new(HostDevice)).unwrap();
-        let run = |m: &mut RuntimeMaker| {
-            m.v2_begin_run().unwrap();
+        let mut m = MakerV2::new(&v2_config(w, 704, 0), Arc::new(HostDevice)).unwrap();
+        let run = |m: &mut MakerV2| {
+            m.begin_run().unwrap();
             claim_chain(m, n, &recs);
-            m.v2_upload(&before, &[]).unwrap();
+            m.upload(&before, &[]).unwrap();
         };
         run(&mut m);
         run(&mut m);
@@ -224,7 +241,7 @@ fn warm_runs_touch_no_new_pages() {
 /// Claims `n` tasks of a shape that varies with `seed`: 0-3 tensors, 0-9
 /// scalars, one or two producers, a graph shell and a pre-completed task
 /// now and then.
-fn claim_mix(m: &mut RuntimeMaker, n: u64, seed: u64, records: &[TensorRecord; 2]) {
+fn claim_mix(m: &mut MakerV2, n: u64, seed: u64, records: &[TensorRecord; 2]) {
     let recs: Vec<TensorRecord> = (0..3).map(|k| records[k % 2]).collect();
     for i in 0..n {
         let producers = [i as i32 - 1, i as i32 - 2];
@@ -251,7 +268,7 @@ fn claim_mix(m: &mut RuntimeMaker, n: u64, seed: u64, records: &[TensorRecord; 2
             scalars: Some(&scalars),
             graph_shell: graph,
         };
-        m.v2_claim_slot(&d).expect("claim");
+        m.claim_slot(&d).expect("claim");
     }
 }
 
@@ -276,22 +293,22 @@ fn a_run_claimed_in_place_ships_what_a_gathered_one_does() {
         (1, 3),
         (1, 3),
     ];
-    let mut makers: Vec<RuntimeMaker> = [false, true]
+    let mut makers: Vec<MakerV2> = [false, true]
         .into_iter()
         .map(|fresh| {
             let cfg = MakerConfig {
                 fresh_mirror: fresh,
                 ..v2_config(512, 704, 64)
             };
-            RuntimeMaker::new(&cfg, Arc::new(HostDevice)).unwrap()
+            MakerV2::new(&cfg, Arc::new(HostDevice)).unwrap()
         })
         .collect();
     for (k, &(n, seed)) in runs.iter().enumerate() {
         let mut shipped = Vec::new();
         for m in makers.iter_mut() {
-            m.v2_begin_run().unwrap();
+            m.begin_run().unwrap();
             claim_mix(m, n, seed, &recs);
-            let r = m.v2_upload(&[0x5a; 704], &[0xa5; 64]).unwrap();
+            let r = m.upload(&[0x5a; 704], &[0xa5; 64]).unwrap();
             let image = m.device_image() as *const u8;
             // SAFETY: the host backend's device image is host memory holding
             // the framed image around `image`.
@@ -309,20 +326,20 @@ fn a_run_claimed_in_place_ships_what_a_gathered_one_does() {
 #[test]
 fn a_run_claimed_in_place_checks_its_regions_too() {
     let dev = FakeDevice::new();
-    let mut m = RuntimeMaker::new(&v2_config(64, 0, 0), dev.device()).unwrap();
+    let mut m = MakerV2::new(&v2_config(64, 0, 0), dev.device()).unwrap();
     let recs = records();
     for field in 0..4 {
         // The first run sets the shape, the second is claimed in place.
         for _ in 0..2 {
-            m.v2_begin_run().unwrap();
+            m.begin_run().unwrap();
             claim_chain(&mut m, 8, &recs);
-            m.v2_upload(&[], &[]).unwrap();
+            m.upload(&[], &[]).unwrap();
         }
-        m.v2_begin_run().unwrap();
+        m.begin_run().unwrap();
         claim_chain(&mut m, 7, &recs);
         let producer = [6];
         let slot = m
-            .v2_claim_slot(&V2ClaimDesc {
+            .claim_slot(&V2ClaimDesc {
                 task: ClaimDesc {
                     fanins: &producer,
                     ..ClaimDesc::default()
@@ -343,7 +360,7 @@ fn a_run_claimed_in_place_checks_its_regions_too() {
             _ => p.tensor_count = 3,
         }
         dev.reset_copies();
-        let e = m.v2_upload(&[], &[]).unwrap_err();
+        let e = m.upload(&[], &[]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{field}: {e}");
         assert!(e.to_string().contains("slot 7"), "{e}");
         assert!(dev.copies().is_empty(), "a refused upload copied");

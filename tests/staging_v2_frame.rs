@@ -7,9 +7,10 @@
 mod staging_support;
 
 use leanrt::device::{CopyCost, Device};
+use leanrt::staging::Maker;
 use leanrt::staging::{
     lrt_layout, lrt_upload_policy, lrt_v2_segments, lrt_v2_task_payload, BorrowedImage, ClaimDesc,
-    MakerConfig, RuntimeMaker, TensorRecord, V2ClaimDesc, V2Frame, V2PoolUse,
+    MakerConfig, MakerV2, TensorRecord, V2ClaimDesc, V2Frame, V2PoolUse,
 };
 use leanrt::ErrorKind;
 use staging_support::FakeDevice;
@@ -31,18 +32,18 @@ fn config(policy: lrt_upload_policy) -> MakerConfig {
 }
 
 /// A region-less maker (its uploads name their destination).
-fn regionless(cfg: &MakerConfig, device: Arc<dyn Device>) -> RuntimeMaker {
+fn regionless(cfg: &MakerConfig, device: Arc<dyn Device>) -> MakerV2 {
     let none = BorrowedImage {
         ptr: std::ptr::null_mut(),
         len: 0,
     };
-    RuntimeMaker::with_image(cfg, device, none).expect("a v2 maker without a region")
+    MakerV2::with_image(cfg, device, none).expect("a v2 maker without a region")
 }
 
 /// `n` tasks of 2 tensors, 1 scalar and 1 producer (the one before): what
 /// they put in the pools is 16 ids per consumer, 2 records and 8 scalars
 /// per task (the reference's rounding).
-fn claim_chain(m: &mut RuntimeMaker, n: u64) -> V2PoolUse {
+fn claim_chain(m: &mut MakerV2, n: u64) -> V2PoolUse {
     let mut recs: [TensorRecord; 2] = [[0u8; 128]; 2];
     for (k, rec) in recs.iter_mut().enumerate() {
         for (b, x) in rec.iter_mut().enumerate() {
@@ -63,7 +64,7 @@ fn claim_chain(m: &mut RuntimeMaker, n: u64) -> V2PoolUse {
             scalars: Some(&scalar),
             graph_shell: false,
         };
-        m.v2_claim_slot(&d).expect("claim");
+        m.claim_slot(&d).expect("claim");
     }
     V2PoolUse {
         fanin_ids: 16 * n.saturating_sub(1),
@@ -77,28 +78,28 @@ fn claim_chain(m: &mut RuntimeMaker, n: u64) -> V2PoolUse {
 /// (every offset in it is self-relative, so the bytes mean the same there).
 /// Returns the pools' use, the compact image the claims make and `m`'s
 /// mirror (its length in `mirror_len`).
-fn host_writes(m: &mut RuntimeMaker, n: u64) -> (V2PoolUse, Vec<u8>, *mut u8) {
-    let mut scratch = RuntimeMaker::new(
+fn host_writes(m: &mut MakerV2, n: u64) -> (V2PoolUse, Vec<u8>, *mut u8) {
+    let mut scratch = MakerV2::new(
         &config(lrt_upload_policy::LRT_UPLOAD_COMPACT),
         Arc::new(leanrt::device::host::HostDevice),
     )
     .unwrap();
-    let from = scratch.v2_begin_run().unwrap().cast::<u8>();
+    let from = scratch.begin_run().unwrap().cast::<u8>();
     let used = claim_chain(&mut scratch, n);
-    let mut image = vec![0u8; scratch.v2_image_segments().unwrap().end as usize + 64];
+    let mut image = vec![0u8; scratch.image_segments().end as usize + 64];
     let off = image.as_ptr().align_offset(64);
-    let seg = scratch.v2_compact_into(&mut image[off..]).unwrap();
+    let seg = scratch.compact_into(&mut image[off..]).unwrap();
     let image = image[off..off + seg.end as usize].to_vec();
-    let to = m.v2_begin_run().unwrap().cast::<u8>();
-    let len = m.v2_mirror_segments().unwrap().end as usize;
-    assert_eq!(len as u64, scratch.v2_mirror_segments().unwrap().end);
+    let to = m.begin_run().unwrap().cast::<u8>();
+    let len = m.mirror_segments().end as usize;
+    assert_eq!(len as u64, scratch.mirror_segments().end);
     // SAFETY: both mirrors are `len` bytes long, live, distinct.
     unsafe { std::ptr::copy_nonoverlapping(from, to, len) };
     (used, image, to)
 }
 
-fn mirror_len(m: &RuntimeMaker) -> usize {
-    m.v2_mirror_segments().unwrap().end as usize
+fn mirror_len(m: &MakerV2) -> usize {
+    m.mirror_segments().end as usize
 }
 
 /// A device region with room for the frames and the window's image: its
@@ -175,14 +176,12 @@ fn a_host_written_run_ships_the_claimed_image_by_either_route() {
         // each, and nothing is guessed from one run for the next.
         for n in [50u64, 7, 50] {
             let (used, expected, at) = host_writes(&mut m, n);
-            m.v2_set_pool_use(used).unwrap();
-            let c = m.v2_image_segments().unwrap();
+            m.set_pool_use(used).unwrap();
+            let c = m.image_segments();
             assert_eq!(c.end as usize, expected.len());
             let mirror = mirror_bytes(at, mirror_len(&m));
             dev.reset_copies();
-            let r = m
-                .v2_upload_frame(&frame(base, len, &before, &after))
-                .unwrap();
+            let r = m.upload_frame(&frame(base, len, &before, &after)).unwrap();
             assert_eq!(
                 (r.path, r.copies, r.total_tasks),
                 (path, copies, n as i32),
@@ -247,10 +246,8 @@ fn frames_longer_than_their_rooms_travel_on_their_own() {
     let after = vec![0x44u8; AFTER];
     let (base, len) = region(&dev, &after);
     let (used, expected, _) = host_writes(&mut m, 20);
-    m.v2_set_pool_use(used).unwrap();
-    let r = m
-        .v2_upload_frame(&frame(base, len, &before, &after))
-        .unwrap();
+    m.set_pool_use(used).unwrap();
+    let r = m.upload_frame(&frame(base, len, &before, &after)).unwrap();
     assert_eq!(
         (r.path, r.copies),
         (lrt_upload_policy::LRT_UPLOAD_COMPACT, 3)
@@ -279,47 +276,44 @@ fn what_the_host_written_calls_refuse_changes_and_copies_nothing() {
     let (base, len) = region(&dev, &after);
 
     // Before a run.
+    assert_eq!(kind(m.set_pool_use(V2PoolUse::default())), ErrorKind::State);
     assert_eq!(
-        kind(m.v2_set_pool_use(V2PoolUse::default())),
-        ErrorKind::State
-    );
-    assert_eq!(
-        kind(m.v2_upload_frame(&frame(base, len, &before, &after))),
+        kind(m.upload_frame(&frame(base, len, &before, &after))),
         ErrorKind::State
     );
 
     let (used, _, at) = host_writes(&mut m, 10);
     let len_m = mirror_len(&m);
     // No region of its own.
-    assert_eq!(kind(m.v2_upload(&before, &after)), ErrorKind::State);
+    assert_eq!(kind(m.upload(&before, &after)), ErrorKind::State);
     // A pool past its capacity.
-    let caps = m.v2_pool_capacities().unwrap();
+    let caps = m.pool_capacities();
     let over = V2PoolUse {
         tensors: caps.tensors + 1,
         ..used
     };
-    assert_eq!(kind(m.v2_set_pool_use(over)), ErrorKind::OutOfRange);
-    m.v2_set_pool_use(used).unwrap();
+    assert_eq!(kind(m.set_pool_use(over)), ErrorKind::OutOfRange);
+    m.set_pool_use(used).unwrap();
     // No claims once the host said it wrote the run.
     assert_eq!(kind(claim(&mut m)), ErrorKind::State);
     // A bad destination: NULL, unaligned, a frame before below address 0,
     // too little room.
     let mut f = frame(base, len, &before, &after);
     f.image = std::ptr::null_mut();
-    assert_eq!(kind(m.v2_upload_frame(&f)), ErrorKind::InvalidArgument);
+    assert_eq!(kind(m.upload_frame(&f)), ErrorKind::InvalidArgument);
     let mut f = frame(base, len, &before, &after);
     f.image = f.image.wrapping_add(8);
-    assert_eq!(kind(m.v2_upload_frame(&f)), ErrorKind::InvalidArgument);
+    assert_eq!(kind(m.upload_frame(&f)), ErrorKind::InvalidArgument);
     let mut f = frame(base, len, &before, &after);
     f.image = 64 as *mut u8;
     f.before = &[0u8; 128];
-    assert_eq!(kind(m.v2_upload_frame(&f)), ErrorKind::InvalidArgument);
+    assert_eq!(kind(m.upload_frame(&f)), ErrorKind::InvalidArgument);
     let mut f = frame(base, len, &before, &after);
-    f.room = m.v2_image_segments().unwrap().end + after.len() as u64 - 1;
-    assert_eq!(kind(m.v2_upload_frame(&f)), ErrorKind::OutOfRange);
+    f.room = m.image_segments().end + after.len() as u64 - 1;
+    assert_eq!(kind(m.upload_frame(&f)), ErrorKind::OutOfRange);
     // A region outside its pool (the host broke a payload): refused by the
     // direct route's check before its first copy, the mirror unchanged.
-    let seg = m.v2_mirror_segments().unwrap();
+    let seg = m.mirror_segments();
     let mirror_before = mirror_bytes(at, len_m);
     let p = at
         .wrapping_add(seg.payloads as usize + 192 * 3)
@@ -331,7 +325,7 @@ fn what_the_host_written_calls_refuse_changes_and_copies_nothing() {
     let broken = mirror_bytes(at, len_m);
     dev.reset_copies();
     assert_eq!(
-        kind(m.v2_upload_frame(&frame(base, len, &before, &after))),
+        kind(m.upload_frame(&frame(base, len, &before, &after))),
         ErrorKind::InvalidArgument
     );
     assert!(
@@ -347,15 +341,13 @@ fn what_the_host_written_calls_refuse_changes_and_copies_nothing() {
     // SAFETY: as above.
     unsafe { (*p).tensors = saved };
     assert!(mirror_bytes(at, len_m) == mirror_before);
-    let r = m
-        .v2_upload_frame(&frame(base, len, &before, &after))
-        .unwrap();
+    let r = m.upload_frame(&frame(base, len, &before, &after)).unwrap();
     assert_eq!(r.path, lrt_upload_policy::LRT_UPLOAD_BOUNDED);
 
     // Claims first, then set_pool_use: refused.
-    m.v2_begin_run().unwrap();
+    m.begin_run().unwrap();
     claim(&mut m).unwrap();
-    assert_eq!(kind(m.v2_set_pool_use(used)), ErrorKind::State);
+    assert_eq!(kind(m.set_pool_use(used)), ErrorKind::State);
     // SAFETY: allocated above through this device, freed once.
     unsafe { dev.device().free(base) };
     drop(m);
@@ -366,7 +358,7 @@ fn kind<T: std::fmt::Debug>(r: leanrt::Result<T>) -> ErrorKind {
     r.unwrap_err().kind()
 }
 
-fn claim(m: &mut RuntimeMaker) -> leanrt::Result<()> {
+fn claim(m: &mut MakerV2) -> leanrt::Result<()> {
     let d = V2ClaimDesc {
         task: ClaimDesc::default(),
         tensor_count: 0,
@@ -375,5 +367,5 @@ fn claim(m: &mut RuntimeMaker) -> leanrt::Result<()> {
         scalars: None,
         graph_shell: false,
     };
-    m.v2_claim_slot(&d).map(|_| ())
+    m.claim_slot(&d).map(|_| ())
 }

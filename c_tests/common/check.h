@@ -23,6 +23,14 @@ static inline int error_contains(const char *needle) {
   return 0;
 }
 
+/* error_contains for the decimal digits of `value` (a limit the message
+ * names). */
+static inline int error_contains_u64(uint64_t value) {
+  char digits[24];
+  snprintf(digits, sizeof digits, "%" PRIu64, value);
+  return error_contains(digits);
+}
+
 static inline void check_fail_(const char *file, int line, const char *what) {
   char msg[LRT_LAST_ERROR_BYTES];
   lrt_last_error(msg, sizeof msg);

@@ -105,7 +105,7 @@ int main(void) {
   lrt_maker_config_init(&envcfg);
   CHECK_STATUS(lrt_runtime_maker_create(&envcfg, &api, &m), LRT_OK);
   CHECK_STATUS(lrt_runtime_maker_segments(m, &segs), LRT_OK);
-  CHECK_EQ_U64(segs.end, 81412416); /* the default window, 16384 */
+  CHECK_EQ_U64(segs.end, 81412416); /* the default window, LRT_DEFAULT_TASK_WINDOW */
   lrt_runtime_maker_destroy(m);
   setenv("PTO2_RING_TASK_WINDOW", "64", 1);
   CHECK_STATUS(lrt_runtime_maker_create(&envcfg, &api, &m), LRT_OK);

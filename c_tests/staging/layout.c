@@ -74,7 +74,7 @@ _Static_assert(LRT_UPLOAD_FULL == 0 && LRT_UPLOAD_BOUNDED == 1 && LRT_UPLOAD_COM
 _Static_assert(LRT_MAKER_PIN_MIRROR == 1 && LRT_MAKER_FRESH_MIRROR == 2, "flags");
 
 /* The checks are the static assertions above: this program builds only if
- * C sees the layout the Rust core pins (src/staging/layout.rs). What
+ * C sees the layout the Rust core pins (src/staging/v1/layout.rs). What
  * lrt_sm_ring_segment_offsets returns is checked against the reference's
  * goldens in reference.c, its bad input in ../hardening/staging_bad_input.c. */
 int main(void) { return 0; }

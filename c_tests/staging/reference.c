@@ -53,7 +53,7 @@ static void check_segments(void) {
      largest window that fits. */
   lrt_sm_segments s;
   CHECK_STATUS(lrt_sm_ring_segment_offsets(524288, &s), LRT_ERR_INVALID_ARGUMENT);
-  CHECK(error_contains("262144"));
+  CHECK(error_contains_u64(LRT_MAX_TASK_WINDOW));
 }
 
 /* The header as init_header_per_ring leaves it on the host, for window w and

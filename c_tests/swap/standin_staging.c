@@ -90,7 +90,7 @@ lrt_status lrt_runtime_maker_create(const lrt_maker_config *cfg, const lrt_host_
   uint64_t w = cfg->task_window;
   if (w == 0) {
     const char *env = getenv("PTO2_RING_TASK_WINDOW");
-    w = env ? strtoull(env, NULL, 10) : 16384;
+    w = env ? strtoull(env, NULL, 10) : LRT_DEFAULT_TASK_WINDOW;
   }
   lrt_sm_segments seg;
   if (lrt_sm_ring_segment_offsets(w, &seg) != LRT_OK) return LRT_ERR_INVALID_ARGUMENT;

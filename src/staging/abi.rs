@@ -1,16 +1,17 @@
 //! The maker's C-visible plain data, under the names C sees: the config,
 //! the claim descriptor, the claimed slot, the upload report and policy,
-//! and the `LRT_*` constants of the task image. The image structs
-//! themselves are in [`super::layout`]. cbindgen reads this file directly;
-//! the core uses these types as they are (no copies, no conversions), and
-//! `src/ffi/staging/` only converts the two that a C caller fills
-//! (`lrt_maker_config`, `lrt_claim_desc`) into the core's Rust forms.
+//! and the `LRT_*` constants of the task image (the task window's bounds
+//! among them). Each generation's image structs are in its own layout file
+//! (`v1/layout.rs`, `v2/layout.rs`). cbindgen reads these files directly;
+//! the core uses these types as they are, and converts the two that a C
+//! caller fills into Rust forms: `lrt_maker_config` (`maker/config.rs`, the
+//! one conversion both ways) and `lrt_claim_desc` (`src/ffi/staging/`).
 #![allow(non_camel_case_types)]
 
 use std::ffi::c_void;
 
-use super::layout::{lrt_task_descriptor, lrt_task_payload, lrt_task_slot_state};
-use super::layout_v2::{lrt_v2_task_payload, lrt_v2_task_slot_state};
+use super::v1::layout::{lrt_task_descriptor, lrt_task_payload, lrt_task_slot_state};
+use super::v2::layout::{lrt_v2_task_payload, lrt_v2_task_slot_state};
 
 /// How lrt_runtime_maker_upload ships the image. docs/STAGING.md compares
 /// them ("Upload policies").
@@ -63,6 +64,10 @@ pub enum lrt_layout {
     LRT_LAYOUT_V2 = 1,
 }
 
+/// Every layout, in value order (a generation adds its value here, beside
+/// its variant): the values lrt_maker_config.layout may hold.
+pub(crate) const LAYOUTS: [lrt_layout; 2] = [lrt_layout::LRT_LAYOUT_V1, lrt_layout::LRT_LAYOUT_V2];
+
 /// lrt_maker_config flag: page-lock the host memory the uploads copy from, so
 /// that copies are direct DMA. Create locks the header and the first 64
 /// slots of each segment (LRT_UPLOAD_FULL: the whole mirror); an upload of N
@@ -113,32 +118,51 @@ pub const LRT_CLAIM_COMPLETED: u32 = 1;
 /// lrt_maker_config.heap_size when neither the config nor the environment
 /// variable PTO2_RING_HEAP sets one: 256 MiB, the reference's default.
 pub const LRT_DEFAULT_HEAP_SIZE: u64 = 268_435_456;
+/// The smallest lrt_maker_config.heap_size (the reference's minimum).
+pub const LRT_MIN_HEAP_SIZE: u64 = 1024;
+/// The smallest task window (lrt_maker_config.task_window). A window is a
+/// power of two in [LRT_MIN_TASK_WINDOW, LRT_MAX_TASK_WINDOW].
+pub const LRT_MIN_TASK_WINDOW: u64 = 4;
+/// The largest task window: the largest power of two whose image (v1's,
+/// and v2's mirror) fits in INT32_MAX bytes, the reach of the reference's
+/// 32-bit offsets; the reference refuses larger ones.
+pub const LRT_MAX_TASK_WINDOW: u64 = 262_144;
+/// The task window when neither lrt_maker_config.task_window nor the
+/// environment variable PTO2_RING_TASK_WINDOW sets one (the reference's
+/// default).
+pub const LRT_DEFAULT_TASK_WINDOW: u64 = 16384;
+/// The largest lrt_maker_config.frame_before or frame_after of a
+/// LRT_LAYOUT_V2 maker, in bytes (1 GiB).
+pub const LRT_V2_MAX_FRAME_BYTES: u64 = 1_073_741_824;
 
 /// Maker configuration. Fill it with lrt_maker_config_init, then change the
 /// members you need.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct lrt_maker_config {
-    /// Slots in the ring: a power of two in [4, 262144]. 0 (the default):
-    /// the environment variable PTO2_RING_TASK_WINDOW, else 16384.
+    /// Slots in the ring: a power of two in [LRT_MIN_TASK_WINDOW,
+    /// LRT_MAX_TASK_WINDOW]. 0 (the default): the environment variable
+    /// PTO2_RING_TASK_WINDOW, else LRT_DEFAULT_TASK_WINDOW.
     pub task_window: u64,
     /// Default LRT_UPLOAD_BOUNDED.
     pub policy: lrt_upload_policy,
     /// LRT_MAKER_PIN_MIRROR and/or LRT_MAKER_FRESH_MIRROR; default 0.
     pub flags: u32,
-    /// The header's heap_size, at least 1024. 0 (the default): the
+    /// The header's heap_size, at least LRT_MIN_HEAP_SIZE. 0 (the default): the
     /// environment variable PTO2_RING_HEAP, else LRT_DEFAULT_HEAP_SIZE.
     pub heap_size: u64,
     /// LRT_LAYOUT_V1 (the default) or LRT_LAYOUT_V2.
     pub layout: lrt_layout,
     /// LRT_LAYOUT_V2: room for the bytes lrt_runtime_maker_v2_upload ships
     /// before the image (the reference's 704-byte runtime block), and after
-    /// it (its graph-submission block), at most 2^30 each. Default 0.
+    /// it (its graph-submission block), at most LRT_V2_MAX_FRAME_BYTES each.
+    /// Default 0.
     pub frame_before: u64,
     pub frame_after: u64,
     /// LRT_LAYOUT_V2: the argument pools' capacities in elements (fanin ids,
     /// tensor records, scalars). 0 (the default) each: the reference's,
-    /// every task at its cap (W x 128, W x 32, W x 16). The pools are host
+    /// every task at its cap (W x LRT_MAX_FANIN, W x LRT_MAX_TENSORS,
+    /// W x LRT_MAX_SCALARS). The pools are host
     /// memory only (the compact image does not depend on them); smaller
     /// ones shrink the mirror, and a claim that does not fit is
     /// LRT_ERR_OUT_OF_RANGE. At most the reference's.
@@ -214,7 +238,7 @@ pub struct lrt_v2_claim_desc {
     pub flags: u32,
     /// Tensor records of the task, in [0, LRT_MAX_TENSORS].
     pub tensor_count: i32,
-    /// tensor_count 128-byte records (opaque to leanrt), copied into the
+    /// tensor_count records of LRT_V2_TENSOR_BYTES (opaque to leanrt), copied into the
     /// task's region; NULL reserves the region for the host to write
     /// through lrt_v2_task_slot.tensors. Read only during the call.
     pub tensors: *const c_void,

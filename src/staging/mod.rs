@@ -5,21 +5,28 @@
 //!
 //! * [`abi`]: the maker's C-visible data (config, claim descriptor, slot,
 //!   upload report and policy, `LRT_*` constants).
-//! * [`layout`]: the byte-compatible SM image structs and `segment_offsets`.
+//! * `maker`: the maker core every generation is built on ([`MakerCore`],
+//!   the calls every maker answers, [`Maker`]), the config, the shared
+//!   claim fields, the cost model, the device region.
+//! * `v1`, `v2`: one generation of the reference's image each, with its
+//!   C structs, its claims and its upload ([`MakerV1`], [`MakerV2`]).
+//! * `runtime_maker`: [`RuntimeMaker`], the C handle's maker, one of the
+//!   generations chosen at create (the registration of the generations).
+//! * `window`, `align`: the task window's one check, the segment rounding.
 //! * `mirror`: the untouched, reusable anonymous host mirror.
-//! * `pin`: page-locking that follows the runs, and the maker's policy.
+//! * `pin`: page-locking that follows the runs, for every host buffer.
 //! * [`one_call`]: one call at a time on a shared value (the C handle's
 //!   guard).
-//! * `maker`: [`RuntimeMaker`].
-//! * [`layout_v2`]: the reference's current image (layout v2); its claims
-//!   and image assembly are `maker/claim_v2.rs` and `maker/upload_v2.rs`.
 pub mod abi;
-pub mod layout;
-pub mod layout_v2;
+mod align;
 mod maker;
 mod mirror;
 pub mod one_call;
 mod pin;
+mod runtime_maker;
+mod v1;
+mod v2;
+mod window;
 
 /// The atomics `one_call` is written against (loom's in `tests/staging_loom.rs`).
 mod sync {
@@ -27,9 +34,14 @@ mod sync {
 }
 
 pub use abi::*;
-pub use layout::*;
-pub use layout_v2::*;
 pub use maker::{
-    BorrowedImage, ClaimDesc, CostModel, MakerConfig, RuntimeMaker, TensorRecord, V2ClaimDesc,
-    V2Frame, COMPACT_GATHER_MAX_BYTES, HEAP_SIZE_ENV, TASK_WINDOW_ENV,
+    BorrowedImage, ClaimDesc, CostModel, Generation, Maker, MakerConfig, MakerCore, StatusWords,
+    HEAP_SIZE_ENV, TASK_WINDOW_ENV,
 };
+pub use runtime_maker::{Registered, RuntimeMaker};
+pub use v1::layout::*;
+pub use v1::segments::segment_offsets;
+pub use v1::{MakerV1, COMPACT_GATHER_MAX_BYTES};
+pub use v2::layout::*;
+pub use v2::segments::{v2_image_segments, v2_ring_segment_offsets};
+pub use v2::{MakerV2, TensorRecord, V2ClaimDesc, V2Frame};

@@ -17,10 +17,10 @@
 //! which is slower but correct. [`MakerPins`] reports it: one warning per
 //! maker through `crate::diag::warn`, whatever mapping or mirror failed.
 //!
-//! [`MakerPins`] is the maker's policy over its two mappings (the mirror
-//! and the staging buffer): what to pin at create, before each upload's
-//! copies, and for a fresh mirror.
-use super::layout::{live_parts, lrt_sm_segments, offsets_for};
+//! [`MakerPins`] holds the pins of every host buffer a maker registers
+//! (the mirror, a staging buffer, ...) and the maker's one failure rule;
+//! what to pin when is its generation's policy (v1: `super::v1::pins`; v2:
+//! `super::v2::ship`).
 use super::mirror::Mapping;
 use crate::device::{Device, PinnedRegion};
 
@@ -32,7 +32,7 @@ struct Range {
 }
 
 /// The pinned ranges of one mapping.
-pub(super) struct Pins {
+struct Pins {
     base: *mut u8,
     len: usize,
     page: usize,
@@ -62,7 +62,7 @@ impl Pins {
     /// # Safety
     /// The caller drops this value before `map` is unmapped:
     /// its regions cover `map`'s memory.
-    pub(super) unsafe fn new(map: &Mapping, what: &'static str) -> Self {
+    unsafe fn new(map: &Mapping, what: &'static str) -> Self {
         Pins {
             base: map.as_ptr(),
             len: map.len(),
@@ -86,7 +86,7 @@ impl Pins {
 
     /// Whether `[start, end)` lies inside one pinned range (an empty range
     /// always does).
-    pub(super) fn covers(&self, start: usize, end: usize) -> bool {
+    fn covers(&self, start: usize, end: usize) -> bool {
         start >= end || self.ranges.iter().any(|r| r.start <= start && end <= r.end)
     }
 
@@ -157,12 +157,12 @@ impl Pins {
     }
 
     /// Bytes pinned now.
-    pub(super) fn bytes(&self) -> usize {
+    fn bytes(&self) -> usize {
         self.ranges.iter().map(|r| r.end - r.start).sum()
     }
 
     /// Successful pin calls so far.
-    pub(super) fn pin_calls(&self) -> u32 {
+    fn pin_calls(&self) -> u32 {
         self.pins
     }
 }
@@ -171,255 +171,114 @@ impl Pins {
 // this value; the regions are Send.
 unsafe impl Send for Pins {}
 
-/// The fewest slots whose prefixes are pinned: a maker pins at least this
-/// much of each segment at create, so that small runs never grow the pins.
-const MIN_PIN_SLOTS: u64 = 64;
+/// A host buffer a maker pins, as its generation registered it
+/// ([`MakerPins::track`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PinTarget(usize);
 
-/// What the copies of one upload read.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum CopySource {
-    /// The whole mirror.
-    WholeMirror,
-    /// The mirror's live prefixes.
-    MirrorPrefixes,
-    /// The mirror's live prefixes, gathered into `[0, end)` of the staging
-    /// buffer, which the copy reads.
-    Gathered { end: u64 },
-}
-
-/// The maker's pinning policy (`pin_mirror`; everything here is a no-op
-/// without it):
-///
-/// * create: the header and `MIN_PIN_SLOTS`-slot prefixes of the four
-///   segments (the whole mirror when `whole`, i.e. FULL);
-/// * before an upload's copies: each prefix grows to the next power of two
-///   of slots at or above N (at most W), so a steady workload pins nothing
-///   after its first run and growing runs re-pin O(log W) times; the
-///   staging buffer from its start as far as a gather of that many slots
-///   fills it;
-/// * a fresh mirror: pinned at once as far as the last one had grown (the
-///   old one's regions are released before it is unmapped);
-/// * drop: every region is released, which the maker does before the
-///   mappings are unmapped.
-///
-/// Nothing is unpinned while a mapping lives, except ranges merged into a
-/// larger one, before any copy of the upload. Invariant: with pinning on
-/// and no pin failed, every copy reads from within one pinned range.
-///
-/// The first failed pin, of either mapping or of any mirror, is warned about
-/// once and ends pinning for the maker's life: nothing is pinned afterwards,
-/// not even a fresh mirror, so there is no second warning.
-pub(super) struct MakerPins {
-    mirror: Option<Pins>,
-    staging: Option<Pins>,
-    /// A layout-v2 maker's image buffer (its speculative image).
-    image: Option<Pins>,
-    /// A pin failed: warned, no more attempts.
+/// The pins of a maker's host buffers and its one failure rule: with
+/// `pin_mirror` off every call is a no-op; the first failed pin, of any
+/// buffer, is warned about once and ends pinning for the maker's life (no
+/// buffer, not even a fresh mirror, is pinned afterwards, so there is no
+/// second warning); the regions pinned before stay until they are released.
+/// Invariant, with pinning on and no pin failed: every range a generation
+/// has ensured lies inside one pinned region.
+pub(crate) struct MakerPins {
+    enabled: bool,
     failed: bool,
-    /// Slots whose prefixes are pinned in every segment of the mirror: the
-    /// next power of two at or above the largest N uploaded (at least
-    /// `MIN_PIN_SLOTS`, at most W).
-    slots: u64,
-    /// Pin the whole mirror, not prefixes (FULL zeroes and ships all of it).
-    whole: bool,
-    window: u64,
-    seg: lrt_sm_segments,
+    /// The registered buffers (None: released).
+    buffers: Vec<Option<Pins>>,
 }
 
 impl MakerPins {
-    /// The policy for a maker of window `window` (full layout `seg`); with
-    /// `enabled`, it pins what create pins.
-    ///
-    /// # Safety
-    /// The caller calls [`MakerPins::release`] (or drops this value) before
-    /// `mirror` or `staging` is unmapped, and [`MakerPins::attach_mirror`]
-    /// for a new mirror only after `release_mirror`.
-    pub(super) unsafe fn new(
-        enabled: bool,
-        whole: bool,
-        seg: lrt_sm_segments,
-        window: u64,
-        mirror: &Mapping,
-        staging: Option<&Mapping>,
-        device: &dyn Device,
-    ) -> Self {
-        let mut pins = MakerPins {
-            // SAFETY: the caller's contract above.
-            mirror: enabled.then(|| unsafe { Pins::new(mirror, "host mirror") }),
-            // SAFETY: as above.
-            staging: staging
-                .filter(|_| enabled)
-                .map(|s| unsafe { Pins::new(s, "staging buffer") }),
-            image: None,
-            failed: false,
-            slots: MIN_PIN_SLOTS.min(window),
-            whole,
-            window,
-            seg,
-        };
-        pins.pin_mirror_prefixes(device);
-        pins
-    }
-
-    /// The policy of a layout-v2 maker: its one copy reads the staging
-    /// buffer (a gathered image) or the image buffer (an image claimed in
-    /// place), never the mirror (read by the host's gather only), so only
-    /// those two are pinned, each from its start as far as the runs use it
-    /// ([`MakerPins::ensure_staging`], [`MakerPins::ensure_image`]); nothing
-    /// at create.
-    ///
-    /// # Safety
-    /// As [`MakerPins::new`] for `staging` and `image`.
-    pub(super) unsafe fn staging_only(
-        enabled: bool,
-        seg: lrt_sm_segments,
-        window: u64,
-        staging: &Mapping,
-        image: Option<&Mapping>,
-    ) -> Self {
+    /// Nothing registered; `enabled`: `pin_mirror` was asked for.
+    pub(crate) fn new(enabled: bool) -> Self {
         MakerPins {
-            mirror: None,
-            // SAFETY: the caller's contract above.
-            staging: enabled.then(|| unsafe { Pins::new(staging, "staging buffer") }),
-            // SAFETY: as above.
-            image: image
-                .filter(|_| enabled)
-                .map(|i| unsafe { Pins::new(i, "image buffer") }),
+            enabled,
             failed: false,
-            slots: MIN_PIN_SLOTS.min(window),
-            whole: false,
-            window,
-            seg,
+            buffers: Vec::new(),
         }
     }
 
-    /// Pins `[start, end)` of the staging buffer (a v2 upload's copy).
-    pub(super) fn ensure_staging(&mut self, device: &dyn Device, start: usize, end: usize) {
-        Self::ensure(&mut self.failed, &mut self.staging, device, start, end);
+    /// Registers `map` (named `what` in the warning), nothing pinned yet.
+    ///
+    /// # Safety
+    /// The caller releases the buffer ([`MakerPins::release`],
+    /// [`MakerPins::release_all`], or by dropping this value) before `map`
+    /// is unmapped.
+    pub(crate) unsafe fn track(&mut self, map: &Mapping, what: &'static str) -> PinTarget {
+        // SAFETY: the caller's contract above.
+        self.buffers
+            .push(self.enabled.then(|| unsafe { Pins::new(map, what) }));
+        PinTarget(self.buffers.len() - 1)
     }
 
-    /// Pins `[start, end)` of the image buffer (a v2 upload's copy of an
-    /// image claimed in place).
-    pub(super) fn ensure_image(&mut self, device: &dyn Device, start: usize, end: usize) {
-        Self::ensure(&mut self.failed, &mut self.image, device, start, end);
+    /// Registers `map` in place of `target`'s buffer, which must have been
+    /// released, nothing pinned yet.
+    ///
+    /// # Safety
+    /// As [`MakerPins::track`].
+    pub(crate) unsafe fn retrack(&mut self, target: PinTarget, map: &Mapping) {
+        let what = self.buffers[target.0].as_ref().map_or("", |p| p.what);
+        // SAFETY: the caller's contract above.
+        self.buffers[target.0] = self.enabled.then(|| unsafe { Pins::new(map, what) });
     }
 
-    /// Pins `[start, end)` of one mapping unless pinning has ended; the
-    /// first failure warns and ends it.
-    fn ensure(
-        failed: &mut bool,
-        pins: &mut Option<Pins>,
+    /// Whether pins are still being made (asked for, none failed).
+    pub(crate) fn active(&self) -> bool {
+        self.enabled && !self.failed
+    }
+
+    /// Makes `[start, end)` of `target`'s buffer part of one pinned range
+    /// unless pinning has ended; the first failure warns and ends it.
+    pub(crate) fn ensure(
+        &mut self,
+        target: PinTarget,
         device: &dyn Device,
         start: usize,
         end: usize,
     ) {
-        let Some(pins) = pins.as_mut().filter(|_| !*failed) else {
+        if self.failed {
+            return;
+        }
+        let Some(pins) = self.buffers[target.0].as_mut() else {
             return;
         };
         if let Some(warning) = pins.ensure(device, start, end) {
-            *failed = true;
+            self.failed = true;
             crate::diag::warn(&warning);
         }
     }
 
-    /// Pins `[start, end)` of the mirror (AUTO's measurement copies from
-    /// its start).
-    pub(super) fn ensure_mirror(&mut self, device: &dyn Device, start: usize, end: usize) {
-        Self::ensure(&mut self.failed, &mut self.mirror, device, start, end);
-    }
-
-    /// The mirror's parts a copy of `slots` live slots reads, as
-    /// `(offset, length)`: all of `[0, end)` at the whole window.
-    fn mirror_parts(&self, slots: u64) -> impl Iterator<Item = (u64, u64)> {
-        let whole = slots >= self.window;
-        let parts = live_parts(&self.seg, &self.seg, slots.min(self.window));
-        let end = self.seg.end;
-        parts
-            .into_iter()
-            .enumerate()
-            .map(move |(i, p)| match (whole, i) {
-                (true, 0) => (0, end),
-                (true, _) => (0, 0),
-                (false, _) => (p.from, p.len),
-            })
-    }
-
-    /// Pins the mirror as far as `slots` (`whole`: all of it).
-    fn pin_mirror_prefixes(&mut self, device: &dyn Device) {
-        let slots = if self.whole { self.window } else { self.slots };
-        let parts: Vec<(u64, u64)> = self.mirror_parts(slots).collect();
-        for (off, len) in parts {
-            self.ensure_mirror(device, off as usize, (off + len) as usize);
-        }
-    }
-
-    /// Before the copies of an upload of `n` slots that read `source`:
-    /// grows the pinned ranges so that every byte the copies read is pinned.
-    pub(super) fn grow_for(&mut self, device: &dyn Device, n: u64, source: CopySource) {
-        if self.mirror.is_none() || self.failed {
-            return;
-        }
-        let want = n.max(MIN_PIN_SLOTS).next_power_of_two().min(self.window);
-        self.slots = self.slots.max(want);
-        match source {
-            CopySource::WholeMirror => self.ensure_mirror(device, 0, self.seg.end as usize),
-            CopySource::MirrorPrefixes => self.pin_mirror_prefixes(device),
-            CopySource::Gathered { end } => {
-                self.pin_mirror_prefixes(device);
-                // Pin the staging buffer as far as the compact image of
-                // `slots` slots (at least what this gather fills).
-                let end = offsets_for(self.slots).end.max(end);
-                Self::ensure(&mut self.failed, &mut self.staging, device, 0, end as usize);
-            }
-        }
-    }
-
-    /// Releases the mirror's regions (before the mirror is unmapped).
-    pub(super) fn release_mirror(&mut self) {
-        if let Some(pins) = &mut self.mirror {
+    /// Releases `target`'s regions (before its buffer is unmapped); the
+    /// buffer stays registered, to be pinned again from nothing.
+    pub(crate) fn release(&mut self, target: PinTarget) {
+        if let Some(pins) = self.buffers[target.0].as_mut() {
             pins.ranges.clear();
         }
     }
 
-    /// Follows a new mirror: pins it at once as far as the last one had
-    /// grown.
-    ///
-    /// # Safety
-    /// As [`MakerPins::new`] for `mirror`.
-    pub(super) unsafe fn attach_mirror(&mut self, mirror: &Mapping, device: &dyn Device) {
-        if self.mirror.is_some() {
-            // SAFETY: the caller's contract.
-            self.mirror = Some(unsafe { Pins::new(mirror, "host mirror") });
-            self.pin_mirror_prefixes(device);
-        }
-    }
-
-    /// Releases every region (before the mappings are unmapped).
-    pub(super) fn release(&mut self) {
-        self.mirror = None;
-        self.staging = None;
-        self.image = None;
+    /// Releases every region (before the buffers are unmapped).
+    pub(crate) fn release_all(&mut self) {
+        self.buffers.clear();
     }
 
     fn each(&self) -> impl Iterator<Item = &Pins> {
-        self.mirror
-            .iter()
-            .chain(self.staging.iter())
-            .chain(self.image.iter())
+        self.buffers.iter().flatten()
     }
 
     /// Bytes page-locked now.
-    pub(super) fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.each().map(Pins::bytes).sum::<usize>() as u64
     }
 
     /// Successful pin calls so far.
-    pub(super) fn pin_calls(&self) -> u32 {
+    pub(crate) fn pin_calls(&self) -> u32 {
         self.each().map(Pins::pin_calls).sum()
     }
 
     /// Whether pinning was asked for and a pin failed.
-    pub(super) fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.failed
     }
 }

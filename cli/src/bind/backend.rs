@@ -6,7 +6,7 @@ use super::model::{Policy, RunSample};
 use leanrt::device::cuda::{self, CudaDevice};
 use leanrt::device::host::HostDevice;
 use leanrt::device::PinnedRegion;
-use leanrt::staging::{self, lrt_upload_policy, lrt_upload_report, MakerConfig, RuntimeMaker};
+use leanrt::staging::{self, lrt_upload_policy, lrt_upload_report, MakerConfig, MakerV1};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Instant;
@@ -108,7 +108,7 @@ impl Device {
             fresh_mirror,
             ..MakerConfig::default()
         };
-        let maker = RuntimeMaker::new(&config, self.dev.clone()).map_err(|e| e.to_string())?;
+        let maker = MakerV1::new(&config, self.dev.clone()).map_err(|e| e.to_string())?;
         Ok(Maker { dev: self, maker })
     }
 
@@ -188,7 +188,7 @@ impl Drop for DevBuf<'_> {
 /// A maker on a device.
 pub struct Maker<'a> {
     dev: &'a Device,
-    maker: RuntimeMaker,
+    maker: MakerV1,
 }
 
 impl Maker<'_> {

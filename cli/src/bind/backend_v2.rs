@@ -16,7 +16,7 @@
 use super::backend::{sample_of, DevBuf, Device};
 use super::model::RunSample;
 use leanrt::staging::{
-    self, lrt_upload_policy, ClaimDesc, MakerConfig, RuntimeMaker, TensorRecord, V2ClaimDesc,
+    self, lrt_upload_policy, ClaimDesc, MakerConfig, MakerV2, TensorRecord, V2ClaimDesc,
 };
 use std::alloc::Layout;
 use std::time::Instant;
@@ -45,7 +45,7 @@ struct ReferenceState<'a> {
 
 /// A v2 maker on a device, for one path.
 pub struct V2Maker<'a> {
-    maker: RuntimeMaker,
+    maker: MakerV2,
     block: Vec<u8>,
     records: [TensorRecord; 2],
     reference: Option<ReferenceState<'a>>,
@@ -69,7 +69,7 @@ impl<'a> V2Maker<'a> {
             frame_before: RUNTIME_BLOCK_BYTES as u64,
             ..MakerConfig::default()
         };
-        let maker = RuntimeMaker::new(&config, dev.device_arc()).map_err(|e| e.to_string())?;
+        let maker = MakerV2::new(&config, dev.device_arc()).map_err(|e| e.to_string())?;
         let reference = match path {
             V2Path::Leanrt => None,
             V2Path::Reference => Some(ReferenceState {
@@ -110,7 +110,7 @@ impl<'a> V2Maker<'a> {
                 graph_shell: false,
             };
             self.maker
-                .v2_claim_slot(&d)
+                .claim_slot(&d)
                 .map_err(|e| format!("v2 claim: {e}"))?;
         }
         Ok(())
@@ -121,7 +121,7 @@ impl<'a> V2Maker<'a> {
         let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
         let t0 = Instant::now();
         self.maker
-            .v2_begin_run()
+            .begin_run()
             .map_err(|e| format!("v2 begin_run: {e}"))?;
         if let Some(r) = &mut self.reference {
             r.seen_epoch.fill(0);
@@ -134,7 +134,7 @@ impl<'a> V2Maker<'a> {
             false => {
                 let r = self
                     .maker
-                    .v2_upload(&self.block, &[])
+                    .upload(&self.block, &[])
                     .map_err(|e| format!("v2 upload: {e}"))?;
                 sample_of(&r)
             }
@@ -151,10 +151,7 @@ impl<'a> V2Maker<'a> {
     /// The reference's upload: a zero-filled framed buffer, the runtime
     /// block, the compaction into it, one copy, the buffer freed.
     fn reference_upload(&mut self, n: u64) -> Result<RunSample, String> {
-        let seg = self
-            .maker
-            .v2_image_segments()
-            .map_err(|e| format!("v2 image segments: {e}"))?;
+        let seg = self.maker.image_segments();
         let len = RUNTIME_BLOCK_BYTES + seg.end as usize;
         let layout = Layout::from_size_align(len, 64).map_err(|e| e.to_string())?;
         let t0 = Instant::now();
@@ -170,7 +167,7 @@ impl<'a> V2Maker<'a> {
         };
         let t1 = Instant::now();
         out[..RUNTIME_BLOCK_BYTES].copy_from_slice(&self.block);
-        let compacted = self.maker.v2_compact_into(&mut out[RUNTIME_BLOCK_BYTES..]);
+        let compacted = self.maker.compact_into(&mut out[RUNTIME_BLOCK_BYTES..]);
         let t2 = Instant::now();
         let copied = match (&compacted, &self.reference) {
             (Ok(_), Some(r)) => r.device.copy_from(out),

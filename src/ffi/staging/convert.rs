@@ -1,85 +1,8 @@
-//! C input of the maker's entry points turned into the core's types: the
-//! flags, policy and layout numbers, lrt_maker_config, claim descriptors.
+//! C claim input of the maker's entry points turned into the core's types:
+//! claim descriptors (count + pointer -> slice, flags -> booleans) and the
+//! arrays they point to. (lrt_maker_config's conversion, both ways, is the
+//! core's: `MakerConfig::from_c` / `to_c`.)
 use super::*;
-
-/// Flags lrt_maker_config.flags may hold.
-pub(super) const KNOWN_FLAGS: u32 = LRT_MAKER_PIN_MIRROR | LRT_MAKER_FRESH_MIRROR;
-
-/// The policy for a raw C value (a C caller may store any integer in the
-/// enum-typed field); unknown values are rejected.
-pub(super) fn policy_from_raw(raw: u32) -> Result<lrt_upload_policy> {
-    use lrt_upload_policy::*;
-    [
-        LRT_UPLOAD_FULL,
-        LRT_UPLOAD_BOUNDED,
-        LRT_UPLOAD_COMPACT,
-        LRT_UPLOAD_AUTO,
-    ]
-    .into_iter()
-    .find(|&p| p as u32 == raw)
-    .ok_or_else(|| {
-        Error::invalid_argument(format!(
-            "unknown upload policy {raw} (expected 0, 1, 2 or 3)"
-        ))
-    })
-}
-
-/// The layout for a raw C value; unknown values are rejected.
-pub(super) fn layout_from_raw(raw: u32) -> Result<lrt_layout> {
-    use lrt_layout::*;
-    [LRT_LAYOUT_V1, LRT_LAYOUT_V2]
-        .into_iter()
-        .find(|&l| l as u32 == raw)
-        .ok_or_else(|| Error::invalid_argument(format!("unknown layout {raw} (expected 0 or 1)")))
-}
-
-/// The core config for a C config (non-NULL, readable); the enum fields are
-/// read as their raw integers so that any value a C caller stored is
-/// defined.
-///
-/// # Safety
-/// `cfg` points to a readable lrt_maker_config.
-pub(super) unsafe fn config_from_c(cfg: *const lrt_maker_config) -> Result<MakerConfig> {
-    // SAFETY: readable per the contract; every field is read as a plain
-    // integer (the enums as their raw values).
-    let (raw_policy, raw_layout, flags, c) = unsafe {
-        (
-            addr_of!((*cfg).policy).cast::<u32>().read(),
-            addr_of!((*cfg).layout).cast::<u32>().read(),
-            addr_of!((*cfg).flags).read(),
-            [
-                addr_of!((*cfg).task_window).read(),
-                addr_of!((*cfg).heap_size).read(),
-                addr_of!((*cfg).frame_before).read(),
-                addr_of!((*cfg).frame_after).read(),
-                addr_of!((*cfg).v2_pool_fanin_ids).read(),
-                addr_of!((*cfg).v2_pool_tensors).read(),
-                addr_of!((*cfg).v2_pool_scalars).read(),
-            ],
-        )
-    };
-    if flags & !KNOWN_FLAGS != 0 {
-        return Err(Error::invalid_argument(format!(
-            "unknown maker flags {:#x}",
-            flags & !KNOWN_FLAGS
-        )));
-    }
-    Ok(MakerConfig {
-        task_window: c[0],
-        policy: policy_from_raw(raw_policy)?,
-        pin_mirror: flags & LRT_MAKER_PIN_MIRROR != 0,
-        fresh_mirror: flags & LRT_MAKER_FRESH_MIRROR != 0,
-        heap_size: c[1],
-        layout: layout_from_raw(raw_layout)?,
-        frame_before: c[2],
-        frame_after: c[3],
-        v2_pools: staging::V2PoolUse {
-            fanin_ids: c[4],
-            tensors: c[5],
-            scalars: c[6],
-        },
-    })
-}
 
 /// The C form of the default claim (a root kernel task on one AIV core).
 pub(super) fn default_claim_desc() -> lrt_claim_desc {

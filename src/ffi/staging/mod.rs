@@ -10,23 +10,25 @@
 //! thread; see lrt_runtime_maker for what a second call gets); different
 //! makers are independent.
 //! Each function's contract is its doc comment here (the header's text);
-//! docs/STAGING.md explains the concepts.
+//! docs/STAGING.md explains the concepts. A call of one layout's own (v1:
+//! begin_run, claim_slot*, upload; v2: the `_v2_` calls) takes the maker as
+//! that layout's type (`RuntimeMaker::generation_mut`), and is
+//! LRT_ERR_INVALID_ARGUMENT on a maker of the other.
 use std::ffi::c_void;
-use std::ptr::addr_of;
 
 use super::boundary::{arg_ref, drop_handle, try_into_handle, OutPtr};
 use super::device::{device_for_api, lrt_host_api};
 use crate::error::abi::lrt_status;
 use crate::staging::one_call::{Entered, OneCall};
-use crate::staging::{self, BorrowedImage, ClaimDesc, MakerConfig, RuntimeMaker};
-// The C-visible data is the core's own (the header reads it from
-// src/staging/abi.rs and layout.rs); re-exported for Rust users of this
-// module.
-pub use crate::staging::abi::*;
-pub use crate::staging::layout::{
-    lrt_sm_header, lrt_sm_segments, lrt_task_descriptor, lrt_task_payload, lrt_task_slot_state,
+use crate::staging::{
+    self, BorrowedImage, ClaimDesc, Maker, MakerConfig, MakerV1, MakerV2, RuntimeMaker,
 };
-pub use crate::staging::layout_v2::{
+// The C-visible data is the core's own (the header reads it from
+// src/staging/abi.rs and the generations' layout.rs); re-exported for Rust
+// users of this module.
+pub use crate::staging::abi::*;
+pub use crate::staging::{
+    lrt_sm_header, lrt_sm_segments, lrt_task_descriptor, lrt_task_payload, lrt_task_slot_state,
     lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state,
 };
 use crate::{Error, Result};
@@ -75,8 +77,9 @@ use convert::*;
 ///
 /// `out` must point to writable storage for an lrt_sm_segments; it is
 /// written only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
-/// NULL `out` or a window that is not a power of two in [4, 262144] (the
-/// largest whose image fits in INT32_MAX bytes). Any thread may call it.
+/// NULL `out` or a window that is not a power of two in
+/// [LRT_MIN_TASK_WINDOW, LRT_MAX_TASK_WINDOW] (the largest whose image fits
+/// in INT32_MAX bytes). Any thread may call it.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_sm_ring_segment_offsets(
     task_window: u64,
@@ -91,7 +94,8 @@ pub unsafe extern "C" fn lrt_sm_ring_segment_offsets(
     })
 }
 
-/// Sets `*cfg` to the defaults: window 0 (the environment, else 16384),
+/// Sets `*cfg` to the defaults: window 0 (the environment, else
+/// LRT_DEFAULT_TASK_WINDOW),
 /// LRT_UPLOAD_BOUNDED, no flags, heap size 0 (the environment, else
 /// LRT_DEFAULT_HEAP_SIZE). `cfg` must be NULL or point to writable
 /// storage for an lrt_maker_config; NULL is ignored (and recorded for
@@ -100,34 +104,15 @@ pub unsafe extern "C" fn lrt_sm_ring_segment_offsets(
 pub unsafe extern "C" fn lrt_maker_config_init(cfg: *mut lrt_maker_config) {
     ffi_value!((), {
         let out = OutPtr::new(cfg, "cfg")?;
-        let d = MakerConfig::default();
-        let mut flags = 0;
-        if d.pin_mirror {
-            flags |= LRT_MAKER_PIN_MIRROR;
-        }
-        if d.fresh_mirror {
-            flags |= LRT_MAKER_FRESH_MIRROR;
-        }
-        let value = lrt_maker_config {
-            task_window: d.task_window,
-            policy: d.policy,
-            flags,
-            heap_size: d.heap_size,
-            layout: d.layout,
-            frame_before: d.frame_before,
-            frame_after: d.frame_after,
-            v2_pool_fanin_ids: d.v2_pools.fanin_ids,
-            v2_pool_tensors: d.v2_pools.tensors,
-            v2_pool_scalars: d.v2_pools.scalars,
-        };
         // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { out.write(value) };
+        unsafe { out.write(MakerConfig::default().to_c()) };
         Ok(())
     })
 }
 
 /// Creates a maker: resolves the window (`cfg->task_window`, else the
-/// environment variable PTO2_RING_TASK_WINDOW, else 16384; an unusable
+/// environment variable PTO2_RING_TASK_WINDOW, else
+/// LRT_DEFAULT_TASK_WINDOW; an unusable
 /// environment value is ignored with a warning), allocates the device image
 /// once through `api` and reserves the untouched host mirror (pinned when
 /// asked).
@@ -142,7 +127,8 @@ pub unsafe extern "C" fn lrt_maker_config_init(cfg: *mut lrt_maker_config) {
 /// whichever thread uses the maker.
 ///
 /// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, an
-/// unknown policy or flag, a bad window, a heap size below 1024, or a table
+/// unknown policy or flag, a bad window, a heap size below
+/// LRT_MIN_HEAP_SIZE, or a table
 /// that is NULL or has a NULL callback; LRT_ERR_STATE for a copy of a CUDA
 /// api that was since released; LRT_ERR_NO_MEMORY when the host mirror or
 /// the device image cannot be allocated (the message carries the device's
@@ -178,7 +164,7 @@ unsafe fn create(
     let api = unsafe { arg_ref(api, "api") }?;
     let out = OutPtr::new(out, "out")?;
     // SAFETY: non-NULL and readable per the contract.
-    let config = unsafe { config_from_c(cfg) }?;
+    let config = unsafe { MakerConfig::from_c(cfg) }?;
     // SAFETY: the table's validity and thread rules are the caller's
     // contract.
     let device = unsafe { device_for_api(api) }?;
@@ -313,7 +299,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_begin_run(
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(host_sm, "host_sm")?;
-        let header = maker.begin_run()?;
+        let header = maker.generation_mut::<MakerV1>()?.begin_run()?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(header) };
         Ok(())
@@ -340,7 +326,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot(
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(out, "out")?;
-        let slot = maker.claim_slot()?;
+        let slot = maker.generation_mut::<MakerV1>()?.claim_slot()?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(slot) };
         Ok(())
@@ -399,7 +385,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
         let out = OutPtr::new(out, "out")?;
         // SAFETY: the descriptor's arrays are readable per the contract.
         let claim = unsafe { claim_from_c(&d) }?;
-        let slot = maker.claim_slot_with(&claim)?;
+        let slot = maker.generation_mut::<MakerV1>()?.claim_slot_with(&claim)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(slot) };
         Ok(())
@@ -449,7 +435,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_upload(
     ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
-        let result = maker.upload()?;
+        let result = maker.generation_mut::<MakerV1>()?.upload()?;
         if let Ok(out) = OutPtr::new(report, "report") {
             // SAFETY: non-NULL; writable per the contract.
             unsafe { out.write(result) };
@@ -482,7 +468,10 @@ pub unsafe extern "C" fn lrt_runtime_maker_read_status(
     })
 }
 
-/// Writes the segment offsets of the maker's full image to `*out`.
+/// Writes the segment offsets of the maker's full image to `*out`: the v1
+/// image of the maker's window, lrt_sm_ring_segment_offsets(W) (for a
+/// LRT_LAYOUT_V2 maker too; its own image's are
+/// lrt_v2_ring_segment_offsets(W) and lrt_runtime_maker_v2_image_segments).
 /// `maker` must be NULL or a live maker; `out` must point to writable
 /// storage for an lrt_sm_segments. Returns LRT_OK, or
 /// LRT_ERR_INVALID_ARGUMENT for a NULL argument.
@@ -496,7 +485,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_segments(
         let maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(out, "out")?;
         // SAFETY: checked non-NULL; writable per the contract.
-        unsafe { out.write(maker.segments()) };
+        unsafe { out.write(staging::segment_offsets(maker.task_window())?) };
         Ok(())
     })
 }

@@ -8,14 +8,16 @@ use super::*;
 /// Writes to `*out` the byte offsets of the v2 mirror for a window of
 /// `task_window` slots: header, descriptors, payloads, slot states,
 /// completion flags, the fanin, tensor and scalar pools (every task at its
-/// cap: 128 ids, 32 records, 16 scalars), end (the reference's
+/// cap: LRT_MAX_FANIN ids, LRT_MAX_TENSORS records, LRT_MAX_SCALARS
+/// scalars), end (the reference's
 /// calculate_size). Every segment starts on a 64-byte boundary.
 ///
 /// `out` must point to writable storage for an lrt_v2_segments; it is
 /// written only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a
-/// NULL `out` or a window that is not a power of two in [4, 262144] (the
-/// largest whose mirror fits in INT32_MAX bytes, the reach of a
-/// self-relative offset). Any thread may call it.
+/// NULL `out` or a window that is not a power of two in
+/// [LRT_MIN_TASK_WINDOW, LRT_MAX_TASK_WINDOW] (the largest whose mirror
+/// fits in INT32_MAX bytes, the reach of a self-relative offset). Any
+/// thread may call it.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_v2_ring_segment_offsets(
     task_window: u64,
@@ -38,7 +40,8 @@ pub unsafe extern "C" fn lrt_v2_ring_segment_offsets(
 ///
 /// `out` must point to writable storage for an lrt_v2_segments, written
 /// only on success. Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL
-/// `out`, `n` above 262144, or a pool above what n tasks at their caps use.
+/// `out`, `n` above LRT_MAX_TASK_WINDOW, or a pool above what n tasks at
+/// their caps use.
 /// Any thread may call it.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_v2_image_segments(
@@ -88,7 +91,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_begin_run(
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(host_sm, "host_sm")?;
-        let header = maker.v2_begin_run()?;
+        let header = maker.generation_mut::<MakerV2>()?.begin_run()?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(header) };
         Ok(())
@@ -189,7 +192,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_claim_slot(
             scalars: scalars.1,
             graph_shell: d.flags & LRT_V2_CLAIM_GRAPH_SHELL != 0,
         };
-        let slot = maker.v2_claim_slot(&claim)?;
+        let slot = maker.generation_mut::<MakerV2>()?.claim_slot(&claim)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(slot) };
         Ok(())
@@ -213,7 +216,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_image_segments(
         // SAFETY: NULL or a live maker, per the contract.
         let maker = unsafe { enter(maker) }?;
         let out = OutPtr::new(out, "out")?;
-        let segments = maker.v2_image_segments()?;
+        let segments = maker.generation::<MakerV2>()?.image_segments();
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(segments) };
         Ok(())
@@ -264,7 +267,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_upload(
                 frame_from_c(after, after_len, "after")?,
             )
         };
-        let result = maker.v2_upload(before, after)?;
+        let result = maker.generation_mut::<MakerV2>()?.upload(before, after)?;
         if let Ok(out) = OutPtr::new(report, "report") {
             // SAFETY: non-NULL; writable per the contract.
             unsafe { out.write(result) };
@@ -301,11 +304,13 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_set_pool_use(
     ffi_status!({
         // SAFETY: NULL or a live maker, per the contract.
         let mut maker = unsafe { enter(maker) }?;
-        maker.v2_set_pool_use(staging::V2PoolUse {
-            fanin_ids,
-            tensors,
-            scalars,
-        })
+        maker
+            .generation_mut::<MakerV2>()?
+            .set_pool_use(staging::V2PoolUse {
+                fanin_ids,
+                tensors,
+                scalars,
+            })
     })
 }
 
@@ -362,12 +367,14 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_upload_frame(
                 frame_from_c(f.after, f.after_len, "frame->after")?,
             )
         };
-        let result = maker.v2_upload_frame(&staging::V2Frame {
-            image: f.device_image.cast::<u8>(),
-            room: f.device_room,
-            before,
-            after,
-        })?;
+        let result = maker
+            .generation_mut::<MakerV2>()?
+            .upload_frame(&staging::V2Frame {
+                image: f.device_image.cast::<u8>(),
+                room: f.device_room,
+                before,
+                after,
+            })?;
         if let Ok(out) = OutPtr::new(report, "report") {
             // SAFETY: non-NULL; writable per the contract.
             unsafe { out.write(result) };

@@ -1,3 +1,5 @@
+use super::super::super::align::align_up;
+use super::super::layout::*;
 use super::*;
 
 /// The mirror's segment offsets for W = 4 ... 2^18, printed by a
@@ -177,24 +179,24 @@ fn windows_beyond_offset_reach_are_refused() {
     }
     let e = v2_ring_segment_offsets(1 << 19).unwrap_err();
     assert!(e.to_string().contains("262144"), "{e}");
-    assert!(v2_ring_segment_offsets(MAX_TASK_WINDOW).unwrap().end <= i32::MAX as u64);
+    assert!(v2_ring_segment_offsets(LRT_MAX_TASK_WINDOW).unwrap().end <= i32::MAX as u64);
 }
 
 #[test]
 fn image_arguments_are_checked() {
-    assert!(v2_image_segments(MAX_TASK_WINDOW + 1, 0, 0, 0).is_err());
+    assert!(v2_image_segments(LRT_MAX_TASK_WINDOW + 1, 0, 0, 0).is_err());
     assert!(v2_image_segments(0, 16, 0, 0).is_err());
     assert!(v2_image_segments(1, 129, 0, 0).is_err());
     assert!(v2_image_segments(1, 0, 33, 0).is_err());
     assert!(v2_image_segments(1, 0, 0, 17).is_err());
     let max = v2_image_segments(
-        MAX_TASK_WINDOW,
-        MAX_TASK_WINDOW * 128,
-        MAX_TASK_WINDOW * 32,
-        MAX_TASK_WINDOW * 16,
+        LRT_MAX_TASK_WINDOW,
+        LRT_MAX_TASK_WINDOW * 128,
+        LRT_MAX_TASK_WINDOW * 32,
+        LRT_MAX_TASK_WINDOW * 16,
     )
     .unwrap();
-    assert_eq!(max, v2_ring_segment_offsets(MAX_TASK_WINDOW).unwrap());
+    assert_eq!(max, v2_ring_segment_offsets(LRT_MAX_TASK_WINDOW).unwrap());
 }
 
 #[test]

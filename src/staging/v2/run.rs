@@ -1,52 +1,16 @@
-//! A layout-v2 maker's state: the v2 run in the mirror (its layout, the
-//! pools' capacities and cursors) and where the image sits in the staging
-//! buffer and on the device. The claims are `claim_v2.rs`, the image
-//! assembly and the upload `upload_v2.rs`.
+//! A v2 run in the host mirror: its layout, the pools' capacities and
+//! cursors, the header a run starts with, and the speculative image in the
+//! image buffer (`Spec`). The claims are `claim.rs`, the image assembly
+//! `image.rs`.
 use std::mem::size_of;
 
-use super::super::layout::lrt_task_descriptor;
-use super::super::layout_v2::{
+use super::super::mirror::Mapping;
+use super::super::v1::layout::lrt_task_descriptor;
+use super::layout::{
     lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state, v2_offsets,
     V2PoolUse, LRT_V2_TENSOR_BYTES,
 };
-use super::super::mirror::Mapping;
 use crate::{Error, Result};
-
-/// A v2 maker's own state beside the shared fields of `RuntimeMaker`
-/// (whose mirror, staging buffer and device image are then v2's, and whose
-/// pins are the staging buffer's, grown with the runs in `upload_v2`):
-/// * device region (`device_len`): room for the frame before the image,
-///   the image at the first 64-aligned address past that room (the device
-///   reads the image's structs aligned; `RuntimeMaker::v2_image_off`), the
-///   reference's mirror size (no compact image is larger), the frame after
-///   it;
-/// * staging buffer: the frame before's room rounded up to 64 bytes
-///   (`stage_off`, the image's start there), the mirror's size, the frame
-///   after: the framed image is one contiguous source for the one copy;
-/// * image buffer: the same layout, holding the image claimed in place.
-pub(super) struct V2State {
-    pub(super) run: V2Run,
-    /// Bytes of the device region the image needs.
-    pub(super) device_len: u64,
-    pub(super) stage_off: u64,
-    pub(super) frame_before: u64,
-    pub(super) frame_after: u64,
-    /// The image buffer (the staging buffer's layout): where a run that
-    /// repeats the last one's shape is claimed in place (`Spec`). None with
-    /// a fresh mirror every run.
-    pub(super) image_buf: Option<Mapping>,
-    /// AUTO's cost model has been measured (at the first v2 upload).
-    pub(super) measured: bool,
-}
-
-impl V2State {
-    /// The image buffer's image start (NULL without one).
-    pub(super) fn image_start(&self) -> *mut u8 {
-        self.image_buf.as_ref().map_or(std::ptr::null_mut(), |m| {
-            m.as_ptr().wrapping_add(self.stage_off as usize)
-        })
-    }
-}
 
 /// Where this run's first slots and pool prefixes are written instead of
 /// the mirror: the compact image the last uploaded run had (its pitch and
@@ -289,7 +253,7 @@ impl V2Run {
         };
         h_ref.completed_watermark = -1;
         h_ref.task_window_size = self.window;
-        // The window is at most 262144, so the mask fits an i32.
+        // The window is at most LRT_MAX_TASK_WINDOW, so the mask fits an i32.
         h_ref.task_window_mask = (self.window - 1) as i32;
         h_ref.heap_size = heap_size;
         h_ref.task_descriptors_offset = self.seg.descriptors;

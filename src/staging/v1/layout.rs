@@ -1,4 +1,6 @@
-//! The SM image layout, byte-compatible with the reference runtime.
+//! The v1 image (the reference at #1659), byte-compatible with the
+//! reference runtime: its C-visible structs (cbindgen reads this file) and
+//! the layout arithmetic of the v1 maker (`super`).
 //!
 //! An image for a task window `W` is five segments, each starting on a
 //! 64-byte boundary: the header, then `W` descriptors, `W` payloads, `W` slot
@@ -12,7 +14,7 @@ use std::mem::{align_of, size_of};
 
 use static_assertions::{const_assert, const_assert_eq};
 
-use crate::{Error, Result};
+use super::super::align::align_up;
 
 /// Number of fanin ids a payload holds.
 pub const LRT_MAX_FANIN: usize = 128;
@@ -22,10 +24,6 @@ pub const LRT_MAX_TENSORS: usize = 32;
 pub const LRT_MAX_SCALARS: usize = 16;
 /// Bytes of one tensor record in a payload.
 pub(crate) const TENSOR_BYTES: usize = 128;
-/// The window used when neither the config nor the environment sets one.
-pub(crate) const DEFAULT_TASK_WINDOW: u64 = 16384;
-/// The largest window whose image fits in `i32::MAX` bytes (pinned below).
-pub(crate) const MAX_TASK_WINDOW: u64 = 262_144;
 
 /// The SM header: ring flow control (each counter on its own cache line),
 /// the window constants, the segment pointers and the error words.
@@ -208,12 +206,6 @@ const_assert_eq!(size_of::<lrt_sm_segments>(), 48);
 // The layout is for 64-bit hosts (8-byte pointers), like the reference runtime.
 const_assert!(size_of::<*mut c_void>() == 8);
 
-const SEGMENT_ALIGN: u64 = 64;
-
-const fn align_up(x: u64) -> u64 {
-    (x + SEGMENT_ALIGN - 1) & !(SEGMENT_ALIGN - 1)
-}
-
 /// Segment offsets for `slots` slots, without validating `slots` (it is at
 /// most `i32::MAX`, so nothing overflows `u64`). Used for a full window and
 /// for a compact image pitched to the live task count. Every segment,
@@ -305,68 +297,6 @@ impl lrt_sm_segments {
             payload: self.payloads + i * size_of::<lrt_task_payload>() as u64,
             slot_state: self.slot_states + i * size_of::<lrt_task_slot_state>() as u64,
             completion_flag: self.completion_flags + i,
-        }
-    }
-}
-
-// MAX_TASK_WINDOW is the largest power of two whose image fits in i32::MAX.
-const_assert!(offsets_for(MAX_TASK_WINDOW).end <= i32::MAX as u64);
-const_assert!(offsets_for(2 * MAX_TASK_WINDOW).end > i32::MAX as u64);
-
-/// The segment offsets of the image for window `task_window`.
-///
-/// `task_window` must be a power of two in `[4, MAX_TASK_WINDOW]`
-/// (262144, the largest whose whole image fits in `i32::MAX` bytes): the reference runtime's
-/// images are addressed with 32-bit offsets, and its current code refuses
-/// larger ones. Anything else is `ErrorKind::InvalidArgument`.
-pub fn segment_offsets(task_window: u64) -> Result<lrt_sm_segments> {
-    if !(4..=MAX_TASK_WINDOW).contains(&task_window) || !task_window.is_power_of_two() {
-        return Err(Error::invalid_argument(format!(
-            "task window {task_window} is not a power of two in [4, {MAX_TASK_WINDOW}] \
-             (the largest window whose image fits in INT32_MAX bytes)"
-        )));
-    }
-    // MAX_TASK_WINDOW's image fits (pinned by the const_assert above).
-    Ok(offsets_for(task_window))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bad_windows_name_the_header_range() {
-        for w in [0, 3, 5, 6, 1 << 19, 1 << 31, u64::MAX] {
-            let e = segment_offsets(w).unwrap_err();
-            assert!(e.message().contains("[4, 262144]"), "{w}: {}", e.message());
-        }
-        assert!(segment_offsets(MAX_TASK_WINDOW).is_ok());
-        assert!(segment_offsets(4).is_ok());
-    }
-
-    #[test]
-    fn rejects_bad_windows() {
-        for w in [
-            0,
-            1,
-            2,
-            3,
-            5,
-            12,
-            16385,
-            1 << 19,
-            1 << 30,
-            1 << 31,
-            u64::MAX,
-        ] {
-            assert!(segment_offsets(w).is_err(), "{w}");
-        }
-        for w in [4, 8, 1024, 1 << 18] {
-            let s = segment_offsets(w).unwrap();
-            assert!(s.end <= i32::MAX as u64);
-            assert_eq!(s.payloads % 64, 0);
-            assert_eq!(s.slot_states % 64, 0);
-            assert_eq!(s.completion_flags % 64, 0);
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The second layout generation: the reference runtime's current
-//! shared-memory image (v2), beside v1's in `layout.rs`.
+//! shared-memory image (v2), beside v1's in `../v1/layout.rs` (whose
+//! descriptor and per-task caps it shares); cbindgen reads this file.
 //!
 //! What differs from v1:
 //! * the header is 256 bytes (no `last_task_alive` line);
@@ -13,9 +14,9 @@
 //!   exactly `tensor_count`), scalars (`u64`, rounded up to 8).
 //!
 //! Every segment starts on a 64-byte boundary. The *mirror* is dimensioned
-//! for a window at every task's cap ([`v2_ring_segment_offsets`]); the image
+//! for a window at every task's cap (`v2_ring_segment_offsets`, `segments.rs`); the image
 //! the device receives is *compact*: pitched to `P = max(N, 1)` slots with
-//! the pools as used ([`v2_image_segments`]). The device recomputes the four
+//! the pools as used (`v2_image_segments`). The device recomputes the four
 //! slot-pitched positions from N and reaches the pools only through the
 //! payloads' offsets, so every offset is re-taken for the compact positions.
 //!
@@ -32,13 +33,12 @@
 use std::ffi::c_void;
 use std::mem::{align_of, size_of};
 
-use static_assertions::{const_assert, const_assert_eq};
+use static_assertions::const_assert_eq;
 
-use super::layout::{
+use super::super::align::align_up;
+use super::super::v1::layout::{
     assert_offset, lrt_task_descriptor, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS,
-    MAX_TASK_WINDOW,
 };
-use crate::{Error, Result};
 
 /// Bytes of one tensor record in the tensor pool (opaque to leanrt).
 pub const LRT_V2_TENSOR_BYTES: usize = 128;
@@ -240,21 +240,10 @@ const_assert_eq!((LRT_MAX_SCALARS as u64 * 8) % 64, 0);
 const_assert_eq!(LRT_V2_FANIN_ROUND * 4, 64);
 const_assert_eq!(LRT_V2_SCALAR_ROUND * 8, 64);
 
-const SEGMENT_ALIGN: u64 = 64;
-
-const fn align_up(x: u64) -> u64 {
-    (x + SEGMENT_ALIGN - 1) & !(SEGMENT_ALIGN - 1)
-}
-
-/// `x` rounded up to a multiple of `round` (a power of two).
-pub(crate) const fn round_up(x: u64, round: u64) -> u64 {
-    (x + round - 1) & !(round - 1)
-}
-
 /// Segment offsets for `slots` slots and pools of the given element counts,
 /// without validation (the reference's `ring_segment_offsets` of an
 /// extents record). Callers keep the arguments small enough that nothing
-/// overflows (at most `MAX_TASK_WINDOW` slots at every cap).
+/// overflows (at most `LRT_MAX_TASK_WINDOW` slots at every cap).
 pub(crate) const fn v2_offsets(
     slots: u64,
     fanin_ids: u64,
@@ -298,69 +287,6 @@ pub(crate) const fn v2_mirror_offsets(window: u64) -> lrt_v2_segments {
     v2_offsets(window, e.fanin_ids, e.tensors, e.scalars)
 }
 
-// The largest window whose mirror stays inside an i32 offset's reach is
-// v1's largest window too.
-const_assert!(v2_mirror_offsets(MAX_TASK_WINDOW).end <= i32::MAX as u64);
-const_assert!(v2_mirror_offsets(2 * MAX_TASK_WINDOW).end > i32::MAX as u64);
-
-/// The v2 mirror for window `task_window` (the reference's
-/// `ring_segment_offsets(W)`; `end` is its `calculate_size(W)`).
-///
-/// `task_window` must be a power of two in `[4, 262144]`: the mirror must fit
-/// in `i32::MAX` bytes, the reach of a self-relative offset (the reference
-/// refuses larger windows). Anything else is `ErrorKind::InvalidArgument`.
-pub fn v2_ring_segment_offsets(task_window: u64) -> Result<lrt_v2_segments> {
-    if !(4..=MAX_TASK_WINDOW).contains(&task_window) || !task_window.is_power_of_two() {
-        let end = (task_window.is_power_of_two() && task_window <= 1 << 40)
-            .then(|| v2_mirror_offsets(task_window).end);
-        return Err(Error::invalid_argument(match end {
-            Some(end) if task_window > MAX_TASK_WINDOW => format!(
-                "task window {task_window} needs a {end}-byte v2 mirror, more than {} bytes \
-                 (the reach of a self-relative offset; the largest window that fits is \
-                 {MAX_TASK_WINDOW})",
-                i32::MAX
-            ),
-            _ => {
-                format!("task window {task_window} is not a power of two in [4, {MAX_TASK_WINDOW}]")
-            }
-        }));
-    }
-    Ok(v2_mirror_offsets(task_window))
-}
-
-/// The compact image of a run of `n` tasks whose pools hold `fanin_ids`,
-/// `tensors` and `scalars` elements (as used, after the reference's
-/// rounding): pitch `max(n, 1)`, each pool as used.
-///
-/// `InvalidArgument` when `n` exceeds 262144, a pool holds more than `n`
-/// tasks at their caps can use (128 fanin ids, 32 tensors, 16 scalars each),
-/// or the image would exceed `i32::MAX` bytes.
-pub fn v2_image_segments(
-    n: u64,
-    fanin_ids: u64,
-    tensors: u64,
-    scalars: u64,
-) -> Result<lrt_v2_segments> {
-    if n > MAX_TASK_WINDOW {
-        return Err(Error::invalid_argument(format!(
-            "{n} tasks, more than the largest window ({MAX_TASK_WINDOW})"
-        )));
-    }
-    for (what, used, cap) in [
-        ("fanin ids", fanin_ids, LRT_MAX_FANIN),
-        ("tensors", tensors, LRT_MAX_TENSORS),
-        ("scalars", scalars, LRT_MAX_SCALARS),
-    ] {
-        if used > n * cap as u64 {
-            return Err(Error::invalid_argument(format!(
-                "{used} {what} is more than {n} tasks can hold ({cap} each)"
-            )));
-        }
-    }
-    // Within the caps the image is never larger than the largest mirror.
-    Ok(v2_offsets(n.max(1), fanin_ids, tensors, scalars))
-}
-
 /// The self-relative offset stored at address `field` for `target`: 0 for
 /// NULL (0) and for a target out of `i32` reach (stored as unbound, never
 /// truncated), else `target - field`.
@@ -383,6 +309,3 @@ pub struct V2PoolUse {
     pub tensors: u64,
     pub scalars: u64,
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,5 +1,5 @@
-//! Shipping a v2 run: to the maker's own device region (`v2_upload`) or to
-//! a destination the caller names per upload (`v2_upload_frame`, for a host
+//! Shipping a v2 run: to the maker's own device region (`upload`) or to
+//! a destination the caller names per upload (`upload_frame`, for a host
 //! whose device region moves or grows between runs), by one of two routes:
 //!
 //! * **one copy**: `[before | compact image | after]` assembled in the
@@ -7,7 +7,7 @@
 //!   claimed into its image) and shipped in one copy, the reference's own
 //!   shape. A frame longer than its room in the staging buffer
 //!   (`lrt_maker_config.frame_before` / `frame_after`; only
-//!   `v2_upload_frame` accepts one) travels as a copy of its own, straight
+//!   `upload_frame` accepts one) travels as a copy of its own, straight
 //!   from the caller's memory.
 //! * **direct** (LRT_UPLOAD_AUTO, for a run read from the mirror alone):
 //!   each part copied straight from where it is to its place in the compact
@@ -24,7 +24,7 @@
 //!   the bytes the one copy ships, except the padding between segments,
 //!   which it never reads and this route does not write.
 //!
-//! AUTO picks per upload by the cost model (`upload::CostModel`): the
+//! AUTO picks per upload by the cost model (`CostModel`, the core's): the
 //! device's own figures, or measured at the maker's first v2 upload into
 //! that upload's destination (before anything else is written there).
 //! Every check an upload makes runs before its first copy; a rejected
@@ -33,12 +33,13 @@ use std::mem::size_of;
 use std::time::Instant;
 
 use super::super::abi::{lrt_upload_policy, lrt_upload_report};
-use super::super::layout_v2::{
+use super::super::maker::{device_kind, elapsed_ns};
+use super::image::{check_payload, shipped_header};
+use super::layout::{
     lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state,
 };
-use super::upload_v2::{check_payload, shipped_header};
-use super::v2_state::{Pool, Seg, V2Run};
-use super::{device_kind, elapsed_ns, RuntimeMaker};
+use super::run::{Pool, Seg, V2Run};
+use super::MakerV2;
 use crate::{Error, ErrorKind, Result};
 
 /// Where a v2 upload goes, and the caller's bytes around the image.
@@ -69,51 +70,49 @@ struct Shipped {
 /// the image's start + `to` (negative: the frame before it).
 type Part = (i64, *const u8, u64);
 
-impl RuntimeMaker {
+impl MakerV2 {
     /// Ships the run to the maker's device region: `[before | compact image
     /// | after]`, the image at `device_image()` (the contract is
-    /// `lrt_runtime_maker_v2_upload`'s). `State` before `v2_begin_run`,
+    /// `lrt_runtime_maker_v2_upload`'s). `State` before `begin_run`,
     /// with an orchestrator error latched, or on a maker without a region
     /// of its own; `OutOfRange` for N outside `[0, W]`; `InvalidArgument`
     /// for a frame longer than its room or a live payload whose regions are
     /// not inside the used pools: nothing is copied then. `Device` when a
     /// copy fails.
-    pub fn v2_upload(&mut self, before: &[u8], after: &[u8]) -> Result<lrt_upload_report> {
-        let n = self.v2_live()?;
-        let v2 = self.v2_state("v2_upload")?;
-        if self.image.is_null() {
+    pub fn upload(&mut self, before: &[u8], after: &[u8]) -> Result<lrt_upload_report> {
+        let n = self.live()?;
+        let region = &self.core.region;
+        if region.base().is_null() {
             return Err(Error::state(
                 "this maker has no device region of its own: name the destination with \
                  v2_upload_frame, or lend a region with set_device_image",
             ));
         }
         let (bl, al) = (before.len() as u64, after.len() as u64);
-        if bl > v2.frame_before || al > v2.frame_after {
+        if bl > self.frame_before || al > self.frame_after {
             return Err(Error::invalid_argument(format!(
                 "frames of {bl} and {al} bytes; the maker has room for {} and {}",
-                v2.frame_before, v2.frame_after
+                self.frame_before, self.frame_after
             )));
         }
-        let off = self.v2_image_off();
         let frame = V2Frame {
-            image: self.image.wrapping_add(off),
-            room: v2.device_len - off as u64,
+            image: region.image(),
+            room: region.need() - region.image_offset() as u64,
             before,
             after,
         };
-        self.v2_ship(n, &frame)
+        self.ship(n, &frame)
     }
 
     /// Ships the run to `f`: `f.before` at `f.image - f.before.len()`, the
     /// compact image at `f.image`, `f.after` right after it (the contract
     /// is `lrt_runtime_maker_v2_upload_frame`'s). The errors of
-    /// `v2_upload` (but a frame may be longer than its room), and
+    /// `upload` (but a frame may be longer than its room), and
     /// `InvalidArgument` for a NULL or unaligned image address or a frame
     /// before that would start below address 0, `OutOfRange` when the image
     /// and the frame after do not fit `f.room`.
-    pub fn v2_upload_frame(&mut self, f: &V2Frame<'_>) -> Result<lrt_upload_report> {
-        let n = self.v2_live()?;
-        let v2 = self.v2_state("v2_upload_frame")?;
+    pub fn upload_frame(&mut self, f: &V2Frame<'_>) -> Result<lrt_upload_report> {
+        let n = self.live()?;
         if f.image.is_null() || f.image as usize % 64 != 0 {
             return Err(Error::invalid_argument(format!(
                 "the image's device address {:p} is not a non-NULL multiple of 64",
@@ -127,7 +126,7 @@ impl RuntimeMaker {
                 f.image
             )));
         }
-        let image = v2.run.image_segments(n).end;
+        let image = self.run.image_segments(n).end;
         let need = image + f.after.len() as u64;
         if f.room < need {
             return Err(Error::out_of_range(format!(
@@ -137,25 +136,24 @@ impl RuntimeMaker {
                 f.after.len()
             )));
         }
-        self.v2_ship(n, f)
+        self.ship(n, f)
     }
 
     /// The checks every route relies on, the route, the copies; then the
     /// run is over (shipped or failed) and remembered for the next guess.
-    fn v2_ship(&mut self, n: u64, f: &V2Frame<'_>) -> Result<lrt_upload_report> {
+    fn ship(&mut self, n: u64, f: &V2Frame<'_>) -> Result<lrt_upload_report> {
         let t0 = Instant::now();
-        let v2 = self.v2_state("v2 upload")?;
-        let in_place = v2.run.exact(n);
-        let auto = self.policy == lrt_upload_policy::LRT_UPLOAD_AUTO;
-        let direct = if auto && !in_place && v2.run.spec.is_none() {
-            if !v2.measured {
+        let in_place = self.run.exact(n);
+        let auto = self.core.policy == lrt_upload_policy::LRT_UPLOAD_AUTO;
+        let direct = if auto && !in_place && self.run.spec.is_none() {
+            if !self.measured {
                 // The measurement writes to the destination: only once
                 // every region is known good.
-                v2.run
-                    .check_regions(&self.mirror, std::ptr::null_mut(), n)?;
-                self.ensure_v2_model(f, n);
+                self.run
+                    .check_regions(&self.core.mirror, std::ptr::null_mut(), n)?;
+                self.measure_model(f, n);
             }
-            let (c, parts) = self.direct_parts(n, f)?;
+            let (c, parts) = self.direct_parts(n, f);
             self.direct_is_cheaper(&c, &parts, f).then_some((c, parts))
         } else {
             None
@@ -164,19 +162,15 @@ impl RuntimeMaker {
             Some((c, parts)) => self.ship_direct(n, f.image, &c, &parts, t0)?,
             None => self.ship_one(n, f, in_place, t0)?,
         };
-        if let Some(v2) = self.v2.as_mut() {
-            v2.run.remember(n);
-        }
+        self.run.remember(n);
         // Shipped or failed, the run is over for the device and the image.
-        self.in_run = false;
-        self.uploaded = shipped.copied.is_ok();
+        self.core.end_upload(f.image, shipped.copied.is_ok());
         shipped.copied?;
-        self.shipped_to = f.image;
         Ok(lrt_upload_report {
             total_tasks: n as i32,
             copies: shipped.copies,
             bytes: shipped.bytes,
-            zero_ns: self.last_zero_ns,
+            zero_ns: self.core.last_zero_ns,
             relocate_ns: shipped.relocate_ns,
             copy_ns: shipped.copy_ns,
             path: shipped.path,
@@ -185,26 +179,27 @@ impl RuntimeMaker {
 
     /// AUTO's model for v2, measured once, into this upload's destination
     /// (the image and the frame after it are written next anyway).
-    fn ensure_v2_model(&mut self, f: &V2Frame<'_>, n: u64) {
-        let Some(v2) = self.v2.as_ref() else { return };
-        if v2.measured {
-            return;
-        }
-        let len = v2.run.image_segments(n).end + f.after.len() as u64;
+    fn measure_model(&mut self, f: &V2Frame<'_>, n: u64) {
+        let len = self.run.image_segments(n).end + f.after.len() as u64;
         // SAFETY: the destination holds `len <= f.room` writable bytes from
-        // f.image on (checked by the caller), not yet meaningful.
-        self.model = unsafe { self.measure_into(f.image, len as usize) };
-        if let Some(v2) = self.v2.as_mut() {
-            v2.measured = true;
-        }
+        // f.image on (checked by the caller), not yet meaningful; the
+        // staging buffer is distinct from the mirror.
+        unsafe {
+            self.core
+                .measure_model(f.image, len as usize, Some(&self.staging))
+        };
+        self.measured = true;
     }
 
     /// The parts the direct route would copy for `n` tasks, in the image's
     /// order (empty ones left out).
-    fn direct_parts(&self, n: u64, f: &V2Frame<'_>) -> Result<(lrt_v2_segments, Vec<Part>)> {
-        let v2 = self.v2_state("v2 upload")?;
-        let (ms, c, u) = (v2.run.segments(), v2.run.image_segments(n), v2.run.used);
-        let from = |off: u64| V2Run::at::<u8>(&self.mirror, off).cast_const();
+    fn direct_parts(&self, n: u64, f: &V2Frame<'_>) -> (lrt_v2_segments, Vec<Part>) {
+        let (ms, c, u) = (
+            self.run.segments(),
+            self.run.image_segments(n),
+            self.run.used,
+        );
+        let from = |off: u64| V2Run::at::<u8>(&self.core.mirror, off).cast_const();
         // The header and the descriptors are adjacent in both layouts (the
         // descriptors start at the header's size rounded to 64, whatever
         // the pitch), so they are one part.
@@ -231,15 +226,15 @@ impl RuntimeMaker {
         ));
         parts.push((c.end as i64, f.after.as_ptr(), f.after.len() as u64));
         parts.retain(|p| p.2 > 0);
-        Ok((c, parts))
+        (c, parts)
     }
 
     /// Whether the direct route costs less than the one copy, by the model.
     fn direct_is_cheaper(&self, c: &lrt_v2_segments, parts: &[Part], f: &V2Frame<'_>) -> bool {
         let bytes = parts.iter().map(|p| p.2).sum::<u64>();
         let (own, staged) = self.frames_apart(f);
-        let direct = self.model.cost(parts.len() as u32, bytes, 0);
-        let one = self.model.cost(
+        let direct = self.core.model.cost(parts.len() as u32, bytes, 0);
+        let one = self.core.model.cost(
             1 + own,
             c.end + f.before.len() as u64 + f.after.len() as u64,
             c.end + staged,
@@ -250,14 +245,11 @@ impl RuntimeMaker {
     /// For the one copy: how many frames travel on their own (longer than
     /// their room in the staging buffer), and the bytes of those staged.
     fn frames_apart(&self, f: &V2Frame<'_>) -> (u32, u64) {
-        let Some(v2) = self.v2.as_ref() else {
-            return (0, 0);
-        };
         let mut own = 0;
         let mut staged = 0;
         for (len, room) in [
-            (f.before.len() as u64, v2.frame_before),
-            (f.after.len() as u64, v2.frame_after),
+            (f.before.len() as u64, self.frame_before),
+            (f.after.len() as u64, self.frame_after),
         ] {
             if len > room {
                 own += 1;
@@ -278,7 +270,7 @@ impl RuntimeMaker {
         for (k, &(to, src, len)) in parts.iter().enumerate() {
             let dst = image.wrapping_offset(to as isize);
             // SAFETY: the caller's contract.
-            if let Err(e) = unsafe { self.device.copy_to(dst, src, len as usize) } {
+            if let Err(e) = unsafe { self.core.device.copy_to(dst, src, len as usize) } {
                 let e = Error::new(
                     device_kind(&e, ErrorKind::Device),
                     format!(
@@ -303,23 +295,24 @@ impl RuntimeMaker {
         t0: Instant,
     ) -> Result<Shipped> {
         let (own, _) = self.frames_apart(f);
-        let v2 = self.v2_state("v2 upload")?;
-        let b = v2.image_start();
-        let buf = match (in_place, &v2.image_buf, &self.staging) {
-            (true, Some(buf), _) | (false, _, Some(buf)) => buf,
-            _ => return Err(Error::internal("v2 maker without its buffers")),
+        let b = self.image_start();
+        // A run claimed in place is in the image buffer (`exact` holds only
+        // with one); any other is gathered into the staging buffer.
+        let (buf, pins) = match (in_place, &self.image_buf) {
+            (true, Some((buf, pins))) => (buf, *pins),
+            _ => (&self.staging, self.staging_pins),
         };
-        let at = v2.stage_off as usize;
+        let at = self.stage_off as usize;
         let out = buf.as_ptr().wrapping_add(at);
         let seg = if in_place {
-            v2.run.check_regions(&self.mirror, b, n)?;
-            let seg = v2.run.image_segments(n);
+            self.run.check_regions(&self.core.mirror, b, n)?;
+            let seg = self.run.image_segments(n);
             // SAFETY: the image buffer's image starts with room for the
             // header, which the mirror's header is copied into (64-aligned,
             // distinct mappings); the shipped header's pointers are NULL.
             unsafe {
                 std::ptr::copy_nonoverlapping(
-                    V2Run::header(&self.mirror).cast::<u8>(),
+                    V2Run::header(&self.core.mirror).cast::<u8>(),
                     out,
                     size_of::<lrt_v2_sm_header>(),
                 );
@@ -332,13 +325,13 @@ impl RuntimeMaker {
             // than that mirror, and stage_off is 64-aligned in the
             // page-aligned mapping; it is distinct from the mirror and the
             // image buffer.
-            unsafe { v2.run.compact_into(&self.mirror, b, n, out) }?
+            unsafe { self.run.compact_into(&self.core.mirror, b, n, out) }?
         };
         // Frames that fit their rooms join the one copy; a longer one is a
         // part of its own.
         let (bl, al) = (f.before.len(), f.after.len());
-        let staged_before = bl as u64 <= v2.frame_before;
-        let staged_after = al as u64 <= v2.frame_after;
+        let staged_before = bl as u64 <= self.frame_before;
+        let staged_after = al as u64 <= self.frame_after;
         let start = at - if staged_before { bl } else { 0 };
         let end = at + seg.end as usize + if staged_after { al } else { 0 };
         // SAFETY: a staged frame fits its room in the buffer (checked just
@@ -373,11 +366,8 @@ impl RuntimeMaker {
         // Pinned as far as the runs use it, grown to the next power of two
         // of bytes so that a steady workload pins once.
         let pin_end = end.next_power_of_two().min(buf.len());
-        if in_place {
-            self.pins.ensure_image(&*self.device, 0, pin_end);
-        } else {
-            self.pins.ensure_staging(&*self.device, 0, pin_end);
-        }
+        let core = &mut self.core;
+        core.pins.ensure(pins, &*core.device, 0, pin_end);
         // SAFETY: the parts lie inside the buffer or the caller's frames;
         // the destination holds the frame before below f.image and the
         // image and the frame after from it on (the frame's contract).
@@ -404,9 +394,9 @@ impl RuntimeMaker {
         parts: &[Part],
         t0: Instant,
     ) -> Result<Shipped> {
-        let ms = self.v2_state("v2 upload")?.run.segments();
+        let ms = self.run.segments();
         self.retake_in_mirror(n, &ms, c, true)?;
-        let h = V2Run::header(&self.mirror);
+        let h = V2Run::header(&self.core.mirror);
         // SAFETY: the header is plain data at the mirror's start.
         let saved = unsafe { *h };
         // SAFETY: as above; no other reference to it is live.
@@ -449,9 +439,8 @@ impl RuntimeMaker {
         to: &lrt_v2_segments,
         check: bool,
     ) -> Result<()> {
-        let v2 = self.v2_state("v2 upload")?;
-        let ms = v2.run.segments();
-        let parts = v2.run.pool_parts(&self.mirror, std::ptr::null_mut());
+        let ms = self.run.segments();
+        let parts = self.run.pool_parts(&self.core.mirror, std::ptr::null_mut());
         let d_pay = to.payloads as i64 - from.payloads as i64;
         // The payload's offset fields in memory order: tensors, scalars, fanin.
         let shift = [Pool::Tensors, Pool::Scalars, Pool::Fanin]
@@ -459,8 +448,8 @@ impl RuntimeMaker {
         let state_size = size_of::<lrt_v2_task_slot_state>() as i64;
         let pay0 = to.payloads as i64 - to.slot_states as i64 - 8;
         let task0 = to.descriptors as i64 - to.slot_states as i64 - 12;
-        let pays = V2Run::at::<lrt_v2_task_payload>(&self.mirror, ms.payloads);
-        let states = V2Run::at::<lrt_v2_task_slot_state>(&self.mirror, ms.slot_states);
+        let pays = V2Run::at::<lrt_v2_task_payload>(&self.core.mirror, ms.payloads);
+        let states = V2Run::at::<lrt_v2_task_slot_state>(&self.core.mirror, ms.slot_states);
         for i in 0..n as usize {
             // SAFETY: slot i < n <= W of the mirror: a payload and a slot
             // state, plain data, 64-aligned; nothing else refers to them.

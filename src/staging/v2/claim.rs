@@ -28,27 +28,21 @@
 use std::ffi::c_void;
 
 use super::super::abi::{
-    lrt_upload_policy, lrt_v2_task_slot, LRT_TASK_COMPLETED, LRT_TASK_KIND_DUMMY,
-    LRT_TASK_KIND_GRAPH, LRT_TASK_KIND_KERNEL, LRT_TASK_PENDING,
+    lrt_v2_task_slot, LRT_TASK_COMPLETED, LRT_TASK_KIND_DUMMY, LRT_TASK_KIND_GRAPH,
+    LRT_TASK_KIND_KERNEL, LRT_TASK_PENDING,
 };
-use super::super::layout::{
-    lrt_task_descriptor, segment_offsets, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS,
+use super::super::align::round_up;
+use super::super::maker::ClaimDesc;
+use super::super::mirror::Mapping;
+use super::super::v1::layout::{
+    lrt_task_descriptor, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS,
 };
-use super::super::layout_v2::{
-    lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state, rel_encode,
-    round_up, v2_mirror_extents, v2_ring_segment_offsets, V2PoolUse, LRT_V2_FANIN_ROUND,
+use super::layout::{
+    lrt_v2_task_payload, lrt_v2_task_slot_state, rel_encode, V2PoolUse, LRT_V2_FANIN_ROUND,
     LRT_V2_SCALAR_ROUND, LRT_V2_TENSOR_BYTES,
 };
-use super::super::mirror::Mapping;
-use super::super::pin::MakerPins;
-use super::v2_state::{Pool, Seg, V2Run, V2State};
-use super::{
-    device_region, elapsed_ns, BorrowedImage, ClaimDesc, MakerConfig, Parts, RuntimeMaker,
-};
-use crate::device::Device;
+use super::run::{Pool, Seg, V2Run};
 use crate::{Error, Result};
-use std::sync::Arc;
-use std::time::Instant;
 
 /// One tensor record, opaque to leanrt.
 pub type TensorRecord = [u8; LRT_V2_TENSOR_BYTES];
@@ -61,12 +55,12 @@ pub struct V2ClaimDesc<'a> {
     /// packed buffer (a graph shell ignores mask, attributes, blocks and
     /// kernel ids: it dispatches nothing).
     pub task: ClaimDesc<'a>,
-    /// Tensor records of the task, at most 32.
+    /// Tensor records of the task, at most `LRT_MAX_TENSORS`.
     pub tensor_count: usize,
     /// The records, copied into the task's region; `None` reserves the
     /// region for the host to write through `lrt_v2_task_slot::tensors`.
     pub tensors: Option<&'a [TensorRecord]>,
-    /// Scalars of the task, at most 16.
+    /// Scalars of the task, at most `LRT_MAX_SCALARS`.
     pub scalar_count: usize,
     /// The scalars, copied; `None` reserves the region (its tail beyond the
     /// count is zeroed either way).
@@ -74,182 +68,6 @@ pub struct V2ClaimDesc<'a> {
     /// An outer graph task: kind GRAPH, no tensor or scalar region (both
     /// counts must be 0), fanin bound as for any task.
     pub graph_shell: bool,
-}
-
-/// The largest frame before or after a v2 image.
-const MAX_FRAME: u64 = 1 << 30;
-
-impl RuntimeMaker {
-    /// Creates a layout-v2 maker (`RuntimeMaker::new` with
-    /// `cfg.layout = LRT_LAYOUT_V2`): resolves the window and the heap size as
-    /// for v1, maps the untouched mirror (pools of `cfg.v2_pools`, 0 = the
-    /// reference's) and staging buffer, allocates the device image once
-    /// (frames + the reference's mirror size + 64) unless `borrowed` lends
-    /// one (at least that long). `InvalidArgument` for the FULL policy, a
-    /// frame above 2^30 bytes, a pool above the reference's or a NULL or too
-    /// small borrowed region.
-    pub(super) fn new_v2(
-        cfg: &MakerConfig,
-        device: Arc<dyn Device>,
-        borrowed: Option<BorrowedImage>,
-    ) -> Result<Self> {
-        let resolved = cfg.resolve()?;
-        let window = resolved.window;
-        if cfg.policy == lrt_upload_policy::LRT_UPLOAD_FULL {
-            return Err(Error::invalid_argument(
-                "LRT_UPLOAD_FULL ships v1's whole image; a v2 maker ships the compact image",
-            ));
-        }
-        if cfg.frame_before > MAX_FRAME || cfg.frame_after > MAX_FRAME {
-            return Err(Error::invalid_argument(format!(
-                "frames of {} and {} bytes: at most {MAX_FRAME} each",
-                cfg.frame_before, cfg.frame_after
-            )));
-        }
-        let reference = v2_ring_segment_offsets(window)?;
-        let full = v2_mirror_extents(window);
-        let pick = |what: &str, asked: u64, cap: u64| -> Result<u64> {
-            match asked {
-                0 => Ok(cap),
-                a if a <= cap => Ok(a),
-                a => Err(Error::invalid_argument(format!(
-                    "a {what} pool of {a} elements is larger than the reference's {cap}"
-                ))),
-            }
-        };
-        let caps = V2PoolUse {
-            fanin_ids: pick("fanin", cfg.v2_pools.fanin_ids, full.fanin_ids)?,
-            tensors: pick("tensor", cfg.v2_pools.tensors, full.tensors)?,
-            scalars: pick("scalar", cfg.v2_pools.scalars, full.scalars)?,
-        };
-        let run = V2Run::new(window, caps, reference.end);
-        let mirror_len = run.segments().end;
-        // No compact image is larger than the reference's mirror.
-        let stage_off = round_up(cfg.frame_before, 64);
-        let len = (stage_off + reference.end + cfg.frame_after) as usize;
-        let mirror = Mapping::new(mirror_len as usize)?;
-        let staging = Mapping::new(len)?;
-        // 64 bytes more on the device, for aligning a region that is not.
-        let device_len = len as u64 + 64;
-        // A v2 maker may have no region (NULL, 0): its uploads then name
-        // their destination.
-        let (image, owned) = match borrowed {
-            Some(b) if b.ptr.is_null() && b.len == 0 => (std::ptr::null_mut(), None),
-            _ => device_region(&device, borrowed, device_len)?,
-        };
-        // Claims go straight into the image they ship while a run repeats
-        // the last one's shape; a fresh mirror every run (the reference's
-        // own path, a baseline) has none.
-        let image_buf = match cfg.fresh_mirror {
-            true => None,
-            false => Some(Mapping::new(len)?),
-        };
-        let seg = segment_offsets(window)?;
-        // SAFETY: the maker releases its pins before the mappings they
-        // cover are unmapped (Drop).
-        let pins = unsafe {
-            MakerPins::staging_only(cfg.pin_mirror, seg, window, &staging, image_buf.as_ref())
-        };
-        let parts = Parts {
-            seg,
-            mirror,
-            staging: Some(staging),
-            pins,
-            image,
-            owned,
-            v2: Some(V2State {
-                run,
-                device_len,
-                stage_off,
-                frame_before: cfg.frame_before,
-                frame_after: cfg.frame_after,
-                image_buf,
-                measured: false,
-            }),
-        };
-        Ok(Self::assemble(
-            cfg,
-            device,
-            window,
-            resolved.heap_size,
-            parts,
-        ))
-    }
-
-    /// The v2 state, or `InvalidArgument` naming the v2 call `what` on a
-    /// v1 maker.
-    pub(super) fn v2_state(&self, what: &str) -> Result<&V2State> {
-        self.v2.as_ref().ok_or_else(|| {
-            Error::invalid_argument(format!(
-                "{what} builds the v2 image; this maker was created with layout v1"
-            ))
-        })
-    }
-
-    /// Starts a v2 run: a fresh mirror with `fresh_mirror`, then the header
-    /// as the reference's `init_per_ring` writes it (zeroed, then every
-    /// field; the list is `lrt_runtime_maker_v2_begin_run`'s contract); the
-    /// pools' cursors reset. Returns the mirror's header.
-    pub fn v2_begin_run(&mut self) -> Result<*mut lrt_v2_sm_header> {
-        self.v2_state("v2_begin_run")?;
-        let t0 = Instant::now();
-        if self.fresh_mirror {
-            // The baseline's "allocate a new image every run".
-            self.mirror = Mapping::new(self.mirror.len())?;
-        }
-        let heap_size = self.heap_size;
-        let Some(v2) = self.v2.as_mut() else {
-            return Err(Error::internal("v2 state vanished"));
-        };
-        let b = v2.image_start();
-        let h = v2.run.begin(&self.mirror, b, heap_size);
-        self.last_zero_ns = elapsed_ns(t0);
-        self.run_open = true;
-        self.in_run = true;
-        Ok(h)
-    }
-
-    /// Claims slot `current_task_index` for the task `d` describes (the
-    /// claim semantics of this module; the field list is
-    /// `lrt_runtime_maker_v2_claim_slot`'s contract). `State` before
-    /// `v2_begin_run` or with an orchestrator error latched; the rest as
-    /// `V2Run::claim`.
-    pub fn v2_claim_slot(&mut self, d: &V2ClaimDesc<'_>) -> Result<lrt_v2_task_slot> {
-        self.v2_state("v2_claim_slot")?;
-        if !self.run_open {
-            return Err(Error::state("v2_claim_slot before v2_begin_run"));
-        }
-        let Some(v2) = self.v2.as_mut() else {
-            return Err(Error::internal("v2 state vanished"));
-        };
-        let b = v2.image_start();
-        v2.run.claim(&self.mirror, b, d)
-    }
-
-    /// The v2 mirror's segments (pools at this maker's capacities).
-    pub fn v2_mirror_segments(&self) -> Result<lrt_v2_segments> {
-        Ok(self.v2_state("v2_mirror_segments")?.run.segments())
-    }
-
-    /// The pools' capacities in elements (`cfg.v2_pools` resolved).
-    pub fn v2_pool_capacities(&self) -> Result<V2PoolUse> {
-        Ok(self.v2_state("v2_pool_capacities")?.run.capacities())
-    }
-
-    /// For a host that wrote the run into the mirror itself: what its pools
-    /// hold (`V2Run::set_host_use`; the contract is
-    /// `lrt_runtime_maker_v2_set_pool_use`'s). `State` before
-    /// `v2_begin_run`.
-    pub fn v2_set_pool_use(&mut self, used: V2PoolUse) -> Result<()> {
-        self.v2_state("v2_set_pool_use")?;
-        if !self.run_open {
-            return Err(Error::state("v2_set_pool_use before v2_begin_run"));
-        }
-        let Some(v2) = self.v2.as_mut() else {
-            return Err(Error::internal("v2 state vanished"));
-        };
-        v2.run.set_host_use(used)
-    }
 }
 
 impl V2Run {

@@ -1,5 +1,6 @@
-use super::super::super::layout::MAX_TASK_WINDOW;
-use super::super::super::layout_v2::{rel_decode, v2_image_segments, v2_ring_segment_offsets};
+use super::super::super::abi::LRT_MAX_TASK_WINDOW;
+use super::super::layout::{lrt_v2_segments, lrt_v2_sm_header, rel_decode};
+use super::super::segments::{v2_image_segments, v2_ring_segment_offsets};
 use super::*;
 use crate::ErrorKind;
 
@@ -483,7 +484,7 @@ fn a_broken_region_is_refused_at_compaction() {
 
 #[test]
 fn the_largest_window_keeps_every_offset_in_reach() {
-    let w = MAX_TASK_WINDOW;
+    let w = LRT_MAX_TASK_WINDOW;
     let run = V2Run::new(
         w,
         reference_caps(w),

@@ -1,5 +1,5 @@
-//! The v2 upload: the compact image of a run assembled from the mirror for
-//! the one copy, and the maker's v2 upload around it.
+//! The compact image of a v2 run, assembled from the mirror (and the image
+//! buffer) for the one copy, and the checks every upload makes first.
 //!
 //! Compaction (the reference's `compact_live_image`): the header copied with
 //! its four pointers NULL and `orchestrator_done = 1`; the live prefix of each
@@ -13,14 +13,14 @@
 //! image is considered valid; the mirror itself is never changed.
 use std::mem::size_of;
 
-use super::super::layout::{LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS};
-use super::super::layout_v2::{
+use super::super::mirror::Mapping;
+use super::super::v1::layout::{LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS};
+use super::layout::{
     lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state, rel_decode,
     v2_offsets,
 };
-use super::super::mirror::Mapping;
-use super::v2_state::{Pool, Seg, V2Run};
-use super::RuntimeMaker;
+use super::run::{Pool, Seg, V2Run};
+use super::MakerV2;
 use crate::{Error, Result};
 
 /// The chunk of payloads copied and then re-taken while hot.
@@ -353,48 +353,43 @@ impl PoolPart {
     }
 }
 
-impl RuntimeMaker {
-    /// The compact image the next v2 upload ships, for the run as it stands
+impl MakerV2 {
+    /// The compact image the next upload ships, for the run as it stands
     /// (N = `current_task_index`, the pools as used).
-    pub fn v2_image_segments(&self) -> Result<lrt_v2_segments> {
-        let v2 = self.v2_state("v2_image_segments")?;
-        let n = V2Run::current_index(&self.mirror).clamp(0, self.window as i32) as u64;
-        Ok(v2.run.image_segments(n))
+    pub fn image_segments(&self) -> lrt_v2_segments {
+        let n = V2Run::current_index(&self.core.mirror).clamp(0, self.core.window as i32) as u64;
+        self.run.image_segments(n)
     }
 
-    /// N and the checks every v2 upload makes before anything is copied:
-    /// `State` before `v2_begin_run` or with `orch_error_code` latched,
+    /// N and the checks every upload makes before anything is copied:
+    /// `State` before `begin_run` or with `orch_error_code` latched,
     /// `OutOfRange` for N outside `[0, W]`.
-    pub(super) fn v2_live(&self) -> Result<u64> {
-        self.v2_state("v2 upload")?;
-        if !self.run_open {
-            return Err(Error::state("v2 upload before v2_begin_run"));
-        }
-        let latched = V2Run::orch_error(&self.mirror);
+    pub(super) fn live(&self) -> Result<u64> {
+        self.core.require_open("v2 upload before v2_begin_run")?;
+        let latched = V2Run::orch_error(&self.core.mirror);
         if latched != 0 {
             return Err(Error::state(format!(
                 "the orchestrator latched error {latched}: an incomplete graph is not uploaded"
             )));
         }
-        let n = V2Run::current_index(&self.mirror);
-        if n < 0 || n as u64 > self.window {
+        let n = V2Run::current_index(&self.core.mirror);
+        let window = self.core.window;
+        if n < 0 || n as u64 > window {
             return Err(Error::out_of_range(format!(
-                "total_tasks (current_task_index) {n} is outside [0, {}]",
-                self.window
+                "total_tasks (current_task_index) {n} is outside [0, {window}]"
             )));
         }
         Ok(n as u64)
     }
 
     /// Writes the compact image of the run to `out` (64-aligned, at least
-    /// `v2_image_segments().end` bytes), as `v2_upload` would ship it, and
+    /// `image_segments().end` bytes), as `upload` would ship it, and
     /// returns its segments: for a host that ships the image itself, and
-    /// for measuring the reference's own path. The checks of `v2_upload`
+    /// for measuring the reference's own path. The checks of `upload`
     /// apply; `InvalidArgument` for an unaligned or short `out`.
-    pub fn v2_compact_into(&mut self, out: &mut [u8]) -> Result<lrt_v2_segments> {
-        let n = self.v2_live()?;
-        let v2 = self.v2_state("v2_compact_into")?;
-        let need = v2.run.image_segments(n).end as usize;
+    pub fn compact_into(&mut self, out: &mut [u8]) -> Result<lrt_v2_segments> {
+        let n = self.live()?;
+        let need = self.run.image_segments(n).end as usize;
         if out.as_ptr() as usize % 64 != 0 || out.len() < need {
             return Err(Error::invalid_argument(format!(
                 "the output buffer must be 64-aligned and hold {need} bytes ({} at {:p})",
@@ -405,8 +400,8 @@ impl RuntimeMaker {
         // SAFETY: `out` is a live exclusive slice of at least `need` bytes,
         // so it cannot overlap the maker's mirror or image buffer.
         unsafe {
-            v2.run
-                .compact_into(&self.mirror, v2.image_start(), n, out.as_mut_ptr())
+            self.run
+                .compact_into(&self.core.mirror, self.image_start(), n, out.as_mut_ptr())
         }
     }
 }

@@ -1,0 +1,112 @@
+//! What LRT_UPLOAD_AUTO decides with, in every generation: a copy costs a
+//! fixed latency plus bytes over the device's bandwidth, a host gather bytes
+//! over the host's gather bandwidth. The figures are the device's own where
+//! it gives them, else measured once (when is the generation's: v1 at
+//! create, v2 at its first upload), else [`CostModel::FALLBACK`].
+use std::time::Instant;
+
+use super::super::mirror::Mapping;
+use super::{elapsed_ns, MakerCore};
+use crate::device::CopyCost;
+use crate::Result;
+
+/// The largest copy a measurement makes from the mirror.
+pub(crate) const MEASURE_MAX_BYTES: usize = 1 << 20;
+
+/// What AUTO decides with: the device's per-copy cost and the host's gather
+/// bandwidth.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostModel {
+    pub copy: CopyCost,
+    /// Bytes per nanosecond of a single-thread host gather (memcpy).
+    pub gather_bytes_per_ns: f64,
+}
+
+impl CostModel {
+    /// Figures of a CUDA copy from pageable memory on a current machine,
+    /// used when nothing better is known: 10 us per copy, 25 GB/s, a 6 GB/s
+    /// gather.
+    pub const FALLBACK: CostModel = CostModel {
+        copy: CopyCost {
+            latency_ns: 10_000.0,
+            bytes_per_ns: 25.0,
+        },
+        gather_bytes_per_ns: 6.0,
+    };
+
+    /// Estimated nanoseconds of `copies` copies of `bytes` bytes in all,
+    /// after gathering `gathered` bytes on the host.
+    pub(crate) fn cost(&self, copies: u32, bytes: u64, gathered: u64) -> f64 {
+        f64::from(copies) * self.copy.latency_ns
+            + bytes as f64 / self.copy.bytes_per_ns.max(1e-9)
+            + gathered as f64 / self.gather_bytes_per_ns.max(1e-9)
+    }
+}
+
+impl MakerCore {
+    /// Sets AUTO's cost model: the device's own figures if it gives them,
+    /// else the fastest of five 64-byte copies for the latency and one copy
+    /// of `len` bytes (at most 1 MiB, at least 64) for the bandwidth, from
+    /// the mirror's start to `dst`; and one host gather of the same size
+    /// into `gather` (None, or one shorter than that: the fallback's gather
+    /// figure). A failed measurement falls back to [`CostModel::FALLBACK`]
+    /// with a warning.
+    ///
+    /// # Safety
+    /// `dst` must be device memory writable for `len` bytes (at least 64)
+    /// whose contents do not matter; `gather` is distinct from the mirror.
+    pub(crate) unsafe fn measure_model(
+        &mut self,
+        dst: *mut u8,
+        len: usize,
+        gather: Option<&Mapping>,
+    ) {
+        let len = len.min(MEASURE_MAX_BYTES).min(self.mirror.len()).max(64);
+        let src = self.mirror.as_ptr();
+        let timed = |bytes: usize| -> Result<f64> {
+            let t0 = Instant::now();
+            // SAFETY: the mirror holds at least `len` bytes (above) and
+            // `dst` is writable for them (the caller's contract).
+            unsafe { self.device.copy_to(dst, src, bytes) }?;
+            Ok(elapsed_ns(t0) as f64)
+        };
+        let copy: Result<CopyCost> = match self.device.copy_cost() {
+            Some(c) => Ok(c),
+            None => (|| {
+                let mut latency = f64::MAX;
+                for _ in 0..5 {
+                    latency = latency.min(timed(64)?);
+                }
+                let big = timed(len)?;
+                Ok(CopyCost {
+                    latency_ns: latency,
+                    bytes_per_ns: len as f64 / (big - latency).max(1.0),
+                })
+            })(),
+        };
+        let copy = match copy {
+            Ok(c) => c,
+            Err(e) => {
+                crate::diag::warn(&format!(
+                    "could not measure the device's copy cost, using fallback figures: {e}"
+                ));
+                self.model = CostModel::FALLBACK;
+                return;
+            }
+        };
+        let gather_bytes_per_ns = match gather {
+            Some(buf) if buf.len() >= len => {
+                let t0 = Instant::now();
+                // SAFETY: both mappings hold at least len bytes and are
+                // distinct (the caller's contract).
+                unsafe { std::ptr::copy_nonoverlapping(src, buf.as_ptr(), len) };
+                len as f64 / (elapsed_ns(t0) as f64).max(1.0)
+            }
+            _ => CostModel::FALLBACK.gather_bytes_per_ns,
+        };
+        self.model = CostModel {
+            copy,
+            gather_bytes_per_ns,
+        };
+    }
+}
