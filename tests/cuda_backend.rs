@@ -9,12 +9,16 @@
 //!   target dir. Where it cannot be built they fail, saying why, unless
 //!   `LEANRT_SKIP_CUDA_MOCK=1` asks to skip them (then each prints
 //!   "skipped: no CUDA mock").
-//! * `gpu_*`: against the real driver (`libcuda.so.1`, or
-//!   `$LEANRT_CUDA_LIBRARY`); they print "skipped: no CUDA device" and return
-//!   where there is none. `scripts/gpu_check.sh` runs them on a GPU machine.
+//! * `gpu_*`: against the real driver (`libcuda.so.1`, else `libcuda.so`,
+//!   or `$LEANRT_CUDA_LIBRARY`). Where there is no device they fail, saying
+//!   why, unless `LEANRT_SKIP_GPU=1` asks to skip them (then each prints
+//!   "skipped: no CUDA device"; `scripts/test.sh` asks where there is no
+//!   GPU). `scripts/gpu_check.sh` runs them on a GPU machine.
 //!
 //! All tests take one lock: they share the process-wide mock state (and the
 //! GPU), so they run one at a time.
+mod prerequisites;
+
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::mem::size_of;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -165,23 +169,23 @@ fn mock() -> Option<&'static Mock> {
             m.reset();
             Some(m)
         }
-        Err(e) if std::env::var(SKIP_MOCK_ENV).is_ok_and(|v| v == "1") => {
-            println!("skipped: no CUDA mock ({SKIP_MOCK_ENV}=1): {e}");
+        Err(e) => {
+            prerequisites::missing(SKIP_MOCK_ENV, &format!("no CUDA mock: {e}"));
             None
         }
-        Err(e) => panic!(
-            "the CUDA mock cannot be built, so this test cannot run: {e}\n\
-             (set {SKIP_MOCK_ENV}=1 to skip the mock tests instead)"
-        ),
     }
 }
 
-/// The real device 0, or `None` with a printed skip line.
+/// The real device 0. Where there is none: a failure saying why, or, with
+/// `LEANRT_SKIP_GPU=1`, `None` and a printed skip line.
 fn gpu() -> Option<HostApi> {
     match cuda::open(0) {
         Ok(d) => Some(cdev::cuda_api(d).expect("this process owns the registry")),
         Err(e) if e.kind() == ErrorKind::Unavailable => {
-            println!("skipped: no CUDA device ({})", e.message());
+            prerequisites::missing(
+                prerequisites::SKIP_GPU_ENV,
+                &format!("no CUDA device ({})", e.message()),
+            );
             None
         }
         Err(e) => panic!("cuda::open(0) failed unexpectedly: {e:?}"),
