@@ -1137,7 +1137,8 @@ enum lrt_status lrt_host_api_host(struct lrt_host_api *out);
 /**
  * Fills `*out` with a device on CUDA device `device` (an ordinal from 0),
  * through the CUDA driver loaded at run time: the library named by the
- * environment variable LEANRT_CUDA_LIBRARY when set, else libcuda.so.1.
+ * environment variable LEANRT_CUDA_LIBRARY when set, else libcuda.so.1,
+ * else libcuda.so.
  *
  * The api holds a reference to the device's primary context until
  * lrt_host_api_release (a maker created on it holds its own, so the api may
@@ -1168,15 +1169,17 @@ void lrt_host_api_release(struct lrt_host_api *api);
 
 /**
  * Sends leanrt's warnings to `callback(ctx, level, message)` instead of the
- * default. By default leanrt prints nothing; with the environment variable
- * LEANRT_LOG=stderr and no callback installed, it writes one line per
- * message to standard error. A NULL `callback` removes the callback (back
+ * default. By default leanrt prints nothing; with no callback installed and
+ * the environment variable LEANRT_LOG set to anything but an empty value,
+ * `0` or `off` (any case), e.g. LEANRT_LOG=stderr, it writes one line per
+ * message to standard error (LEANRT_LOG=0 or off: silent, as unset). A NULL `callback` removes the callback (back
  * to the default). Installing replaces any earlier callback; the old one
  * may still receive a message that was being delivered while it was
  * replaced. Returns LRT_OK, or LRT_ERR_NO_MEMORY (nothing changed) when
  * the callback cannot be recorded for lack of memory.
  */
-enum lrt_status lrt_set_log_callback(lrt_log_fn callback, void *ctx);
+enum lrt_status lrt_set_log_callback(lrt_log_fn callback,
+                                     void *ctx);
 
 /**
  * Creates a pool from `opts` (which stay owned by the caller). On success

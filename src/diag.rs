@@ -4,10 +4,11 @@
 //!
 //! leanrt lives inside other people's processes, so by default it prints
 //! nothing. A host opts in either with the environment variable
-//! [`LOG_ENV`] (`LEANRT_LOG=stderr`: one line per message on standard
+//! [`LOG_ENV`] (e.g. `LEANRT_LOG=stderr`: one line per message on standard
 //! error) or by installing a sink ([`set_sink`]; the C surface exposes it as
-//! `lrt_set_log_callback`), which takes precedence over the variable.
-//! `LEANRT_LOG` unset, empty or `off` means silent.
+//! `lrt_set_log_callback`), which takes precedence over the variable. Which
+//! values of the variable do what is `lrt_set_log_callback`'s contract (any
+//! but empty, `0` or `off` sends to standard error; `env_wants_stderr`).
 //!
 //! `abi` holds the level and callback type as C sees them; the level is the
 //! core's own.

@@ -307,7 +307,8 @@ pub unsafe extern "C" fn lrt_host_api_host(out: *mut lrt_host_api) -> lrt_status
 
 /// Fills `*out` with a device on CUDA device `device` (an ordinal from 0),
 /// through the CUDA driver loaded at run time: the library named by the
-/// environment variable LEANRT_CUDA_LIBRARY when set, else libcuda.so.1.
+/// environment variable LEANRT_CUDA_LIBRARY when set, else libcuda.so.1,
+/// else libcuda.so.
 ///
 /// The api holds a reference to the device's primary context until
 /// lrt_host_api_release (a maker created on it holds its own, so the api may

@@ -7,9 +7,10 @@ use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 /// Sends leanrt's warnings to `callback(ctx, level, message)` instead of the
-/// default. By default leanrt prints nothing; with the environment variable
-/// LEANRT_LOG=stderr and no callback installed, it writes one line per
-/// message to standard error. A NULL `callback` removes the callback (back
+/// default. By default leanrt prints nothing; with no callback installed and
+/// the environment variable LEANRT_LOG set to anything but an empty value,
+/// `0` or `off` (any case), e.g. LEANRT_LOG=stderr, it writes one line per
+/// message to standard error (LEANRT_LOG=0 or off: silent, as unset). A NULL `callback` removes the callback (back
 /// to the default). Installing replaces any earlier callback; the old one
 /// may still receive a message that was being delivered while it was
 /// replaced. Returns LRT_OK, or LRT_ERR_NO_MEMORY (nothing changed) when

@@ -9,8 +9,12 @@
 //! the safe core, and map its [`Error`](crate::Error) to a status. Panics are
 //! caught there and reported as `LRT_ERR_INTERNAL`. No logic lives here.
 //!
-//! Where to find the Rust behind a C function: `lrt_<area>_*` is in
-//! `src/ffi/<area>.rs` (or `src/ffi/<area>/`), which calls `crate::<area>`.
+//! Where to find the Rust behind a C function: docs/ARCHITECTURE.md's
+//! table (the staging calls, `lrt_sm_*`, `lrt_v2_*` and
+//! `lrt_runtime_maker_*`, are in `staging/`; the pool's in `pool/`;
+//! `lrt_host_api_*` in `device.rs`; the log callback in `diag.rs`; the
+//! error and version calls in `boundary.rs`), each calling one function of
+//! the core.
 
 // The C surface documents its pointer rules in plain sentences for C
 // readers (they become the header's comments), not in `# Safety` sections.

@@ -1,4 +1,4 @@
-//! The CUDA backend: the CUDA driver API (`libcuda.so.1`), loaded with
+//! The CUDA backend: the CUDA driver API (`libcuda.so.1` or `libcuda.so`), loaded with
 //! `dlopen` at run time, so leanrt has no link-time CUDA dependency and
 //! builds and runs on machines without CUDA (where [`open`] reports
 //! `ErrorKind::Unavailable`).
@@ -81,7 +81,8 @@ fn open_on(driver: &'static Driver, ordinal: i32) -> Result<CudaDevice> {
 }
 
 /// CUDA device `ordinal` (0-based), through the driver library named by
-/// `$LEANRT_CUDA_LIBRARY` or `libcuda.so.1`. `ErrorKind::Unavailable`
+/// `$LEANRT_CUDA_LIBRARY`, else `libcuda.so.1`, else `libcuda.so`
+/// (`driver::DEFAULT_LIBRARIES`). `ErrorKind::Unavailable`
 /// without a CUDA driver, without devices, for an ordinal outside
 /// `[0, count)` ("no CUDA device N (found M)"), or in a forked child of a
 /// process that initialized the driver.
