@@ -26,7 +26,7 @@ int main(void) {
 
   /* ---- lrt_sm_ring_segment_offsets -------------------------------------- */
   const uint64_t bad_windows[] = {0,          1,          2,          3,          5,          6,         100,
-                                 16383,      16385,      1u << 19,   1ull << 30, 1ull << 31, 1ull << 32, 1ull << 40,
+                                 16383,      16385,      2 * LRT_MAX_TASK_WINDOW, 1ull << 30, 1ull << 31, 1ull << 32, 1ull << 40,
                                  UINT64_MAX};
   for (size_t i = 0; i < sizeof bad_windows / sizeof bad_windows[0]; i++) {
     segs = fill;
@@ -60,7 +60,7 @@ int main(void) {
   CHECK_STATUS(lrt_runtime_maker_create(&cfg, NULL, &m), LRT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(lrt_runtime_maker_create(&cfg, &api, NULL), LRT_ERR_INVALID_ARGUMENT);
   CHECK(m == sentinel);
-  const uint64_t bad_create_windows[] = {3, 5, 6, 48, 1000, 16385, 1u << 19, 1u << 20, (uint64_t)1 << 31, UINT64_MAX};
+  const uint64_t bad_create_windows[] = {3, 5, 6, 48, 1000, 16385, 2 * LRT_MAX_TASK_WINDOW, 1u << 20, (uint64_t)1 << 31, UINT64_MAX};
   for (size_t i = 0; i < sizeof bad_create_windows / sizeof bad_create_windows[0]; i++) {
     lrt_maker_config c = cfg;
     c.task_window = bad_create_windows[i];

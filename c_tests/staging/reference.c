@@ -52,7 +52,7 @@ static void check_segments(void) {
   /* The next window's image exceeds INT32_MAX bytes: refused, naming the
      largest window that fits. */
   lrt_sm_segments s;
-  CHECK_STATUS(lrt_sm_ring_segment_offsets(524288, &s), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_sm_ring_segment_offsets(2 * LRT_MAX_TASK_WINDOW, &s), LRT_ERR_INVALID_ARGUMENT);
   CHECK(error_contains_u64(LRT_MAX_TASK_WINDOW));
 }
 

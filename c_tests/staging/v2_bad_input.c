@@ -38,7 +38,7 @@ int main(void) {
   CHECK_STATUS(lrt_v2_image_segments(2, 0, 0, 33, &segs), LRT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(lrt_v2_image_segments(UINT64_MAX, 0, 0, 0, &segs), LRT_ERR_INVALID_ARGUMENT);
   CHECK(memcmp(&segs, &fill, sizeof segs) == 0);
-  CHECK_STATUS(lrt_v2_ring_segment_offsets(1u << 19, &segs), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_v2_ring_segment_offsets(2 * LRT_MAX_TASK_WINDOW, &segs), LRT_ERR_INVALID_ARGUMENT);
   CHECK(error_contains_u64(LRT_MAX_TASK_WINDOW));
 
   /* ---- create: layout, frames, pools --------------------------------- */

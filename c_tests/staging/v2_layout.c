@@ -105,7 +105,7 @@ static void check_tables(void) {
     CHECK_EQ_U64(s.end, s.scalar_pool + 8 * 16 * w);
     CHECK(s.end <= INT32_MAX);
   }
-  const uint64_t bad[] = {0, 3, 5, 16383, 1u << 19, (uint64_t)1 << 32, UINT64_MAX};
+  const uint64_t bad[] = {0, 3, 5, 16383, 2 * LRT_MAX_TASK_WINDOW, (uint64_t)1 << 32, UINT64_MAX};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     memset(&s, 0x5c, sizeof s);
     CHECK_STATUS(lrt_v2_ring_segment_offsets(bad[i], &s), LRT_ERR_INVALID_ARGUMENT);

@@ -26,7 +26,7 @@ const KNOWN_FLAGS: u32 = LRT_MAKER_PIN_MIRROR | LRT_MAKER_FRESH_MIRROR;
 /// booleans and its pools as one [`V2PoolUse`]. Each field means what the
 /// `lrt_maker_config` member of its name means (the header has the one
 /// doc). The default is `lrt_maker_config_init`'s.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MakerConfig {
     /// `task_window`.
     pub task_window: u64,
@@ -210,4 +210,57 @@ fn resolve_heap_size(configured: u64) -> Result<u64> {
         }
     }
     Ok(LRT_DEFAULT_HEAP_SIZE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two directions are one conversion: every member survives the
+    /// round trip, by name, and a C config with an unknown enum value or
+    /// flag is refused.
+    #[test]
+    fn the_c_form_round_trips_by_name() {
+        let cfg = MakerConfig {
+            task_window: 1024,
+            policy: lrt_upload_policy::LRT_UPLOAD_AUTO,
+            pin_mirror: true,
+            fresh_mirror: false,
+            heap_size: 4096,
+            layout: lrt_layout::LRT_LAYOUT_V2,
+            frame_before: 704,
+            frame_after: 32,
+            v2_pools: V2PoolUse {
+                fanin_ids: 1,
+                tensors: 2,
+                scalars: 3,
+            },
+        };
+        let c = cfg.to_c();
+        assert_eq!(c.flags, LRT_MAKER_PIN_MIRROR);
+        assert_eq!(
+            (c.v2_pool_fanin_ids, c.v2_pool_tensors, c.v2_pool_scalars),
+            (1, 2, 3)
+        );
+        // SAFETY: a live, readable config.
+        assert_eq!(unsafe { MakerConfig::from_c(&c) }.unwrap(), cfg);
+        let d = MakerConfig::default();
+        // SAFETY: as above.
+        assert_eq!(unsafe { MakerConfig::from_c(&d.to_c()) }.unwrap(), d);
+        let mut bad = c;
+        bad.flags = 4;
+        // SAFETY: as above.
+        assert!(unsafe { MakerConfig::from_c(&bad) }.is_err());
+        // What a C caller may store: any integer in the layout member, held
+        // as bytes (never read as an lrt_layout).
+        let mut raw = std::mem::MaybeUninit::new(c);
+        let p = raw.as_mut_ptr();
+        // SAFETY: the member lies inside `raw`; the repr(C) enum is stored
+        // as a u32.
+        unsafe { std::ptr::addr_of_mut!((*p).layout).cast::<u32>().write(7) };
+        // SAFETY: `raw` is readable; from_c reads the enum members as
+        // integers.
+        let e = unsafe { MakerConfig::from_c(raw.as_ptr()) }.unwrap_err();
+        assert!(e.message().contains("expected 0 or 1"), "{}", e.message());
+    }
 }
