@@ -146,7 +146,7 @@ fn each_layout_refuses_the_other_layouts_calls() {
     // The C handle's maker: one of the generations, chosen at create; a
     // call of the other generation's is refused at its door.
     let dev = FakeDevice::new();
-    let mut v2 = RuntimeMaker::new(&v2_config(16, 0, 0), dev.device()).unwrap();
+    let mut v2 = RuntimeMaker::create(&v2_config(16, 0, 0), dev.device(), None).unwrap();
     assert_eq!(v2.layout(), lrt_layout::LRT_LAYOUT_V2);
     let v1_call = |m: &mut RuntimeMaker, call: fn(&mut MakerV1) -> leanrt::Result<()>| {
         m.generation_mut::<MakerV1>()
@@ -166,12 +166,13 @@ fn each_layout_refuses_the_other_layouts_calls() {
         v1_call(&mut v2, |m| m.upload().map(drop)),
         ErrorKind::InvalidArgument
     );
-    let mut v1 = RuntimeMaker::new(
+    let mut v1 = RuntimeMaker::create(
         &MakerConfig {
             task_window: 16,
             ..MakerConfig::default()
         },
         dev.device(),
+        None,
     )
     .unwrap();
     assert_eq!(v1.layout(), lrt_layout::LRT_LAYOUT_V1);

@@ -70,23 +70,10 @@ impl Registered for MakerV2 {
 }
 
 impl RuntimeMaker {
-    /// A maker of the generation `cfg.layout` names (`MakerV1::new`,
-    /// `MakerV2::new`).
-    pub fn new(cfg: &MakerConfig, device: Arc<dyn Device>) -> Result<Self> {
-        Self::create(cfg, device, None)
-    }
-
-    /// As [`RuntimeMaker::new`], the uploads going to `image`, which the
-    /// caller lends (`MakerV1::with_image`, `MakerV2::with_image`).
-    pub fn with_image(
-        cfg: &MakerConfig,
-        device: Arc<dyn Device>,
-        image: BorrowedImage,
-    ) -> Result<Self> {
-        Self::create(cfg, device, Some(image))
-    }
-
-    fn create(
+    /// A maker of the generation `cfg.layout` names, its uploads going to
+    /// the region `borrowed` lends, else to one it allocates
+    /// (`MakerV1::new` / `with_image`, `MakerV2::new` / `with_image`).
+    pub fn create(
         cfg: &MakerConfig,
         device: Arc<dyn Device>,
         borrowed: Option<BorrowedImage>,

@@ -168,10 +168,7 @@ unsafe fn create(
     // SAFETY: the table's validity and thread rules are the caller's
     // contract.
     let device = unsafe { device_for_api(api) }?;
-    let maker = match image {
-        Some(image) => RuntimeMaker::with_image(&config, device, image)?,
-        None => RuntimeMaker::new(&config, device)?,
-    };
+    let maker = RuntimeMaker::create(&config, device, image)?;
     let handle = try_into_handle(lrt_runtime_maker(OneCall::new(maker)))?;
     // SAFETY: checked non-NULL; writable per the contract.
     unsafe { out.write(handle) };

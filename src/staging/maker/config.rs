@@ -38,7 +38,7 @@ pub struct MakerConfig {
     pub fresh_mirror: bool,
     /// `heap_size`.
     pub heap_size: u64,
-    /// `layout`: which generation `RuntimeMaker::new` (the C create) builds;
+    /// `layout`: which generation `RuntimeMaker::create` (the C create) builds;
     /// `MakerV1::new` and `MakerV2::new` build their own whatever it says.
     pub layout: lrt_layout,
     /// `frame_before`.
