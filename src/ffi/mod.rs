@@ -23,6 +23,7 @@ pub mod diag;
 pub mod pool;
 pub mod staging;
 pub mod status;
+mod symbol_versions;
 
 pub use boundary::{lrt_last_error, lrt_status_str, lrt_version};
 pub use status::lrt_status;
