@@ -7,4 +7,4 @@ add_test(NAME abi.exports_and_soname
 add_test(NAME abi.cargo_link
   COMMAND ${CMAKE_COMMAND} -DCC=${CMAKE_C_COMPILER} -DSRC=${CMAKE_CURRENT_SOURCE_DIR}/abi/cargo_link/main.c
           -DINCLUDE=${LEANRT_INCLUDE_DIR} -DDIR=${_leanrt_cargo_out}
-          -DWORK=${CMAKE_CURRENT_BINARY_DIR}/cargo_link -P ${CMAKE_CURRENT_SOURCE_DIR}/abi/cargo_link.cmake)
+          -DWORK=${CMAKE_CURRENT_BINARY_DIR}/cargo_link "-DEMULATOR=${LEANRT_TEST_EMULATOR}" -P ${CMAKE_CURRENT_SOURCE_DIR}/abi/cargo_link.cmake)
