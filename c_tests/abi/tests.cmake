@@ -21,3 +21,10 @@ add_test(NAME abi.cargo_link
   COMMAND ${CMAKE_COMMAND} -DCC=${CMAKE_C_COMPILER} -DSRC=${CMAKE_CURRENT_SOURCE_DIR}/abi/cargo_link/main.c
           -DINCLUDE=${LEANRT_INCLUDE_DIR} -DDIR=${_leanrt_cargo_out}
           -DWORK=${CMAKE_CURRENT_BINARY_DIR}/cargo_link "-DEMULATOR=${LEANRT_TEST_EMULATOR}" -P ${CMAKE_CURRENT_SOURCE_DIR}/abi/cargo_link.cmake)
+
+# The static library serves a shared object of a user's own too.
+add_test(NAME abi.static_in_shared
+  COMMAND ${CMAKE_COMMAND} -DCC=${CMAKE_C_COMPILER} -DSTATIC=${LEANRT_STATIC_LIB}
+          -DINCLUDE=${LEANRT_INCLUDE_DIR} -DSRC=${CMAKE_CURRENT_SOURCE_DIR}/abi/static_in_shared
+          -DWORK=${CMAKE_CURRENT_BINARY_DIR}/static_in_shared "-DEMULATOR=${LEANRT_TEST_EMULATOR}"
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/abi/static_in_shared.cmake)
