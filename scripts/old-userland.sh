@@ -53,6 +53,7 @@ for arch in "${TARGETS[@]}"; do
   root=$BASE/$SUITE-$debarch
   if [ ! -e "$root/.complete" ]; then
     rm -rf "$root"
+    mkdir -p "$BASE"
     echo "debootstrap $SUITE $debarch into $root"
     if [ "$arch" = x86_64 ]; then
       debootstrap --variant=minbase "$SUITE" "$root" "$MIRROR" > "$root.log" 2>&1
