@@ -97,8 +97,8 @@ fn symbol_versions(script: &std::path::Path, out_dir: &std::path::Path) {
 }
 
 /// (function, node) for every name listed in a version script's nodes
-/// (`NODE { global: a; b; local: *; } PARENT;`), in file order. Comments
-/// (`/* ... */`) and the `local:` part are skipped.
+/// (`NODE { global: a; b; local: *; };`, `NODE { global: c; } PARENT;`), in
+/// file order. Comments (`/* ... */`) and the `local:` part are skipped.
 fn version_nodes(text: &str) -> Vec<(String, String)> {
     let mut code = String::new();
     let mut rest = text;
@@ -110,15 +110,25 @@ fn version_nodes(text: &str) -> Vec<(String, String)> {
     }
     code.push_str(rest);
     let mut out = Vec::new();
-    let (mut node, mut global) = (None::<String>, false);
+    let (mut node, mut global, mut parents) = (None::<String>, false, false);
     for token in code.split_whitespace() {
-        match (token, &node) {
-            ("{", _) | ("};", _) => {}
-            ("global:", Some(_)) => global = true,
-            ("local:", Some(_)) => global = false,
-            (t, Some(_)) if t.starts_with('}') => (node, global) = (None, false),
-            (t, None) => node = Some(t.to_owned()),
-            (t, Some(n)) if global => out.push((t.trim_end_matches(';').to_owned(), n.clone())),
+        if parents {
+            // `} PARENT;`: the names up to the `;` are parents, not nodes.
+            parents = !token.ends_with(';');
+            continue;
+        }
+        match token {
+            "{" => {}
+            "global:" => global = true,
+            "local:" => global = false,
+            t if t.starts_with('}') => {
+                (node, global, parents) = (None, false, !t.ends_with(';'));
+            }
+            t if node.is_none() => node = Some(t.to_owned()),
+            t if global => {
+                let n = node.clone().unwrap_or_default();
+                out.push((t.trim_end_matches(';').to_owned(), n));
+            }
             _ => {}
         }
     }
