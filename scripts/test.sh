@@ -176,8 +176,9 @@ fi
 if ((ARM64)); then
   ARM64_BUILD=$ROOT/build/aarch64
   ARM64_EMULATOR="qemu-aarch64-static -L $ARM64_SYSROOT -E LEANRT_EMULATED=qemu-user"
+  # (ORT_DYLIB_PATH names the host's x86-64 ONNX Runtime: not for these.)
   arm64_cargo() {
-    CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+    env -u ORT_DYLIB_PATH CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
       CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$ARM64_EMULATOR" \
       LEANRT_MOCK_CUDA_LIB=$ARM64_BUILD/c_tests/libleanrt_mock_cuda.so LEANRT_SKIP_ORT=1 \
       cargo "$1" --target "$ARM64_TARGET" "${@:2}"
