@@ -198,6 +198,8 @@ if ((ARM64)); then
   # tests (cli/tests: they start the leanrt binary, which needs binfmt_misc
   # under emulation) and not ONNX Runtime (docs/PLATFORMS.md).
   stage "ARM64: cargo test under qemu-user (leanrt; leanrt-cli unit tests)"
+  echo "    under emulation the resident-memory and page-fault bounds are skipped (qemu's own"
+  echo "    memory counts in the process); cli/tests and ONNX Runtime are left out: docs/PLATFORMS.md"
   arm64_cargo test -p leanrt --lib --tests --no-fail-fast
   arm64_cargo test -p leanrt-cli --bins --no-fail-fast
   done_stage
