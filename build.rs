@@ -64,13 +64,18 @@ fn main() {
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-env-changed=LEANRT_WRITE_HEADER");
-    // The linker version script: only lrt_* symbols are exported from the cdylib.
+    // The linker version script: only lrt_* symbols are exported from the
+    // cdylib, each with the version node src/ffi/exports.map gives it.
     let script = crate_dir.join("src/ffi/exports.map");
     println!("cargo:rerun-if-changed={}", script.display());
-    println!(
-        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
-        script.display()
-    );
+    symbol_versions(&script, &out_dir);
+    if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        println!(
+            "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+            script.display()
+        );
+        lld_for_the_cdylib();
+    }
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libleanrt.so.0");
     // Never unloaded: leanrt's threads keep their thread-local destructors
     // in leanrt's own table (src/thread_exit.rs), so the C library would
@@ -121,4 +126,96 @@ fn soname_link_beside_output(out_dir: &std::path::Path) {
     if let Err(e) = std::os::unix::fs::symlink("libleanrt.so", &link) {
         println!("cargo:warning=could not create {}: {e}", link.display());
     }
+}
+
+/// Writes `$OUT_DIR/symbol_versions.s`: one `.symver NAME, NAME@@@NODE` per
+/// function listed under a version node of the version script (assembled
+/// into the crate by src/ffi/symbol_versions.rs). `@@@` renames the
+/// definition, so the function is exported only as its default version.
+/// Empty where the target is not ELF.
+fn symbol_versions(script: &std::path::Path, out_dir: &std::path::Path) {
+    let text = std::fs::read_to_string(script).expect("src/ffi/exports.map is readable");
+    let mut asm = String::new();
+    if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        for (name, node) in version_nodes(&text) {
+            asm.push_str(&format!(".symver {name}, {name}@@@{node}\n"));
+        }
+    }
+    std::fs::write(out_dir.join("symbol_versions.s"), asm).expect("OUT_DIR is writable");
+}
+
+/// (function, node) for every name listed in a version script's nodes
+/// (`NODE { global: a; b; local: *; };`, `NODE { global: c; } PARENT;`), in
+/// file order. Comments (`/* ... */`) and the `local:` part are skipped.
+fn version_nodes(text: &str) -> Vec<(String, String)> {
+    let mut code = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("/*") {
+        code.push_str(&rest[..start]);
+        rest = rest[start..]
+            .split_once("*/")
+            .map_or("", |(_, after)| after);
+    }
+    code.push_str(rest);
+    let mut out = Vec::new();
+    let (mut node, mut global, mut parents) = (None::<String>, false, false);
+    for token in code.split_whitespace() {
+        if parents {
+            // `} PARENT;`: the names up to the `;` are parents, not nodes.
+            parents = !token.ends_with(';');
+            continue;
+        }
+        match token {
+            "{" => {}
+            "global:" => global = true,
+            "local:" => global = false,
+            t if t.starts_with('}') => {
+                (node, global, parents) = (None, false, !t.ends_with(';'));
+            }
+            t if node.is_none() => node = Some(t.to_owned()),
+            t if global => {
+                let n = node.clone().unwrap_or_default();
+                out.push((t.trim_end_matches(';').to_owned(), n));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The symbol versions need lld: GNU ld refuses a named version node beside
+/// the anonymous version script rustc passes for a cdylib ("anonymous version
+/// tag cannot be combined with other version tags"), while lld takes both
+/// and lets the `.symver` names win. rustup's toolchains carry lld
+/// (`rust-lld`, with a `gcc-ld/ld.lld` wrapper, which rustc itself uses by
+/// default on x86-64 Linux since 1.90); else a system `ld.lld` serves. Under
+/// cargo-zigbuild the linker is zig's own lld and these flags change nothing.
+fn lld_for_the_cdylib() {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let host = env::var("HOST").unwrap_or_default();
+    let sysroot = std::process::Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let gcc_ld = sysroot.map(|s| {
+        PathBuf::from(s)
+            .join("lib/rustlib")
+            .join(&host)
+            .join("bin/gcc-ld")
+    });
+    if let Some(dir) = gcc_ld.filter(|d| d.join("ld.lld").exists()) {
+        println!("cargo:rustc-cdylib-link-arg=-B{}", dir.display());
+    } else if !on_path("ld.lld") {
+        panic!(
+            "libleanrt.so's symbol versions need lld as the linker: use a rustup toolchain \
+             (it ships rust-lld) or install lld (Debian: apt-get install lld)"
+        );
+    }
+    println!("cargo:rustc-cdylib-link-arg=-fuse-ld=lld");
+}
+
+fn on_path(tool: &str) -> bool {
+    env::var_os("PATH").is_some_and(|p| env::split_paths(&p).any(|d| d.join(tool).is_file()))
 }

@@ -2,7 +2,12 @@
 # The README's test command: every check CI runs, in order.
 #   scripts/test.sh            all stages
 # On a fresh Debian machine as root it first installs what is missing
-# (cmake, pkg-config, a C/C++ compiler, valgrind). Rust crates come through cargo.
+# (cmake, pkg-config, a C/C++ compiler, valgrind, abigail-tools, lintian;
+# for the ARM64 stage rustup's aarch64 target, Debian's cross compilers and
+# qemu-user-static; debootstrap for the older userland). Rust crates come
+# through cargo, zig and cargo-zigbuild from PyPI (scripts/install-zig.sh).
+# A stage that cannot run here says SKIPPED and how to install what it lacks;
+# LEANRT_SKIP_ARM64=1 leaves the ARM64 stage out on purpose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -43,6 +48,8 @@ command -v cc >/dev/null || need+=(gcc)
 command -v c++ >/dev/null || need+=(g++)
 command -v valgrind >/dev/null || need+=(valgrind)
 command -v nm >/dev/null && command -v readelf >/dev/null || need+=(binutils)
+command -v abidiff >/dev/null || need+=(abigail-tools)
+command -v lintian >/dev/null || need+=(lintian)
 if ((${#need[@]})); then
   stage "installing ${need[*]}"
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -132,6 +139,145 @@ for s in sanitize valgrind soak; do
     done_stage
   fi
 done
+
+# ---- ARM64 under qemu-user --------------------------------------------------
+# The aarch64 build is linked with Debian's cross compiler and run by
+# qemu-aarch64-static with the cross sysroot (-L), named explicitly: binfmt_misc
+# is often not there (containers). What runs and what is left out, and why:
+# docs/PLATFORMS.md.
+ARM64_TARGET=aarch64-unknown-linux-gnu
+ARM64_SYSROOT=/usr/aarch64-linux-gnu
+arm64_debs=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static)
+arm64_missing() {
+  local m=()
+  rustup target list --installed 2>/dev/null | grep -qx "$ARM64_TARGET" || m+=("rustup target add $ARM64_TARGET")
+  local d=()
+  command -v aarch64-linux-gnu-gcc >/dev/null || d+=(gcc-aarch64-linux-gnu)
+  command -v aarch64-linux-gnu-g++ >/dev/null || d+=(g++-aarch64-linux-gnu)
+  [ -e "$ARM64_SYSROOT/lib/ld-linux-aarch64.so.1" ] || d+=(libc6-dev-arm64-cross)
+  command -v qemu-aarch64-static >/dev/null || d+=(qemu-user-static)
+  ((${#d[@]})) && m+=("apt-get install ${d[*]}")
+  ((${#m[@]})) && printf '%s; ' "${m[@]}"
+  return 0
+}
+ARM64=0
+if [ "${LEANRT_SKIP_ARM64:-}" = 1 ]; then
+  ARM64_SKIP="LEANRT_SKIP_ARM64=1"
+else
+  missing=$(arm64_missing)
+  if [ -n "$missing" ] && [ "$(id -u)" = 0 ]; then
+    stage "installing what the ARM64 stage needs (${missing%; })"
+    rustup target add "$ARM64_TARGET" >/dev/null 2>&1 || true
+    if command -v apt-get >/dev/null && [[ $missing == *apt-get* ]]; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${arm64_debs[@]}" >/dev/null 2>&1 \
+        || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${arm64_debs[@]}" >/dev/null; } || true
+    fi
+    done_stage
+    missing=$(arm64_missing)
+  fi
+  if [ -z "$missing" ]; then
+    ARM64=1
+  else
+    ARM64_SKIP="missing: ${missing%; } (as root)"
+  fi
+fi
+
+if ((ARM64)); then
+  ARM64_BUILD=$ROOT/build/aarch64
+  ARM64_EMULATOR="qemu-aarch64-static -L $ARM64_SYSROOT -E LEANRT_EMULATED=qemu-user"
+  # (ORT_DYLIB_PATH names the host's x86-64 ONNX Runtime: not for these.)
+  arm64_cargo() {
+    env -u ORT_DYLIB_PATH CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+      CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$ARM64_EMULATOR" \
+      LEANRT_MOCK_CUDA_LIB=$ARM64_BUILD/c_tests/libleanrt_mock_cuda.so LEANRT_SKIP_ORT=1 \
+      cargo "$1" --target "$ARM64_TARGET" "${@:2}"
+  }
+  stage "ARM64: cargo clippy -D warnings (aarch64)"
+  arm64_cargo clippy --workspace --all-targets -- -D warnings
+  done_stage
+
+  stage "ARM64: cmake build and ctest under qemu-user ($ARM64_BUILD)"
+  cmake -S . -B "$ARM64_BUILD" -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64-linux-gnu.cmake" \
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CROSSCOMPILING_EMULATOR=${ARM64_EMULATOR// /;}" >/dev/null
+  cmake --build "$ARM64_BUILD" -j "$JOBS" >/dev/null
+  ctest --test-dir "$ARM64_BUILD" --output-on-failure -j "$JOBS"
+  done_stage
+
+  # The library's tests, the command's unit tests; not the command's own
+  # tests (cli/tests: they start the leanrt binary, which needs binfmt_misc
+  # under emulation) and not ONNX Runtime (docs/PLATFORMS.md).
+  stage "ARM64: cargo test under qemu-user (leanrt; leanrt-cli unit tests)"
+  echo "    under emulation the resident-memory and page-fault bounds are skipped (qemu's own"
+  echo "    memory counts in the process); cli/tests and ONNX Runtime are left out: docs/PLATFORMS.md"
+  arm64_cargo test -p leanrt --lib --tests --no-fail-fast
+  arm64_cargo test -p leanrt-cli --bins --no-fail-fast
+  done_stage
+
+  stage "ARM64: leanrt info under qemu-user"
+  arm64_cargo build -q -p leanrt-cli
+  info=$(qemu-aarch64-static -L "$ARM64_SYSROOT" "target/$ARM64_TARGET/debug/leanrt" info)
+  printf '%s\n' "$info" | sed 's/^/    /'
+  for want in "architecture:        aarch64" "pause:               isb sy, " "waitpkg (tpause):    n/a"; do
+    grep -qF "$want" <<<"$info" || { echo "leanrt info on aarch64 lacks '$want'" >&2; exit 1; }
+  done
+  done_stage
+else
+  printf '\n==> ARM64 stage SKIPPED: %s\n' "$ARM64_SKIP"
+fi
+
+# ---- release packages --------------------------------------------------------
+# Tarballs and Debian packages for x86-64 (and ARM64 where the stage above
+# could run), built by cargo-zigbuild against glibc 2.28; package.sh fails if
+# a library needs a newer GLIBC_ symbol version or lacks its own versions.
+pkg_targets=(x86_64)
+((ARM64)) && pkg_targets+=(aarch64)
+VERSION=$(sed -n 's/^version = "\([0-9.]*\)"$/\1/p' Cargo.toml | head -n 1)
+if python3 -c 'import ensurepip, venv' 2>/dev/null; then
+  stage "release packages: scripts/package.sh ${pkg_targets[*]}"
+  scripts/package.sh "${pkg_targets[@]}"
+  ((ARM64)) || echo "    SKIPPED: the ARM64 packages ($ARM64_SKIP)"
+  done_stage
+
+  stage "lintian (fails on errors)"
+  rc=0
+  report=$(lintian --fail-on error target/package/*.deb 2>&1) || rc=$?
+  printf '%s\n' "$report" | grep -v "running with root privileges" | sed 's/^/    /'
+  ((rc == 0)) || { echo "lintian found errors" >&2; exit 1; }
+  echo "    no errors"
+  done_stage
+
+  # The README's routes against the packages installed in the system prefix,
+  # with no path given. Root only: dpkg -i changes the machine (and the
+  # packages are removed afterwards).
+  if [ "$(id -u)" = 0 ]; then
+    stage "Debian packages: dpkg -i, the README's routes against /usr, dpkg -r"
+    (
+      flock 9
+      if dpkg -s libleanrt0 >/dev/null 2>&1; then
+        echo "    note: libleanrt0 was installed already; it is replaced and then removed"
+      fi
+      trap 'dpkg -r libleanrt-dev libleanrt0 >/dev/null 2>&1 || true' EXIT
+      dpkg -i "target/package/libleanrt0_${VERSION}-1_amd64.deb" "target/package/libleanrt-dev_${VERSION}-1_amd64.deb" >/dev/null
+      cmake -DSOURCE_DIR="$ROOT/c_tests/consumer" -DWORK_DIR="$BUILD_DIR/installed-consumer" \
+        -DGENERATOR="Unix Makefiles" -DLEANRT_SOURCE_DIR="$ROOT" -DINSTALLED_PREFIX=/usr \
+        -DSWAP_PROGRAM="$BUILD_DIR/c_tests/c_swap_staging" -P c_tests/consumer/run_consumer.cmake \
+        | grep -E "ok|passed" | sed 's/^\(-- \)*/    /'
+    ) 9> /tmp/leanrt-packages.lock
+    done_stage
+  else
+    printf '\n==> Debian packages SKIPPED: dpkg -i needs root\n'
+  fi
+
+  stage "the release libraries in an older userland (Debian 11, glibc 2.31)"
+  rc=0
+  LEANRT_CONTROL_LIB_x86_64="$BUILD_DIR/lib/libleanrt.so.$VERSION" \
+    LEANRT_CONTROL_LIB_aarch64="${ARM64_BUILD:+$ARM64_BUILD/lib/libleanrt.so.$VERSION}" \
+    scripts/old-userland.sh "${pkg_targets[@]}" || rc=$?
+  ((rc == 0 || rc == 77)) || exit "$rc"
+  done_stage
+else
+  printf '\n==> release packages SKIPPED: no python3 with venv for cargo-zigbuild and zig (apt-get install python3-venv)\n'
+fi
 
 echo
 echo "all stages passed"

@@ -19,6 +19,7 @@
 //!
 //! `LEANRT_FUZZ_ITERS` (default 6000) and `LEANRT_FUZZ_SEED` size the run; a
 //! watchdog aborts on a hang.
+mod emulation;
 mod fuzz_common;
 mod staging_support;
 
@@ -1082,7 +1083,8 @@ fn cycles_rss(f: &mut Fuzz) -> (u64, u64) {
     // SAFETY: filled by leanrt.
     unsafe { leanrt::ffi::device::lrt_host_api_release(&mut host) };
     assert!(
-        late <= early + 2048,
+        late <= early + 2048
+            || !emulation::counters_meaningful("fuzz_staging_c_abi", "resident-memory"),
         "RSS grew over {CYCLES} maker cycles: {early} KiB -> {late} KiB"
     );
     (early, late)

@@ -341,3 +341,38 @@ fn pool_keys_are_ort_1_31s_names() {
         assert!(header.contains(&define), "the header lacks `{define}`");
     }
 }
+
+/// Every function the header declares has a version node in the linker's
+/// version script (`src/ffi/exports.map`, from which build.rs gives each its
+/// `.symver`), and the script names nothing else. scripts/abi-check.sh then
+/// checks the built library against both.
+#[test]
+fn every_function_has_a_version_node() {
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/leanrt.h"))
+        .expect("include/leanrt.h exists");
+    let map = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/ffi/exports.map"))
+        .expect("src/ffi/exports.map exists");
+    let functions: std::collections::BTreeSet<String> = declared_names(&header)
+        .into_iter()
+        .filter(|n| n.starts_with("lrt_") && header.contains(&format!("{n}(")))
+        .collect();
+    let listed = declared_names(&map);
+    let unversioned: Vec<_> = functions.difference(&listed).collect();
+    let unknown: Vec<_> = listed.difference(&functions).collect();
+    assert!(
+        unversioned.is_empty(),
+        "functions without a version node: {unversioned:?}. List each in src/ffi/exports.map \
+         under the node of the first release that exports it (a new node for the next release, \
+         `LEANRT_0.<minor> {{ global: ...; }} <previous node>;`: docs/C_API.md, \"Versions and \
+         ABI\"), then run scripts/abi-baseline.sh"
+    );
+    assert!(
+        unknown.is_empty(),
+        "src/ffi/exports.map lists functions the header does not declare: {unknown:?}"
+    );
+    assert!(
+        functions.len() >= 66,
+        "only {} functions found in the header",
+        functions.len()
+    );
+}

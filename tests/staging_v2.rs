@@ -4,6 +4,7 @@
 //! warm run. (The image itself, field by field, is checked by the unit tests
 //! of `src/staging/v2/claim.rs`, from C by `c_tests/staging/v2_layout.c`, and over
 //! random claim mixes by `tests/fuzz_staging_v2.rs`.)
+mod emulation;
 mod staging_support;
 
 use leanrt::device::host::HostDevice;
@@ -232,8 +233,9 @@ fn warm_runs_touch_no_new_pages() {
             run(&mut m);
         }
         let faults = thread_faults() - f0;
-        assert_eq!(
-            faults, 0,
+        assert!(
+            faults == 0
+                || !emulation::counters_meaningful("warm_runs_touch_no_new_pages", "page-fault"),
             "W = {w}, N = {n}: warm runs faulted {faults} pages"
         );
     }

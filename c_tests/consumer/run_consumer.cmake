@@ -16,44 +16,63 @@
 # 6. LD_PRELOAD of the installed libleanrt.so.0 over SWAP_PROGRAM, a program
 #    linked against a plain-C stand-in (the swap test's check:
 #    c_tests/swap/run_swap.cmake).
-set(prefix "${WORK_DIR}/prefix")
+#
+# With INSTALLED_PREFIX (the Debian packages: /usr), leanrt is already
+# installed there and routes 2, 3, 4 and 6 run against it as a user of the
+# packages would: no CMAKE_PREFIX_PATH, PKG_CONFIG_PATH or LD_LIBRARY_PATH,
+# LD_PRELOAD by the SONAME alone; the package found must be the one under
+# INSTALLED_PREFIX. Routes 1 and 5 build from the source tree and are left
+# out (scripts/test.sh, "Debian packages").
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 
-# Runs a command; fails the test with its output when it fails.
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  message(STATUS "${out}")
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/../common/run.cmake")
 
-# Runs a shell line in DIR with the installed package on PKG_CONFIG_PATH and
-# nothing on LD_LIBRARY_PATH, as a user's shell would.
+# Runs a shell line in DIR with the installed package on PKG_CONFIG_PATH (none
+# for a system prefix) and nothing on LD_LIBRARY_PATH, as a user's shell would.
 function(shell dir line)
-  run(${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH PKG_CONFIG_PATH=${pcdir}
+  run(${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH ${pc_env}
       sh -c "cd '${dir}' && ${line}")
 endfunction()
 
-# 1. The install recipe.
-set(ibuild "${WORK_DIR}/install-build")
-run(${CMAKE_COMMAND} -S "${LEANRT_SOURCE_DIR}" -B "${ibuild}" -G "${GENERATOR}"
-    -DLEANRT_BUILD_TESTS=OFF -DLEANRT_CARGO_TARGET_DIR=${CARGO_TARGET_DIR}
-    -DLEANRT_CARGO_PROFILE=${CARGO_PROFILE} -DCMAKE_BUILD_TYPE=Release)
-run(${CMAKE_COMMAND} --build "${ibuild}")
-if(EXISTS "${ibuild}/c_tests")
-  message(FATAL_ERROR "-DLEANRT_BUILD_TESTS=OFF still configured the tests (${ibuild}/c_tests)")
+if(INSTALLED_PREFIX)
+  set(prefix "${INSTALLED_PREFIX}")
+  set(prefix_args "")
+  set(pc_env --unset=PKG_CONFIG_PATH)
+  set(preload libleanrt.so.0)
+else()
+  # 1. The install recipe.
+  set(prefix "${WORK_DIR}/prefix")
+  set(ibuild "${WORK_DIR}/install-build")
+  run(${CMAKE_COMMAND} -S "${LEANRT_SOURCE_DIR}" -B "${ibuild}" -G "${GENERATOR}"
+      -DLEANRT_BUILD_TESTS=OFF -DLEANRT_CARGO_TARGET_DIR=${CARGO_TARGET_DIR}
+      -DLEANRT_CARGO_PROFILE=${CARGO_PROFILE} -DCMAKE_BUILD_TYPE=Release)
+  run(${CMAKE_COMMAND} --build "${ibuild}")
+  if(EXISTS "${ibuild}/c_tests")
+    message(FATAL_ERROR "-DLEANRT_BUILD_TESTS=OFF still configured the tests (${ibuild}/c_tests)")
+  endif()
+  run(${CMAKE_COMMAND} --install "${ibuild}" --prefix "${prefix}")
+  file(GLOB_RECURSE pcfile "${prefix}/*/leanrt.pc")
+  get_filename_component(pcdir "${pcfile}" DIRECTORY)
+  get_filename_component(libdir "${pcdir}" DIRECTORY)
+  set(prefix_args -DCMAKE_PREFIX_PATH=${prefix})
+  set(pc_env PKG_CONFIG_PATH=${pcdir})
+  set(preload ${libdir}/libleanrt.so.0)
 endif()
-run(${CMAKE_COMMAND} --install "${ibuild}" --prefix "${prefix}")
-file(GLOB_RECURSE pcfile "${prefix}/*/leanrt.pc")
-get_filename_component(pcdir "${pcfile}" DIRECTORY)
 
 # 2. find_package and pkg-config through CMake.
 set(bdir "${WORK_DIR}/build")
-run(${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pcdir}
+execute_process(COMMAND ${CMAKE_COMMAND} -E env ${pc_env}
     ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${bdir}" -G "${GENERATOR}"
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+    ${prefix_args} -DCMAKE_BUILD_TYPE=Release
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "configuring the consumer failed (${rc}):\n${out}\n${err}")
+endif()
+string(FIND "${out}" "leanrt found: ${prefix}/" found_at)
+if(found_at EQUAL -1)
+  message(FATAL_ERROR "find_package did not find leanrt under ${prefix}:\n${out}")
+endif()
 run(${CMAKE_COMMAND} --build "${bdir}")
 foreach(prog consumer_shared consumer_static consumer_cxx consumer_pkgconfig)
   # The shared consumers find libleanrt.so.0 through their build RPATH.
@@ -69,7 +88,7 @@ shell("${hand}" "cc app.c $(pkg-config --cflags --libs leanrt) && ./a.out")
 # 4. The examples, as a project and one by one as their first lines say.
 set(edir "${WORK_DIR}/examples")
 run(${CMAKE_COMMAND} -S "${LEANRT_SOURCE_DIR}/examples" -B "${edir}" -G "${GENERATOR}"
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+    ${prefix_args} -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build "${edir}")
 file(GLOB examples "${LEANRT_SOURCE_DIR}/examples/*.c" "${LEANRT_SOURCE_DIR}/examples/*.cpp")
 foreach(src IN LISTS examples)
@@ -86,6 +105,14 @@ foreach(src IN LISTS examples)
   shell("${hand}/${name}" "${line}")
 endforeach()
 
+if(INSTALLED_PREFIX)
+  # 6. LD_PRELOAD of the installed library, by its SONAME.
+  run(${CMAKE_COMMAND} -DPROGRAM=${SWAP_PROGRAM} -DLEANRT=${preload}
+      -P "${LEANRT_SOURCE_DIR}/c_tests/swap/run_swap.cmake")
+  message(STATUS "routes 2, 3, 4, 6 passed against ${prefix}")
+  return()
+endif()
+
 # 5. add_subdirectory.
 set(pdir "${WORK_DIR}/parent")
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/subdir" -B "${pdir}" -G "${GENERATOR}"
@@ -97,6 +124,5 @@ foreach(prog parent_shared parent_static)
 endforeach()
 
 # 6. LD_PRELOAD of the installed library.
-get_filename_component(libdir "${pcdir}" DIRECTORY)
-run(${CMAKE_COMMAND} -DPROGRAM=${SWAP_PROGRAM} -DLEANRT=${libdir}/libleanrt.so.0
+run(${CMAKE_COMMAND} -DPROGRAM=${SWAP_PROGRAM} -DLEANRT=${preload}
     -P "${LEANRT_SOURCE_DIR}/c_tests/swap/run_swap.cmake")

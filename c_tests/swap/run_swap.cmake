@@ -1,9 +1,11 @@
 # Runs PROGRAM twice: as linked (the plain-C stand-in serves lrt_*), then with
 # LD_PRELOAD=LEANRT. Passes when the first line names the server ("served-by:
 # ..."), the stand-in served the first run, leanrt the second, and every other
-# line is identical.
-execute_process(COMMAND ${PROGRAM} OUTPUT_VARIABLE plain RESULT_VARIABLE plain_rc)
-execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${LEANRT} ${PROGRAM}
+# line is identical. EMULATOR (optional, a command line) runs a cross-built
+# PROGRAM (c_tests/CMakeLists.txt passes CMAKE_CROSSCOMPILING_EMULATOR).
+separate_arguments(emulator UNIX_COMMAND "${EMULATOR}")
+execute_process(COMMAND ${emulator} ${PROGRAM} OUTPUT_VARIABLE plain RESULT_VARIABLE plain_rc)
+execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${LEANRT} ${emulator} ${PROGRAM}
                 OUTPUT_VARIABLE swapped RESULT_VARIABLE swapped_rc)
 if(NOT plain_rc EQUAL 0 OR NOT swapped_rc EQUAL 0)
   message(FATAL_ERROR "exit codes: plain ${plain_rc}, LD_PRELOAD ${swapped_rc}\n--- plain\n${plain}\n--- LD_PRELOAD\n${swapped}")

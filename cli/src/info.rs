@@ -68,8 +68,14 @@ pub struct BackendInfo {
 #[derive(Clone, Debug, Serialize)]
 pub struct Info {
     pub machine: Machine,
+    /// The CPU architecture this build runs (`x86_64`, `aarch64`).
+    pub arch: String,
     pub hybrid: bool,
+    /// WAITPKG (TPAUSE); always false off x86-64.
     pub waitpkg: bool,
+    /// The instruction one spin pause executes (`pause`, `tpause (C0.1)`,
+    /// `isb sy`).
+    pub pause_instruction: String,
     pub calibrated_pause_ns: f64,
     /// Degree of parallelism of a pool created with default options
     /// (num_threads 0 = physical cores, ×4 on hybrid CPUs).
@@ -110,8 +116,10 @@ pub fn gather() -> Result<Info, String> {
     let dop = crate::pool::peers::leanrt_pool::default_degree_of_parallelism()?;
     Ok(Info {
         machine: Machine::detect(),
+        arch: std::env::consts::ARCH.to_owned(),
         hybrid: pool::cpu::is_hybrid(),
         waitpkg: pool::cpu::has_waitpkg(),
+        pause_instruction: pool::spin::pause_instruction().to_owned(),
         calibrated_pause_ns: pool::spin::calibrated_pause_ns(),
         default_degree_of_parallelism: dop,
         backends: backends(),
@@ -129,11 +137,16 @@ pub fn render(info: &Info) -> String {
     s.push_str(&format!("cpu:                 {}\n", m.cpu_model));
     s.push_str(&format!("physical cores:      {}\n", m.physical_cores));
     s.push_str(&format!("logical cores:       {}\n", m.logical_cores));
+    s.push_str(&format!("architecture:        {}\n", info.arch));
     s.push_str(&format!("hybrid:              {}\n", yn(info.hybrid)));
-    s.push_str(&format!("waitpkg (tpause):    {}\n", yn(info.waitpkg)));
+    if info.arch == "x86_64" {
+        s.push_str(&format!("waitpkg (tpause):    {}\n", yn(info.waitpkg)));
+    } else {
+        s.push_str("waitpkg (tpause):    n/a (x86-64 only)\n");
+    }
     s.push_str(&format!(
-        "pause:               {:.2} ns (calibrated)\n",
-        info.calibrated_pause_ns
+        "pause:               {}, {:.2} ns (calibrated)\n",
+        info.pause_instruction, info.calibrated_pause_ns
     ));
     s.push_str(&format!(
         "default parallelism: {}\n",

@@ -244,7 +244,25 @@ fn info_reports_machine_facts() {
         assert!(out.contains(key), "missing {key} in\n{out}");
     }
     assert!(out.contains("leanrt 0."));
+    // The pause is the one this architecture's spin uses (src/pool/spin.rs).
+    let pause = if cfg!(target_arch = "aarch64") {
+        "pause:               isb sy, "
+    } else {
+        "pause:               "
+    };
+    assert!(out.contains(pause), "no {pause:?} in\n{out}");
     let v = read_json(&j);
+    assert_eq!(v["arch"], std::env::consts::ARCH);
+    let instruction = v["pause_instruction"].as_str().unwrap();
+    if cfg!(target_arch = "x86_64") {
+        assert!(
+            ["pause", "tpause (C0.1)"].contains(&instruction),
+            "{instruction}"
+        );
+    } else if cfg!(target_arch = "aarch64") {
+        assert_eq!(instruction, "isb sy");
+        assert_eq!(v["waitpkg"], false);
+    }
     assert!(v["machine"]["logical_cores"].as_u64().unwrap() >= 1);
     assert!(v["machine"]["physical_cores"].as_u64().unwrap() >= 1);
     assert!(v["calibrated_pause_ns"].as_f64().unwrap() > 0.0);

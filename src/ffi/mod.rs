@@ -26,6 +26,7 @@ pub mod device;
 pub mod diag;
 pub mod pool;
 pub mod staging;
+mod symbol_versions;
 
 pub use crate::error::abi::lrt_status;
 pub use boundary::{lrt_last_error, lrt_status_str, lrt_version};

@@ -1,14 +1,39 @@
-//! The spin phase of an idle worker: the pause instruction (TPAUSE where
-//! the CPU has WAITPKG), a one-time calibration of its cost, the three
-//! `spin_duration_us` modes and the exponential backoff waiter.
+//! The spin phase of an idle worker: the pause instruction, a one-time
+//! calibration of its cost, the three `spin_duration_us` modes and the
+//! exponential backoff waiter.
 //!
 //! A spin budget is a number of *pauses*. With backoff off (max 1) each spin
 //! iteration is one pause; with backoff max `b` the iterations do 1, 2, 4, …,
 //! `b`, `b`, … pauses, and the worker stops once the pauses add up to the
 //! budget: fewer iterations (fewer polls of the queues), same wall-clock
 //! time.
+//!
+//! The pause, per architecture ([`pause_instruction`] names it):
+//! * x86-64: TPAUSE (C0.1, at most `TPAUSE_CYCLES` TSC cycles) where CPUID
+//!   reports WAITPKG, else `pause`, as ONNX Runtime 1.31's `SpinPause`
+//!   (which waits 1000 TSC cycles in C0.2).
+//! * AArch64: `isb sy`. ONNX Runtime 1.31.1 uses `yield` there (its
+//!   manylinux aarch64 wheel: the calibration does 256 warm-up and 1024 timed
+//!   `yield`s between two `steady_clock::now()` calls, nanoseconds per pause
+//!   floored at 1). But `yield` is a NOP on cores without SMT, which is
+//!   nearly every AArch64 server core (Neoverse, Kunpeng's TaiShan, Ampere),
+//!   so ORT's spin there is a bare polling loop and its calibrated pause the
+//!   1 ns floor. `isb` stalls the pipeline for tens of cycles, like x86's
+//!   `pause`: what Rust's `spin_loop` hint, the JVM and Go use there for that
+//!   reason. A spin iteration then polls the queues at a rate comparable to
+//!   x86, and a microsecond budget counts pauses that actually wait.
+//! * elsewhere: `std::hint::spin_loop`.
+//!
+//! The time source, on both: `Instant` (`clock_gettime(CLOCK_MONOTONIC)`, a
+//! vDSO call), the clock of ORT's `steady_clock` calibration. On AArch64 the vDSO
+//! reads the generic timer (CNTVCT_EL0) itself; reading it directly would
+//! skip the kernel's workarounds for timer errata (HiSilicon 161010101,
+//! Cortex-A73 858921, ...) and its fallback to a system call where the
+//! counter is unusable, for a saving of a few nanoseconds per clock read
+//! that the spin loop makes once every [`DEADLINE_CHECK_EVERY`] iterations.
+//! The TSC is read only for TPAUSE's deadline, which is in TSC cycles.
 use super::abi::LRT_POOL_MAX_BACKOFF;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// The legacy spin count, in pause iterations (`spin_duration_us = -1`; the
@@ -17,6 +42,7 @@ pub(crate) const LEGACY_SPIN_PAUSES: u64 = 1 << 20;
 /// Upper bound of `spin_backoff_max` (`LRT_POOL_MAX_BACKOFF`), as a pause count.
 const MAX_BACKOFF: u32 = LRT_POOL_MAX_BACKOFF as u32;
 /// TSC cycles one TPAUSE waits at most.
+#[cfg(target_arch = "x86_64")]
 const TPAUSE_CYCLES: u64 = 200;
 
 // Both facts are cached in plain atomics, computed by whichever thread
@@ -26,10 +52,12 @@ const TPAUSE_CYCLES: u64 = 200;
 // through the system allocator, past the emergency reserve (`crate::alloc`),
 // and aborts when the heap is exhausted.
 /// 0: not yet known, 1: no WAITPKG, 2: WAITPKG.
-static WAITPKG: AtomicU8 = AtomicU8::new(0);
+#[cfg(target_arch = "x86_64")]
+static WAITPKG: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 /// The calibrated pause in ns as `f64` bits; 0: not yet measured.
 static PAUSE_NS: AtomicU64 = AtomicU64::new(0);
 
+#[cfg(target_arch = "x86_64")]
 #[inline]
 fn use_tpause() -> bool {
     match WAITPKG.load(Ordering::Relaxed) {
@@ -43,7 +71,7 @@ fn use_tpause() -> bool {
 }
 
 /// One pause: TPAUSE (C0.1, about `TPAUSE_CYCLES` cycles) where the CPU has
-/// WAITPKG, else the `pause` hint.
+/// WAITPKG, else the `pause` hint; `isb sy` on AArch64 (module doc).
 #[inline]
 pub fn pause() {
     #[cfg(target_arch = "x86_64")]
@@ -51,8 +79,34 @@ pub fn pause() {
         tpause();
         return;
     }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: ISB only waits for the pipeline to drain; it touches no memory,
+    // no stack and no flags.
+    unsafe {
+        std::arch::asm!("isb sy", options(nomem, nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "aarch64"))]
     std::hint::spin_loop();
 }
+
+/// The instruction [`pause`] executes on this CPU, for reports.
+pub fn pause_instruction() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if use_tpause() {
+        return "tpause (C0.1)";
+    }
+    PAUSE_INSTRUCTION
+}
+
+/// The pause instruction of this architecture (x86-64: where the CPU has no
+/// WAITPKG).
+pub const PAUSE_INSTRUCTION: &str = if cfg!(target_arch = "x86_64") {
+    "pause"
+} else if cfg!(target_arch = "aarch64") {
+    "isb sy"
+} else {
+    "spin_loop hint"
+};
 
 #[cfg(target_arch = "x86_64")]
 #[inline]
