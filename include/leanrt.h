@@ -1945,6 +1945,27 @@ enum lrt_status lrt_runtime_maker_v2_set_pool_use(struct lrt_runtime_maker *make
                                                   uint64_t scalars);
 
 /**
+ * The cores the maker's tasks run on, as the reference's orchestrator
+ * knows them (`total_cluster_count` and `total_aiv_count`, set per run by
+ * its `runtime_finalize_after_wire`): `clusters` (one AIC each) and
+ * `aiv_cores`; 0 = unknown (the default). A claim with
+ * LRT_TASK_ATTR_SYNC_START and more than one block is refused
+ * (LRT_ERR_INVALID_ARGUMENT, nothing written) when its blocks exceed the
+ * cores of its shape: `aiv_cores` for a task on one AIV core, `clusters`
+ * for any other (AIC, or more than one core), as the reference's
+ * submit_task refuses it; a count of 0 checks nothing, as there. The
+ * counts hold for every later claim, in this run and the next ones, until
+ * set again; they may be set at any time.
+ *
+ * `maker` must be NULL or a live maker. Returns LRT_OK;
+ * LRT_ERR_INVALID_ARGUMENT for a NULL maker, a v1 maker or a negative
+ * count. Nothing changes on failure.
+ */
+enum lrt_status lrt_runtime_maker_v2_set_core_counts(struct lrt_runtime_maker *maker,
+                                                     int32_t clusters,
+                                                     int32_t aiv_cores);
+
+/**
  * Ships a v2 run to the device region `*frame` names, which may differ
  * from upload to upload (a host that grows its device arena per run):
  * `frame->before` to device_image - before_len, the compact image (as

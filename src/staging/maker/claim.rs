@@ -11,7 +11,7 @@ use super::super::v1::layout::LRT_MAX_FANIN;
 use crate::{Error, Result};
 
 /// The subtask bits of `active_mask` (AIC, AIV0, AIV1).
-const SUBTASK_BITS: u8 = LRT_SUBTASK_AIC | LRT_SUBTASK_AIV0 | LRT_SUBTASK_AIV1;
+pub(crate) const SUBTASK_BITS: u8 = LRT_SUBTASK_AIC | LRT_SUBTASK_AIV0 | LRT_SUBTASK_AIV1;
 
 /// What a claim writes for a task besides its index and arguments (C:
 /// `lrt_claim_desc`, whose count + pointer become `fanins` and whose flags

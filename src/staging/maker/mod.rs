@@ -58,6 +58,7 @@ mod cost;
 mod region;
 
 pub use claim::ClaimDesc;
+pub(crate) use claim::SUBTASK_BITS;
 pub(crate) use config::Resolved;
 pub use config::{MakerConfig, HEAP_SIZE_ENV, TASK_WINDOW_ENV};
 pub use cost::CostModel;

@@ -28,11 +28,12 @@
 use std::ffi::c_void;
 
 use super::super::abi::{
-    lrt_v2_task_slot, LRT_TASK_COMPLETED, LRT_TASK_KIND_DUMMY, LRT_TASK_KIND_GRAPH,
-    LRT_TASK_KIND_KERNEL, LRT_TASK_PENDING,
+    lrt_v2_task_slot, LRT_SUBTASK_AIC, LRT_SUBTASK_AIV0, LRT_SUBTASK_AIV1,
+    LRT_TASK_ATTR_HAS_PREDICATE, LRT_TASK_ATTR_SYNC_START, LRT_TASK_COMPLETED, LRT_TASK_KIND_DUMMY,
+    LRT_TASK_KIND_GRAPH, LRT_TASK_KIND_KERNEL, LRT_TASK_PENDING,
 };
 use super::super::align::round_up;
-use super::super::maker::ClaimDesc;
+use super::super::maker::{ClaimDesc, SUBTASK_BITS};
 use super::super::mirror::Mapping;
 use super::super::v1::layout::{
     lrt_task_descriptor, LRT_MAX_FANIN, LRT_MAX_SCALARS, LRT_MAX_TENSORS,
@@ -41,7 +42,7 @@ use super::layout::{
     lrt_v2_task_payload, lrt_v2_task_slot_state, rel_encode, V2PoolUse, LRT_V2_FANIN_ROUND,
     LRT_V2_SCALAR_ROUND, LRT_V2_TENSOR_BYTES,
 };
-use super::run::{Pool, Seg, V2Run};
+use super::run::{CoreCounts, Pool, Seg, V2Run};
 use crate::{Error, Result};
 
 /// One tensor record, opaque to leanrt.
@@ -110,6 +111,28 @@ impl V2Run {
         } else {
             d.task
         };
+        // The producers as the reference's `append_fanin_or_fail` takes
+        // them: an id that is no slot of this run ([0, idx): in a fresh
+        // mirror any other slot has no task) is dropped, repeats are
+        // dropped, and more than LRT_MAX_FANIN distinct ones are refused.
+        let mut ids = [0i32; LRT_MAX_FANIN];
+        let mut distinct = 0usize;
+        for &p in t.fanins {
+            if p < 0 || p >= idx || ids[..distinct].contains(&p) {
+                continue;
+            }
+            if distinct == LRT_MAX_FANIN {
+                return Err(Error::invalid_argument(format!(
+                    "more than {LRT_MAX_FANIN} distinct producers of this run"
+                )));
+            }
+            ids[distinct] = p;
+            distinct += 1;
+        }
+        let t = self.as_submitted(ClaimDesc {
+            fanins: &ids[..distinct],
+            ..t
+        })?;
         let total_required = t.check(idx, self.window)?;
         let (mask, attrs, blocks) = (t.active_mask, t.task_attrs, t.logical_block_num);
         if d.tensor_count > LRT_MAX_TENSORS || d.scalar_count > LRT_MAX_SCALARS {
@@ -129,14 +152,6 @@ impl V2Run {
             return Err(Error::invalid_argument(
                 "a graph shell has no tensor or scalar region (its arguments travel in its submission)",
             ));
-        }
-        let mut ids = [0i32; LRT_MAX_FANIN];
-        let mut distinct = 0usize;
-        for &p in t.fanins {
-            if !ids[..distinct].contains(&p) {
-                ids[distinct] = p;
-                distinct += 1;
-            }
         }
         let fanin_span = round_up(distinct as u64, LRT_V2_FANIN_ROUND);
         let scalar_span = round_up(d.scalar_count as u64, LRT_V2_SCALAR_ROUND);
@@ -217,15 +232,25 @@ impl V2Run {
             pay.tensors = rel_encode(std::ptr::addr_of!(pay.tensors) as usize, tensor_p as usize);
             pay.scalars = rel_encode(std::ptr::addr_of!(pay.scalars) as usize, scalar_p as usize);
             pay.fanin = rel_encode(std::ptr::addr_of!(pay.fanin) as usize, fanin_p as usize);
-            if let Some(records) = d.tensors {
-                std::ptr::copy_nonoverlapping(records.as_ptr(), tensor_p, records.len());
+            // A region reserved for the host is zeroed: what it leaves
+            // unwritten ships as zeros, not as an earlier run's bytes.
+            if !tensor_p.is_null() {
+                match d.tensors {
+                    Some(records) => {
+                        std::ptr::copy_nonoverlapping(records.as_ptr(), tensor_p, records.len())
+                    }
+                    None => std::ptr::write_bytes(tensor_p, 0, d.tensor_count),
+                }
             }
             if !scalar_p.is_null() {
-                if let Some(s) = d.scalars {
-                    std::ptr::copy_nonoverlapping(s.as_ptr(), scalar_p, s.len());
-                }
-                let tail = scalar_span as usize - d.scalar_count;
-                std::ptr::write_bytes(scalar_p.add(d.scalar_count), 0, tail);
+                let given = match d.scalars {
+                    Some(s) => {
+                        std::ptr::copy_nonoverlapping(s.as_ptr(), scalar_p, s.len());
+                        s.len()
+                    }
+                    None => 0,
+                };
+                std::ptr::write_bytes(scalar_p.add(given), 0, scalar_span as usize - given);
             }
             std::ptr::copy_nonoverlapping(ids.as_ptr(), fanin_p, distinct);
             std::ptr::write_bytes(fanin_p.add(distinct), 0, fanin_span as usize - distinct);
@@ -277,6 +302,7 @@ impl V2Run {
             scalars: u.scalars + if d.graph_shell { 0 } else { scalar_span },
         };
         self.claims += 1;
+        self.claimed_to = self.claimed_to.max(i + 1);
         Ok(lrt_v2_task_slot {
             index: idx,
             descriptor: desc_p,
@@ -286,6 +312,66 @@ impl V2Run {
             scalars: scalar_p,
             fanin: fanin_p,
         })
+    }
+}
+
+impl V2Run {
+    /// The claim `t` as the reference's `submit_task` / `submit_dummy_task`
+    /// accept and normalize it (6ebaf7715, `pto_orchestrator.cpp`):
+    /// * a task on AIV1 alone moves to AIV0 (its kernel id with it), so the
+    ///   dispatch path finds a single-AIV task on AIV0;
+    /// * `LRT_TASK_ATTR_SYNC_START` is kept only for more than one block; a
+    ///   sync_start task with more blocks than the cores of its shape (the
+    ///   AIV cores for a task on one AIV core, else the clusters; `cores`,
+    ///   when known, i.e. non-zero) is refused (`InvalidArgument`: the
+    ///   reference reports `PTO2_ERROR_REQUIRE_SYNC_START_INVALID`, a
+    ///   deadlock guaranteed);
+    /// * a dummy task (no subtask) carries neither sync_start nor
+    ///   has_predicate.
+    pub(super) fn as_submitted<'a>(&self, t: ClaimDesc<'a>) -> Result<ClaimDesc<'a>> {
+        let mut t = t;
+        let core = t.active_mask & SUBTASK_BITS;
+        if core == 0 {
+            t.task_attrs &= !(LRT_TASK_ATTR_SYNC_START | LRT_TASK_ATTR_HAS_PREDICATE);
+            return Ok(t);
+        }
+        if core == LRT_SUBTASK_AIV1 {
+            t.active_mask = (t.active_mask & !SUBTASK_BITS) | LRT_SUBTASK_AIV0;
+            t.kernel_id[1] = t.kernel_id[2];
+            t.kernel_id[2] = -1;
+        }
+        if t.task_attrs & LRT_TASK_ATTR_SYNC_START != 0 {
+            if t.logical_block_num <= 1 {
+                t.task_attrs &= !LRT_TASK_ATTR_SYNC_START;
+            } else {
+                let core = t.active_mask & SUBTASK_BITS;
+                let aiv = core.count_ones() == 1 && core & LRT_SUBTASK_AIC == 0;
+                let (limit, what) = if aiv {
+                    (self.cores.aiv, "AIV cores")
+                } else {
+                    (self.cores.clusters, "clusters")
+                };
+                if limit > 0 && i32::from(t.logical_block_num) > limit {
+                    return Err(Error::invalid_argument(format!(
+                        "a sync_start task of {} blocks on a run of {limit} {what}: its blocks \
+                         can never start together",
+                        t.logical_block_num
+                    )));
+                }
+            }
+        }
+        Ok(t)
+    }
+
+    /// Sets the run's cores (`CoreCounts`); negative counts are refused.
+    pub(crate) fn set_cores(&mut self, clusters: i32, aiv: i32) -> Result<()> {
+        if clusters < 0 || aiv < 0 {
+            return Err(Error::invalid_argument(format!(
+                "core counts {clusters} clusters, {aiv} AIV cores: not below 0"
+            )));
+        }
+        self.cores = CoreCounts { clusters, aiv };
+        Ok(())
     }
 }
 

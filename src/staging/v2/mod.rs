@@ -41,6 +41,7 @@ use crate::device::Device;
 use crate::{Error, Result};
 
 mod claim;
+mod fresh;
 mod image;
 pub(crate) mod layout;
 mod run;
@@ -218,6 +219,9 @@ impl MakerV2 {
         if self.core.fresh_mirror {
             // The v2 mirror is never pinned: nothing to follow it.
             self.core.remap_mirror(None)?;
+        } else {
+            // The kept mirror reads as a fresh one (fresh.rs).
+            self.run.reset_kept(&self.core.mirror);
         }
         let b = self.image_start();
         let h = self.run.begin(&self.core.mirror, b, self.core.heap_size);
@@ -254,5 +258,12 @@ impl MakerV2 {
         self.core
             .require_open("v2_set_pool_use before v2_begin_run")?;
         self.run.set_host_use(used)
+    }
+
+    /// The run's cores, which a sync_start claim is checked against
+    /// (`V2Run::as_submitted`; the contract is
+    /// `lrt_runtime_maker_v2_set_core_counts`'s): kept until changed.
+    pub fn set_core_counts(&mut self, clusters: i32, aiv_cores: i32) -> Result<()> {
+        self.run.set_cores(clusters, aiv_cores)
     }
 }

@@ -53,10 +53,25 @@ pub(crate) struct V2Run {
     pub(super) guess: Option<(u64, V2PoolUse)>,
     /// Slots this run claimed through the maker.
     pub(super) claims: u64,
+    /// The run's cores (`lrt_runtime_maker_v2_set_core_counts`), 0 unknown:
+    /// a sync_start claim's limit (`claim.rs`).
+    pub(super) cores: CoreCounts,
+    /// One past the last slot this run claimed (the footprint's bound,
+    /// `fresh.rs`).
+    pub(super) claimed_to: u64,
     /// The host wrote this run into the mirror itself and said what its
     /// pools hold (`set_host_use`): every slot and region is read from the
     /// mirror, and no guess is made for the next run.
     pub(super) host_filled: bool,
+}
+
+/// The cores a run's tasks go to, as the reference's orchestrator holds
+/// them (`total_cluster_count`, `total_aiv_count`, set by
+/// `runtime_finalize_after_wire`); 0 = unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CoreCounts {
+    pub(crate) clusters: i32,
+    pub(crate) aiv: i32,
 }
 
 /// Which segment of a layout.
@@ -147,6 +162,8 @@ impl V2Run {
             spec: None,
             guess: None,
             claims: 0,
+            claimed_to: 0,
+            cores: CoreCounts::default(),
             host_filled: false,
         }
     }
@@ -217,6 +234,7 @@ impl V2Run {
         debug_assert!(m.len() as u64 >= self.seg.end);
         self.used = V2PoolUse::default();
         self.claims = 0;
+        self.claimed_to = 0;
         self.host_filled = false;
         self.spec = match self.guess {
             Some((n, pools)) if n > 0 && !b.is_null() => {

@@ -2,6 +2,7 @@ use super::super::super::abi::LRT_MAX_TASK_WINDOW;
 use super::super::layout::{lrt_v2_segments, lrt_v2_sm_header, rel_decode};
 use super::super::segments::{v2_image_segments, v2_ring_segment_offsets};
 use super::*;
+use crate::staging::abi::{LRT_TASK_ATTR_HAS_PREDICATE, LRT_TASK_ATTR_SYNC_START};
 use crate::ErrorKind;
 
 const W: u64 = 64;
@@ -392,7 +393,6 @@ fn bad_claims_write_nothing() {
     let before = snapshot(&run, &m);
     let recs = [record(0); 2];
     let scal = [1u64; 17];
-    let many = [0i32; 129];
     let bad = [
         V2ClaimDesc {
             task: ClaimDesc {
@@ -405,27 +405,6 @@ fn bad_claims_write_nothing() {
             task: ClaimDesc {
                 active_mask: 7,
                 logical_block_num: 20000,
-                ..ClaimDesc::default()
-            },
-            ..V2ClaimDesc::default()
-        },
-        V2ClaimDesc {
-            task: ClaimDesc {
-                fanins: &[1],
-                ..ClaimDesc::default()
-            },
-            ..V2ClaimDesc::default()
-        },
-        V2ClaimDesc {
-            task: ClaimDesc {
-                fanins: &[-1],
-                ..ClaimDesc::default()
-            },
-            ..V2ClaimDesc::default()
-        },
-        V2ClaimDesc {
-            task: ClaimDesc {
-                fanins: &many,
                 ..ClaimDesc::default()
             },
             ..V2ClaimDesc::default()
@@ -496,4 +475,218 @@ fn the_largest_window_keeps_every_offset_in_reach() {
     assert!(s.end - s.payloads <= i32::MAX as u64);
     let far = rel_encode(s.payloads as usize + 0x1000, s.end as usize + 0x1000 - 8);
     assert_ne!(far, 0);
+}
+
+/// A window of `w` slots with the reference's pools.
+fn run_of(w: u64) -> (V2Run, Mapping) {
+    let run = V2Run::new(
+        w,
+        reference_caps(w),
+        v2_ring_segment_offsets(w).unwrap().end,
+    );
+    let m = Mapping::new(run.segments().end as usize).unwrap();
+    (run, m)
+}
+
+fn fanin_of(slot: &lrt_v2_task_slot) -> Vec<i32> {
+    // SAFETY: a claimed slot's payload and fanin region.
+    unsafe {
+        let n = (*slot.payload).fanin_count as usize;
+        std::slice::from_raw_parts(slot.fanin, n).to_vec()
+    }
+}
+
+/// The reference's `append_fanin_or_fail` (6ebaf7715, pto_orchestrator.cpp)
+/// de-duplicates by slot, caps DISTINCT producers at PTO2_MAX_FANIN = 128
+/// (not the list's length), and drops an id whose slot holds no task of
+/// this run (`prod_state->task == nullptr || task_id != producer`: in its
+/// fresh mirror, any id outside [0, current)).
+#[test]
+fn producers_are_taken_as_the_reference_takes_them() {
+    let (mut run, m) = run_of(256);
+    run.begin(&m, std::ptr::null_mut(), 1 << 20);
+    claim_all(
+        &mut run,
+        &m,
+        &(0..130).map(|_| task(&[], 0, 0)).collect::<Vec<_>>(),
+    );
+    // 130 ids, 100 distinct: taken, first-occurrence order.
+    let ids: Vec<i32> = (0..100).chain(0..30).collect();
+    let s = run
+        .claim(
+            &m,
+            std::ptr::null_mut(),
+            &V2ClaimDesc {
+                task: ClaimDesc {
+                    fanins: &ids,
+                    ..ClaimDesc::default()
+                },
+                ..V2ClaimDesc::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(fanin_of(&s), (0..100).collect::<Vec<_>>());
+    // Ids not of this run (self, later, negative, past the window) dropped.
+    let idx = s.index + 1;
+    let odd = [-1, idx, idx + 5, 1000, 3, 3];
+    let s = run
+        .claim(
+            &m,
+            std::ptr::null_mut(),
+            &V2ClaimDesc {
+                task: ClaimDesc {
+                    fanins: &odd,
+                    ..ClaimDesc::default()
+                },
+                ..V2ClaimDesc::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(fanin_of(&s), vec![3]);
+    // 129 distinct producers: refused, nothing written.
+    let before = snapshot(&run, &m);
+    let ids: Vec<i32> = (0..129).chain(0..129).collect();
+    let e = run
+        .claim(
+            &m,
+            std::ptr::null_mut(),
+            &V2ClaimDesc {
+                task: ClaimDesc {
+                    fanins: &ids,
+                    ..ClaimDesc::default()
+                },
+                ..V2ClaimDesc::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    assert_eq!(snapshot(&run, &m), before);
+}
+
+fn attrs_mask_kernels(
+    run: &mut V2Run,
+    m: &Mapping,
+    d: ClaimDesc<'_>,
+) -> Result<(u8, u8, [i32; 3])> {
+    let s = run.claim(
+        m,
+        std::ptr::null_mut(),
+        &V2ClaimDesc {
+            task: d,
+            ..V2ClaimDesc::default()
+        },
+    )?;
+    // SAFETY: the claimed slot's state and descriptor.
+    unsafe {
+        Ok((
+            (*s.slot_state).task_attrs,
+            (*s.slot_state).active_mask,
+            (*s.descriptor).kernel_id,
+        ))
+    }
+}
+
+/// The reference's `submit_task` (6ebaf7715, pto_orchestrator.cpp):
+/// `require_sync_start` with `block_num > 1` is refused when `block_num`
+/// exceeds `total_aiv_count` (shape AIV) or `total_cluster_count` (MIX, AIC),
+/// a limit of 0 checking nothing; sync_start is set only for
+/// `block_num > 1`; an AIV1-only task moves to AIV0; `submit_dummy_task`
+/// carries no sync_start nor has_predicate.
+#[test]
+fn sync_start_and_masks_follow_submit_task() {
+    let (mut run, m) = run_of(64);
+    run.begin(&m, std::ptr::null_mut(), 1 << 20);
+    let sync = LRT_TASK_ATTR_SYNC_START;
+    let d = |mask: u8, blocks: i16, attrs: u8| ClaimDesc {
+        active_mask: mask,
+        logical_block_num: blocks,
+        task_attrs: attrs,
+        kernel_id: [5, 6, 7],
+        ..ClaimDesc::default()
+    };
+    // Unknown cores: nothing checked.
+    assert!(attrs_mask_kernels(&mut run, &m, d(1, 100, sync)).is_ok());
+    run.set_cores(4, 8).unwrap();
+    for (mask, ok, bad) in [
+        (1u8, 4i16, 5i16),
+        (3, 4, 5),
+        (7, 4, 5),
+        (2, 8, 9),
+        (4, 8, 9),
+    ] {
+        assert_eq!(
+            attrs_mask_kernels(&mut run, &m, d(mask, ok, sync))
+                .unwrap()
+                .0,
+            sync
+        );
+        let before = snapshot(&run, &m);
+        let e = attrs_mask_kernels(&mut run, &m, d(mask, bad, sync)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{mask} {bad}: {e}");
+        assert_eq!(snapshot(&run, &m), before);
+        // Without sync_start the same blocks are fine.
+        assert!(attrs_mask_kernels(&mut run, &m, d(mask, bad, 0)).is_ok());
+    }
+    // One block: sync_start is not kept.
+    assert_eq!(
+        attrs_mask_kernels(&mut run, &m, d(1, 1, sync | 1))
+            .unwrap()
+            .0,
+        1
+    );
+    // A dummy keeps neither sync_start nor has_predicate.
+    let a = attrs_mask_kernels(
+        &mut run,
+        &m,
+        d(0, 9, sync | LRT_TASK_ATTR_HAS_PREDICATE | 1),
+    );
+    assert_eq!(a.unwrap().0, 1);
+    // AIV1 alone moves to AIV0 with its kernel.
+    let (_, mask, k) = attrs_mask_kernels(&mut run, &m, d(4 | 0x80, 1, 0)).unwrap();
+    assert_eq!((mask, k), (2 | 0x80, [5, 7, -1]));
+    // Negative core counts are refused.
+    assert!(run.set_cores(-1, 0).is_err());
+}
+
+/// The kept mirror's contract (fresh.rs): after a larger run, every byte of
+/// the mirror reads as in a zeroed one at begin (the footprint reset), on
+/// every route the previous run took.
+#[test]
+fn a_kept_mirror_reads_as_a_fresh_one_after_any_run() {
+    let big: Vec<Task> = (0..40)
+        .map(|k| task(if k > 0 { &[0] } else { &[] }, 3, 5))
+        .collect();
+    let zeroed = |run: &V2Run, m: &Mapping| {
+        // Everything past the header (which begin writes) reads zero.
+        bytes(m.as_ptr(), run.segments().end as usize)[256..]
+            .iter()
+            .all(|&b| b == 0)
+    };
+    for route in 0..3 {
+        let (mut run, m) = run_with(reference_caps(W));
+        run.begin(&m, std::ptr::null_mut(), 1 << 20);
+        let slots = claim_all(&mut run, &m, &big);
+        match route {
+            // Claimed and shipped.
+            0 => {}
+            // Written by the host and described.
+            1 => {
+                let used = run.used();
+                run.claims = 0;
+                run.set_host_use(used).unwrap();
+            }
+            // Written by the host, then abandoned (no description).
+            _ => {
+                run.claims = 0;
+                run.claimed_to = 0;
+            }
+        }
+        assert!(!zeroed(&run, &m));
+        // The reference's producer check would find slot 20 bound.
+        // SAFETY: the claimed slot state.
+        assert_ne!(unsafe { (*slots[20].slot_state).task }, 0);
+        run.reset_kept(&m);
+        run.begin(&m, std::ptr::null_mut(), 1 << 20);
+        assert!(zeroed(&run, &m), "route {route}");
+    }
 }
