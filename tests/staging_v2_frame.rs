@@ -369,3 +369,192 @@ fn claim(m: &mut MakerV2) -> leanrt::Result<()> {
     };
     m.claim_slot(&d).map(|_| ())
 }
+
+/// Writes `n` tasks into `m`'s mirror as the reference's orchestrator does
+/// (each task: one tensor record, one scalar, the task before as its
+/// producer; regions at the pools' cursors with the reference's rounding),
+/// and says what the pools hold. A `dirty` host fills every byte it may
+/// (whole records, fanin and scalar regions, the payload's lines 1 and 2,
+/// the slot state, the descriptor's padding) with junk before writing the
+/// fields; a clean one writes only the fields, the first 48 bytes of each
+/// record and the ids and scalars the counts cover (as the reference's
+/// orchestrator leaves a fanin tail, the strides past `ndims`, the unused
+/// predicate bytes and the dump metadata).
+fn host_writes_tasks(m: &mut MakerV2, n: u64, dirty: bool) {
+    let s = m.mirror_segments();
+    let base = m.begin_run().unwrap().cast::<u8>();
+    let at = |off: u64| base.wrapping_add(off as usize);
+    let rel = |field: *mut u8, target: *mut u8| (target as isize - field as isize) as i32;
+    for i in 0..n {
+        let (d, p, st) = (
+            at(s.descriptors + 40 * i),
+            at(s.payloads + 192 * i),
+            at(s.slot_states + 64 * i),
+        );
+        let (t, sc, f) = (
+            at(s.tensor_pool + 128 * i),
+            at(s.scalar_pool + 64 * i),
+            at(s.fanin_pool + 64 * i.saturating_sub(1)),
+        );
+        // SAFETY: slot i < W and its regions lie inside the mirror's
+        // segments and pools (the reference's capacities); plain bytes.
+        unsafe {
+            if dirty {
+                for (ptr, len, junk) in [
+                    (d, 40, 0xD1),
+                    (p, 192, 0x99),
+                    (st, 64, 0xAB),
+                    (t, 128, 0xEE),
+                ] {
+                    std::ptr::write_bytes(ptr, junk, len);
+                }
+                std::ptr::write_bytes(sc, 0x77, 64);
+                if i > 0 {
+                    std::ptr::write_bytes(f, 0x55, 64);
+                }
+            }
+            let dd = &mut *d.cast::<leanrt::staging::lrt_task_descriptor>();
+            dd.task_id = i;
+            dd.kernel_id = [i as i32, -1, -1];
+            dd.packed_buffer_base = std::ptr::null_mut();
+            dd.packed_buffer_end = std::ptr::null_mut();
+            std::ptr::write_bytes(t, (i as u8) | 1, 48);
+            *sc.cast::<u64>() = 1000 + i;
+            if i > 0 {
+                *f.cast::<i32>() = i as i32 - 1;
+            }
+            let pp = &mut *p.cast::<lrt_v2_task_payload>();
+            pp.tensor_count = 1;
+            pp.scalar_count = 1;
+            pp.fanin_count = i32::from(i > 0);
+            pp.tensors = rel(p.wrapping_add(12), t);
+            pp.scalars = rel(p.wrapping_add(16), sc);
+            pp.fanin = rel(p.wrapping_add(20), f);
+            pp.staged_core_mask = [0; 2];
+            pp.dispatch_fanin = 0;
+            pp.early_dispatch_state = 0;
+            pp.predicate_addr = 0;
+            pp.predicate_target = 0;
+            let ss = &mut *st.cast::<leanrt::staging::lrt_v2_task_slot_state>();
+            ss.last_consumer_local_id = (i + 1).min(n - 1) as i32;
+            ss.task_state = 0;
+            ss.payload = rel(st.wrapping_add(8), p);
+            ss.task = rel(st.wrapping_add(12), d);
+            ss.active_mask = 2;
+            ss.task_kind = 0;
+            ss.total_required_subtasks = 1;
+            ss.logical_block_num = 1;
+            *at(s.completion_flags + i) = 0;
+        }
+    }
+    // SAFETY: the mirror's header.
+    unsafe { (*base.cast::<leanrt::staging::lrt_v2_sm_header>()).current_task_index = n as i32 };
+    m.set_pool_use(V2PoolUse {
+        fanin_ids: 16 * n.saturating_sub(1),
+        tensors: n,
+        scalars: 8 * n,
+    })
+    .unwrap();
+}
+
+/// What a maker ships for its run: the bytes of the image a device reads
+/// (the whole image for the one copy, the live ranges for the direct one).
+fn shipped(
+    m: &mut MakerV2,
+    dev: &FakeDevice,
+    n: u64,
+    used: V2PoolUse,
+) -> (lrt_upload_policy, Vec<u8>) {
+    let (base, len) = region(dev, &[]);
+    let c = m.image_segments();
+    let r = m.upload_frame(&frame(base, len, &[], &[])).unwrap();
+    let bytes = dev
+        .with_alloc(base.cast(), |bytes| {
+            let image = &bytes[768..768 + c.end as usize];
+            match r.path {
+                lrt_upload_policy::LRT_UPLOAD_COMPACT => image.to_vec(),
+                _ => live_ranges(&c, n, used)
+                    .iter()
+                    .flat_map(|&(a, b)| image[a..b].to_vec())
+                    .collect(),
+            }
+        })
+        .unwrap();
+    // SAFETY: allocated above through this device, freed once.
+    unsafe { dev.device().free(base) };
+    (r.path, bytes)
+}
+
+/// The kept mirror's contract (docs/STAGING.md): two makers that write the
+/// same run after different histories ship the same bytes, by either route
+/// and for a host-written and a claimed run: one maker first runs a larger,
+/// dirty host-written run and a claimed one, the other nothing.
+#[test]
+fn the_shipped_image_does_not_depend_on_history() {
+    for (cost, path) in [
+        (FREE_COPIES, lrt_upload_policy::LRT_UPLOAD_BOUNDED),
+        (DEAR_COPIES, lrt_upload_policy::LRT_UPLOAD_COMPACT),
+    ] {
+        for claimed in [false, true] {
+            let dev = FakeDevice::new();
+            let mut images = Vec::new();
+            for history in [true, false] {
+                let mut m = regionless(
+                    &config(lrt_upload_policy::LRT_UPLOAD_AUTO),
+                    dev.device_with_cost(cost),
+                );
+                if history {
+                    host_writes_tasks(&mut m, 50, true);
+                    shipped(
+                        &mut m,
+                        &dev,
+                        50,
+                        V2PoolUse {
+                            fanin_ids: 16 * 49,
+                            tensors: 50,
+                            scalars: 400,
+                        },
+                    );
+                    m.begin_run().unwrap();
+                    let used = claim_chain(&mut m, 30);
+                    shipped(&mut m, &dev, 30, used);
+                    host_writes_tasks(&mut m, 40, true);
+                    shipped(
+                        &mut m,
+                        &dev,
+                        40,
+                        V2PoolUse {
+                            fanin_ids: 16 * 39,
+                            tensors: 40,
+                            scalars: 320,
+                        },
+                    );
+                }
+                let n = 7;
+                let used = if claimed {
+                    m.begin_run().unwrap();
+                    claim_chain(&mut m, n)
+                } else {
+                    host_writes_tasks(&mut m, n, false);
+                    V2PoolUse {
+                        fanin_ids: 16 * (n - 1),
+                        tensors: n,
+                        scalars: 8 * n,
+                    }
+                };
+                let (p, bytes) = shipped(&mut m, &dev, n, used);
+                if !claimed {
+                    assert_eq!(p, path);
+                }
+                images.push((p, bytes));
+                drop(m);
+            }
+            assert_eq!(images[0].0, images[1].0);
+            assert!(
+                images[0].1 == images[1].1,
+                "{path:?}, claimed {claimed}: the shipped image depends on the maker's history"
+            );
+            dev.assert_clean("history");
+        }
+    }
+}
