@@ -1,7 +1,9 @@
 /* Bad input through the v2 calls of the staging C ABI: NULLs, unknown
  * layouts and flags, out-of-range counts and frames, calls on the wrong
  * layout or out of order, a full pool, a latched orchestrator error, a
- * payload region broken through the returned pointers. Each gets its status
+ * payload region broken through the returned pointers, negative core counts
+ * and a sync_start claim with more blocks than the run's cores; and the
+ * producer lists the reference takes (repeats, ids of no slot of this run). Each gets its status
  * and a message naming the call, writes no out-parameter, copies nothing to
  * the device and leaves the run as it was; afterwards the same maker
  * uploads correctly. */
@@ -109,7 +111,6 @@ int main(void) {
       {0, 33, 0, 0, 1, 0},  /* tensors over the cap */
       {0, -1, 0, 0, 0, 0},  /* negative count */
       {0, 0, 17, 0, 0, 0},  /* scalars over the cap */
-      {0, 0, 0, 1, 0, 0},   /* a producer that is not an earlier slot */
       {1, 1, 0, 0, 0, 0},   /* a graph shell with tensors */
       {1, 0, 1, 0, 0, 0},   /* a graph shell with scalars */
   };
@@ -131,6 +132,28 @@ int main(void) {
   }
   CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, NULL, &slot), LRT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, NULL), LRT_ERR_INVALID_ARGUMENT);
+
+  /* ---- the run's cores and a sync_start claim (the reference's
+     submit_task: block_num > the shape's cores is refused) ------------ */
+  CHECK_STATUS(lrt_runtime_maker_v2_set_core_counts(NULL, 4, 8), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(names("lrt_runtime_maker_v2_set_core_counts"));
+  CHECK_STATUS(lrt_runtime_maker_v2_set_core_counts(m, -1, 8), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_v2_set_core_counts(m, 4, -8), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_v2_set_core_counts(m, 4, 8), LRT_OK);
+  lrt_v2_claim_desc_init(&d);
+  d.task.task_attrs = LRT_TASK_ATTR_SYNC_START;
+  d.task.active_mask = LRT_SUBTASK_AIC;
+  d.task.logical_block_num = 5; /* 4 clusters */
+  slot = slot_fill;
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(names("lrt_runtime_maker_v2_claim_slot") && error_contains("sync_start"));
+  d.task.active_mask = LRT_SUBTASK_AIV0;
+  d.task.logical_block_num = 9; /* 8 AIV cores */
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(memcmp(&slot, &slot_fill, sizeof slot) == 0 && h->current_task_index == 0);
+  lrt_v2_segments now0 = image_of(m);
+  CHECK(memcmp(&now0, &before, sizeof now0) == 0);
+  CHECK_STATUS(lrt_runtime_maker_v2_set_core_counts(m, 0, 0), LRT_OK); /* unknown: unchecked */
 
   /* ---- a full pool: 4 tensor records, 3 taken, 2 more refused -------- */
   lrt_v2_claim_desc_init(&d);
@@ -194,6 +217,7 @@ int main(void) {
   CHECK_STATUS(lrt_runtime_maker_v2_image_segments(m1, &segs), LRT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(lrt_runtime_maker_v2_upload(m1, NULL, 0, NULL, 0, NULL), LRT_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(lrt_runtime_maker_v2_set_pool_use(m1, 0, 0, 0), LRT_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(lrt_runtime_maker_v2_set_core_counts(m1, 4, 8), LRT_ERR_INVALID_ARGUMENT);
   lrt_v2_frame vf;
   memset(&vf, 0, sizeof vf);
   CHECK_STATUS(lrt_runtime_maker_v2_upload_frame(m1, &vf, NULL), LRT_ERR_INVALID_ARGUMENT);
@@ -273,6 +297,36 @@ int main(void) {
   CHECK((unsigned char *)h == mirror);
   lrt_runtime_maker_destroy(m);
   api.ops->device_free(api.ctx, region);
+  CHECK(test_device_live(&dev) == 0 && dev.violations == 0);
+
+  /* ---- producer lists as the reference's append_fanin_or_fail takes
+     them: repeats dropped (the cap of 128 is on distinct producers, not
+     the list), ids of no slot of this run dropped ---------------------- */
+  lrt_maker_config_init(&cfg);
+  cfg.task_window = 256;
+  cfg.layout = LRT_LAYOUT_V2;
+  CHECK_STATUS(lrt_runtime_maker_create(&cfg, &api, &m), LRT_OK);
+  CHECK_STATUS(lrt_runtime_maker_v2_begin_run(m, &h), LRT_OK);
+  lrt_v2_claim_desc_init(&d);
+  for (int i = 0; i < 130; i++) CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_OK);
+  int32_t ids[260];
+  for (int i = 0; i < 130; i++) ids[i] = i % 100; /* 130 ids, 100 distinct */
+  d.task.fanin_local_ids = ids;
+  d.task.fanin_count = 130;
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_OK);
+  CHECK(slot.payload->fanin_count == 100 && slot.fanin[99] == 99);
+  int32_t odd[5] = {-1, 131, 200, 3, 3}; /* self, later, negative: no producer */
+  d.task.fanin_local_ids = odd;
+  d.task.fanin_count = 5;
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_OK);
+  CHECK(slot.payload->fanin_count == 1 && slot.fanin[0] == 3);
+  for (int i = 0; i < 260; i++) ids[i] = i % 129; /* 129 distinct: refused */
+  d.task.fanin_local_ids = ids;
+  d.task.fanin_count = 260;
+  slot = slot_fill;
+  CHECK_STATUS(lrt_runtime_maker_v2_claim_slot(m, &d, &slot), LRT_ERR_INVALID_ARGUMENT);
+  CHECK(error_contains("128") && memcmp(&slot, &slot_fill, sizeof slot) == 0 && h->current_task_index == 132);
+  lrt_runtime_maker_destroy(m);
   CHECK(test_device_live(&dev) == 0 && dev.violations == 0);
   return check_result();
 }

@@ -192,11 +192,15 @@ pub struct lrt_claim_desc {
     pub flags: u32,
     /// Kernel per subtask slot (AIC, AIV0, AIV1); -1 = none (the default).
     pub kernel_id: [i32; 3],
-    /// Number of producers in fanin_local_ids, in [0, LRT_MAX_FANIN].
+    /// Number of producers in fanin_local_ids: in [0, LRT_MAX_FANIN] for a
+    /// v1 claim; any count >= 0 for a v2 claim, which takes the list as the
+    /// reference's append_fanin_or_fail does (repeats and ids of no slot
+    /// claimed earlier in this run are dropped; more than LRT_MAX_FANIN
+    /// distinct producers are refused).
     pub fanin_count: i32,
     /// Local ids (slot indices) of producers claimed earlier in this run;
-    /// duplicates count once. May be NULL when fanin_count is 0. Read only
-    /// during the call.
+    /// duplicates count once (v1: an id of no earlier slot is refused).
+    /// May be NULL when fanin_count is 0. Read only during the call.
     pub fanin_local_ids: *const i32,
     /// Written to the descriptor unchanged (device addresses of the task's
     /// packed output buffer; upload never rewrites them). Default NULL.

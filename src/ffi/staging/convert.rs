@@ -51,11 +51,14 @@ pub(super) unsafe fn c_array<'a, T>(
 }
 
 /// The core form of a C claim descriptor: flags checked, the producer
-/// array as a slice.
+/// array as a slice of at most `max_fanins` ids.
 ///
 /// # Safety
 /// `d.fanin_local_ids` is readable for `d.fanin_count` entries for `'a`.
-pub(super) unsafe fn claim_from_c<'a>(d: &lrt_claim_desc) -> Result<ClaimDesc<'a>> {
+pub(super) unsafe fn claim_from_c<'a>(
+    d: &lrt_claim_desc,
+    max_fanins: usize,
+) -> Result<ClaimDesc<'a>> {
     if d.flags & !LRT_CLAIM_COMPLETED != 0 {
         return Err(Error::invalid_argument(format!(
             "unknown claim flags {:#x}",
@@ -67,7 +70,7 @@ pub(super) unsafe fn claim_from_c<'a>(d: &lrt_claim_desc) -> Result<ClaimDesc<'a
         c_array(
             d.fanin_local_ids,
             d.fanin_count,
-            staging::LRT_MAX_FANIN,
+            max_fanins,
             "fanin_local_ids",
             false,
         )

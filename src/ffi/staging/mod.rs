@@ -381,7 +381,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_claim_slot_ex(
         let d = *unsafe { arg_ref(desc, "desc") }?;
         let out = OutPtr::new(out, "out")?;
         // SAFETY: the descriptor's arrays are readable per the contract.
-        let claim = unsafe { claim_from_c(&d) }?;
+        let claim = unsafe { claim_from_c(&d, staging::LRT_MAX_FANIN) }?;
         let slot = maker.generation_mut::<MakerV1>()?.claim_slot_with(&claim)?;
         // SAFETY: checked non-NULL; writable per the contract.
         unsafe { out.write(slot) };

@@ -134,15 +134,28 @@ pub unsafe extern "C" fn lrt_v2_claim_desc_init(desc: *mut lrt_v2_claim_desc) {
 /// LRT_TASK_KIND_GRAPH for LRT_V2_CLAIM_GRAPH_SHELL); the completion flag.
 /// Each producer's last_consumer_local_id is raised to this slot's index.
 /// The pools' cursors advance by the records, up8(scalars) and up16(distinct
-/// producers). Writes the slot to `*out`.
+/// producers). A region reserved for the host (`tensors` or `scalars`
+/// NULL) is zeroed, so what the host leaves unwritten ships as zeros.
+/// Writes the slot to `*out`.
+///
+/// The claim takes what the reference's submit_task / submit_dummy_task
+/// take (6ebaf7715): producers as `task.fanin_count` says (repeats and ids
+/// of no slot claimed earlier in this run dropped, at most LRT_MAX_FANIN
+/// distinct); a task on LRT_SUBTASK_AIV1 alone moved to LRT_SUBTASK_AIV0
+/// with its kernel id; LRT_TASK_ATTR_SYNC_START kept only for more than
+/// one block and checked against the cores of
+/// lrt_runtime_maker_v2_set_core_counts; a task with no subtask (a dummy)
+/// keeps neither LRT_TASK_ATTR_SYNC_START nor LRT_TASK_ATTR_HAS_PREDICATE.
 ///
 /// `maker` must be NULL or a live maker; `desc` must point to an
 /// lrt_v2_claim_desc whose arrays are readable for their counts during the
 /// call; `out` must point to writable storage for an lrt_v2_task_slot.
 /// Returns LRT_OK; LRT_ERR_INVALID_ARGUMENT for a NULL argument, a v1
 /// maker, an unknown flag, a bad `task` (as lrt_runtime_maker_claim_slot_ex),
-/// a count outside [0, LRT_MAX_TENSORS] or [0, LRT_MAX_SCALARS], or a graph
-/// shell with tensors or scalars; LRT_ERR_STATE before v2_begin_run or with
+/// a count outside [0, LRT_MAX_TENSORS] or [0, LRT_MAX_SCALARS], a graph
+/// shell with tensors or scalars, more than LRT_MAX_FANIN distinct
+/// producers, or a sync_start task with more blocks than the cores of its
+/// shape; LRT_ERR_STATE before v2_begin_run or with
 /// an orchestrator error latched in the header (orch_error_code != 0);
 /// LRT_ERR_OUT_OF_RANGE when the window or a pool is full. Nothing is
 /// written on failure.
@@ -167,7 +180,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_claim_slot(
         // SAFETY: the arrays are readable for their counts, per the contract.
         let (task, tensors, scalars) = unsafe {
             (
-                claim_from_c(&d.task)?,
+                claim_from_c(&d.task, i32::MAX as usize)?,
                 c_array(
                     d.tensors.cast::<staging::TensorRecord>(),
                     d.tensor_count,
