@@ -70,6 +70,15 @@ pub unsafe extern "C" fn lrt_v2_image_segments(
 /// writes the header's address to `*host_sm`; valid until the next
 /// v2_begin_run or destroy.
 ///
+/// The kept mirror then reads as a fresh, zeroed one (the reference's
+/// run_host_orchestration maps one per run, and its orchestrator reads a
+/// producer slot's task before it writes it): every byte the previous run
+/// may have written in the mirror (its slots [0, current_task_index) of
+/// each segment and its pools' used parts; docs/STAGING.md, "The kept
+/// mirror's contract") is zeroed, at the cost of that run's footprint, not
+/// of the window. So a slot not yet claimed in this run holds no task, and
+/// a byte the host does not write ships as 0.
+///
 /// Unless LRT_MAKER_FRESH_MIRROR is set, the run's first slots and pool
 /// regions are claimed straight into the image the last uploaded run had
 /// (as many slots as it had, its pools' sizes), so that a run of the same
