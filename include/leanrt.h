@@ -787,7 +787,7 @@ typedef struct lrt_claim_desc {
    * Number of producers in fanin_local_ids: in [0, LRT_MAX_FANIN] for a
    * v1 claim; any count >= 0 for a v2 claim, which takes the list as the
    * reference's append_fanin_or_fail does (repeats and ids of no slot
-   * claimed earlier in this run are dropped; more than LRT_MAX_FANIN
+   * claimed earlier in this run are left out; more than LRT_MAX_FANIN
    * distinct producers are refused).
    */
   int32_t fanin_count;
@@ -1874,7 +1874,7 @@ void lrt_v2_claim_desc_init(struct lrt_v2_claim_desc *desc);
  *
  * The claim takes what the reference's submit_task / submit_dummy_task
  * take (6ebaf7715): producers as `task.fanin_count` says (repeats and ids
- * of no slot claimed earlier in this run dropped, at most LRT_MAX_FANIN
+ * of no slot claimed earlier in this run left out, at most LRT_MAX_FANIN
  * distinct); a task on LRT_SUBTASK_AIV1 alone moved to LRT_SUBTASK_AIV0
  * with its kernel id; LRT_TASK_ATTR_SYNC_START kept only for more than
  * one block and checked against the cores of

@@ -118,15 +118,16 @@ fn one_run(
             scalars: (ns <= 16).then_some(scalars.as_slice()),
             graph_shell: graph,
         };
+        // The reference's append_fanin_or_fail: repeats and ids of no slot
+        // of this run ([0, idx)) are no producers.
         let mut distinct: Vec<i32> = Vec::new();
         for &p in &fanins {
-            if !distinct.contains(&p) {
+            if (0..idx).contains(&p) && !distinct.contains(&p) {
                 distinct.push(p);
             }
         }
         // SAFETY: as above.
         let latched = unsafe { (*h).orch_error_code } != 0;
-        let bad_fanin = fanins.iter().any(|&p| p < 0 || p >= idx);
         let bad_args = nt > 32 || ns > 16 || (graph && (nt > 0 || ns > 0));
         let need = V2PoolUse {
             fanin_ids: used.fanin_ids + up(distinct.len() as u64, 16),
@@ -142,7 +143,7 @@ fn one_run(
             Some(ErrorKind::State)
         } else if tasks.len() as u64 == window {
             Some(ErrorKind::OutOfRange)
-        } else if bad_fanin || bad_args {
+        } else if bad_args {
             Some(ErrorKind::InvalidArgument)
         } else if full {
             Some(ErrorKind::OutOfRange)

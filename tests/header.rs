@@ -225,6 +225,7 @@ const ALLOWED: &[&str] = &[
     "lrt_runtime_maker_v2_image_segments",
     "lrt_runtime_maker_v2_upload",
     "lrt_runtime_maker_v2_upload_frame",
+    "lrt_runtime_maker_v2_set_core_counts",
     "lrt_runtime_maker_v2_set_pool_use",
     // Thread pool: options.
     "lrt_pool_options",

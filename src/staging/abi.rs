@@ -195,7 +195,7 @@ pub struct lrt_claim_desc {
     /// Number of producers in fanin_local_ids: in [0, LRT_MAX_FANIN] for a
     /// v1 claim; any count >= 0 for a v2 claim, which takes the list as the
     /// reference's append_fanin_or_fail does (repeats and ids of no slot
-    /// claimed earlier in this run are dropped; more than LRT_MAX_FANIN
+    /// claimed earlier in this run are left out; more than LRT_MAX_FANIN
     /// distinct producers are refused).
     pub fanin_count: i32,
     /// Local ids (slot indices) of producers claimed earlier in this run;

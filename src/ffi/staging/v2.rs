@@ -149,7 +149,7 @@ pub unsafe extern "C" fn lrt_v2_claim_desc_init(desc: *mut lrt_v2_claim_desc) {
 ///
 /// The claim takes what the reference's submit_task / submit_dummy_task
 /// take (6ebaf7715): producers as `task.fanin_count` says (repeats and ids
-/// of no slot claimed earlier in this run dropped, at most LRT_MAX_FANIN
+/// of no slot claimed earlier in this run left out, at most LRT_MAX_FANIN
 /// distinct); a task on LRT_SUBTASK_AIV1 alone moved to LRT_SUBTASK_AIV0
 /// with its kernel id; LRT_TASK_ATTR_SYNC_START kept only for more than
 /// one block and checked against the cores of
