@@ -181,3 +181,154 @@ fn runs(run: &Run<'_>, s: &Sizes, gap_ms: f64) -> Vec<f64> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::{cells, PoolPlan, WorkKind, CONCURRENT};
+
+    fn spec(peer: PeerKind, callers: usize, arrangement: Arrangement) -> CellSpec {
+        CellSpec {
+            peer,
+            threads: 2,
+            scenarios: vec![],
+            sizes: Sizes::tiny(),
+            oversubscribe: false,
+            concurrent: Some(Concurrent {
+                callers,
+                arrangement,
+            }),
+        }
+    }
+
+    /// Every caller runs `concurrent_runs` runs per gap, on each of leanrt's
+    /// arrangements and the baseline, with either kernel.
+    #[test]
+    fn every_caller_runs_its_runs_at_every_gap() {
+        let leanrt = PeerKind::Leanrt {
+            config: "default".into(),
+        };
+        for a in [
+            Arrangement::Serial,
+            Arrangement::Shared,
+            Arrangement::PerCaller,
+        ] {
+            let mut sp = spec(leanrt.clone(), 3, a);
+            for work in [WorkKind::Spin, WorkKind::Sgemm] {
+                sp.sizes.work = work;
+                let v = concurrent(&sp, &sp.concurrent.unwrap()).unwrap();
+                assert_eq!(v.len(), 2, "{a:?}");
+                for (r, gap) in v.iter().zip([0.0, 0.1]) {
+                    assert_eq!(r.gap_ms, gap);
+                    assert_eq!(r.runs, 3 * 2, "{a:?}");
+                    assert_eq!(r.latency_us.n, 6);
+                    assert!(r.wall_s > 0.0 && r.runs_per_s > 0.0);
+                    assert!(r.cpu_per_run_ms() >= 0.0);
+                }
+            }
+        }
+        // By duration: at least one run per caller.
+        let mut sp = spec(leanrt.clone(), 2, Arrangement::Shared);
+        sp.sizes.concurrent_runs = 0;
+        let v = concurrent(&sp, &sp.concurrent.unwrap()).unwrap();
+        assert!(v.iter().all(|r| r.runs >= 2));
+        // ORT's arrangements are ORT's only.
+        let err = concurrent(
+            &spec(leanrt, 1, Arrangement::Global),
+            &Concurrent {
+                callers: 1,
+                arrangement: Arrangement::Global,
+            },
+        )
+        .unwrap_err();
+        assert!(err.contains("no arrangement 'global pools'"), "{err}");
+    }
+
+    /// A failing runtime fails the cell; no caller waits forever.
+    #[test]
+    fn a_caller_whose_runtime_fails_fails_the_cell() {
+        // ORT refuses leanrt's own key when each caller opens its session.
+        let sp = spec(
+            PeerKind::Ort {
+                config: "adaptive".into(),
+                library: "/nonexistent/libonnxruntime.so.1.31.1".into(),
+                version: "1.31.1".into(),
+            },
+            2,
+            Arrangement::PerCaller,
+        );
+        let err = concurrent(&sp, &sp.concurrent.unwrap()).unwrap_err();
+        assert!(err.contains("not run on ONNX Runtime"), "{err}");
+    }
+
+    /// ORT's arrangements in process (the global pools need an environment
+    /// of their own, so a process of their own: the CLI's tests run them).
+    #[test]
+    fn ort_arrangements_run_concurrent_callers() {
+        let Some(lib) = crate::pool::peers::ort::tests::library_for_test() else {
+            return;
+        };
+        let ort = PeerKind::Ort {
+            config: "default".into(),
+            library: lib.path.to_string_lossy().into_owned(),
+            version: lib.version.clone(),
+        };
+        for a in [
+            Arrangement::PerCaller,
+            Arrangement::Shared,
+            Arrangement::OneThread,
+        ] {
+            let mut sp = spec(ort.clone(), 2, a);
+            sp.sizes.work = WorkKind::Sgemm;
+            let v = concurrent(&sp, &sp.concurrent.unwrap()).unwrap();
+            assert!(v.iter().all(|r| r.runs == 4), "{a:?}");
+        }
+    }
+
+    /// The concurrent cells of a plan: per caller count the baseline, then
+    /// leanrt's arrangements per configuration, then ORT's per library.
+    #[test]
+    fn plans_have_one_cell_per_caller_count_and_arrangement() {
+        let ort = |v: &str| PeerKind::Ort {
+            config: String::new(),
+            library: format!("/x/libonnxruntime.so.{v}"),
+            version: v.into(),
+        };
+        let plan = PoolPlan {
+            threads: vec![2],
+            configs: vec!["default".into(), "adaptive".into()],
+            peers: vec![ort("1.31.1"), ort("1.32.0")],
+            scenarios: vec!["request".into(), "concurrent".into()],
+            sizes: Sizes::tiny(),
+            oversubscribe: false,
+            callers: vec![1, 4],
+        };
+        let v = cells(&plan);
+        let single: Vec<_> = v.iter().filter(|c| c.concurrent.is_none()).collect();
+        // leanrt × 2 configurations + ORT default × 2 libraries (adaptive
+        // is leanrt's own key).
+        assert_eq!(single.len(), 4);
+        assert!(single.iter().all(|c| c.scenarios == ["request"]));
+        let conc: Vec<_> = v.iter().filter_map(|c| Some((c, c.concurrent?))).collect();
+        // Per K: 1 baseline + 2 × 2 leanrt + 2 libraries × 4 ORT.
+        assert_eq!(conc.len(), 2 * (1 + 4 + 8));
+        let (first, c) = conc[0];
+        assert_eq!(c.arrangement, Arrangement::Serial);
+        assert_eq!(first.scenarios, [CONCURRENT]);
+        assert_eq!(conc.iter().filter(|(_, c)| c.callers == 4).count(), 13);
+        let ort_rows: Vec<_> = conc
+            .iter()
+            .filter(|(s, c)| c.callers == 1 && matches!(s.peer, PeerKind::Ort { .. }))
+            .map(|(s, c)| (s.peer.label(), c.arrangement))
+            .collect();
+        assert_eq!(ort_rows.len(), 8);
+        assert_eq!(
+            ort_rows[0],
+            ("ort 1.31.1 default".into(), Arrangement::PerCaller)
+        );
+        assert_eq!(
+            ort_rows[7],
+            ("ort 1.32.0 default".into(), Arrangement::OneThread)
+        );
+    }
+}

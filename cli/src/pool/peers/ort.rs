@@ -65,7 +65,7 @@ pub struct OrtLibrary {
 /// `$LEANRT_ORT_PYTHON` (default `python3`) imports. Err: why none was
 /// found, for the skip note.
 pub fn find_library() -> Result<OrtLibrary, String> {
-    let hint = "install it with scripts/install-ort.sh (an onnxruntime==1.31.1 wheel in a virtual environment) and set ORT_DYLIB_PATH or LEANRT_ORT_PYTHON as it prints";
+    let hint = "install it with scripts/install-ort.sh [--version 1.31.1|1.32.0] (an onnxruntime wheel in a virtual environment) and set ORT_DYLIB_PATH or LEANRT_ORT_PYTHON as it prints";
     if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
         return library_at(Path::new(&p)).map_err(|e| format!("ORT_DYLIB_PATH={e}"));
     }
