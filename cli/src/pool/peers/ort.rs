@@ -18,6 +18,15 @@
 //!   that ORT itself brackets the run as a serving process sees it: with
 //!   `session.force_spinning_stop=1` its session enables spinning when the
 //!   run starts and disables it when the last concurrent run ends.
+//! * concurrent: each caller's runs as in request, on a session of its own
+//!   (its own intra-op pool, or `intra_op_num_threads=1`), on sessions of
+//!   an environment with global thread pools (`Ort::new_global`: the `ort`
+//!   crate's `with_global_thread_pool`, i.e. `CreateEnvWithGlobalThreadPools`,
+//!   and `DisablePerSessionThreads` on every session), or on one session
+//!   that every caller runs at once (`SharedSession`).
+//! * SGEMM work (`--work sgemm`): the `Work` node runs the same tile kernel
+//!   as every other peer (`workload::index`), on the running thread's own
+//!   buffers; no ORT MatMul, so the kernel code is the same in both pools.
 //! * section: not available. ORT's parallel sections
 //!   (`ThreadPool::ParallelSection`) are internal to its C++ kernels; the C
 //!   API a custom op has (`KernelContext_ParallelFor`) cannot open one.
