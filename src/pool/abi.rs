@@ -38,6 +38,15 @@ pub const LRT_POOL_KEY_FORCE_SPINNING_STOP: &str = "session.force_spinning_stop"
 /// "0" (the default) or "1": the spin budget follows the measured gaps
 /// between loops (docs/POOL.md, "Spinning").
 pub const LRT_POOL_KEY_ADAPTIVE_SPIN: &str = "leanrt.intra_op.adaptive_spin";
+/// lrt_pool_options_set_config key, leanrt's own (ONNX Runtime has none):
+/// "1" (the default) or "0": the pool takes part in the process-wide CPU
+/// share. With "1", a loop invites helpers only for the CPUs that the
+/// threads inside loops of taking-part pools (callers and their helpers,
+/// across every such pool in the process) leave free, and runs inline on
+/// its caller when there is none; idle workers stop spinning while those
+/// threads occupy every CPU online. "0": helpers are invited whatever
+/// other pools and callers do (docs/POOL.md, "Many callers").
+pub const LRT_POOL_KEY_CPU_BUDGET: &str = "leanrt.intra_op.cpu_budget";
 
 /// A pool's counters, summed over its worker threads (`lrt_pool_get_stats`).
 #[repr(C)]

@@ -30,7 +30,9 @@ pub mod os_thread;
 pub mod spin;
 
 pub use cost::TensorOpCost;
-pub use engine::{begin_section, CallGuard, ParallelSection, SectionHandle, ThreadPool};
+pub use engine::{
+    begin_section, cpu_share_counts, CallGuard, ParallelSection, SectionHandle, ThreadPool,
+};
 pub use loops::{
     degree_of_parallelism, kernel_parallel_for, partition_work, schedule, should_parallelize,
     try_batch_parallel_for, try_parallel_for, try_parallel_for_cost, try_partition_work,

@@ -3,9 +3,10 @@
 //! options unchanged when it returns an error.
 use super::abi::{
     lrt_custom_create_thread_fn, lrt_custom_join_thread_fn, LRT_POOL_KEY_ADAPTIVE_SPIN,
-    LRT_POOL_KEY_ALLOW_SPINNING, LRT_POOL_KEY_DYNAMIC_BLOCK_BASE, LRT_POOL_KEY_FORCE_SPINNING_STOP,
-    LRT_POOL_KEY_SPIN_BACKOFF_MAX, LRT_POOL_KEY_SPIN_DURATION_US, LRT_POOL_KEY_THREAD_AFFINITIES,
-    LRT_POOL_MAX_BACKOFF, LRT_POOL_MAX_SPIN_US, LRT_POOL_MAX_THREADS,
+    LRT_POOL_KEY_ALLOW_SPINNING, LRT_POOL_KEY_CPU_BUDGET, LRT_POOL_KEY_DYNAMIC_BLOCK_BASE,
+    LRT_POOL_KEY_FORCE_SPINNING_STOP, LRT_POOL_KEY_SPIN_BACKOFF_MAX, LRT_POOL_KEY_SPIN_DURATION_US,
+    LRT_POOL_KEY_THREAD_AFFINITIES, LRT_POOL_MAX_BACKOFF, LRT_POOL_MAX_SPIN_US,
+    LRT_POOL_MAX_THREADS,
 };
 use super::affinity;
 use crate::diag::Text;
@@ -91,6 +92,8 @@ pub struct PoolOptions {
     pub(crate) name: String,
     pub(crate) force_spinning_stop: bool,
     pub(crate) adaptive_spin: bool,
+    /// `leanrt.intra_op.cpu_budget` (on by default).
+    pub(crate) cpu_budget: bool,
     pub(crate) force_hybrid: bool,
     pub(crate) custom_threads: Option<CustomThreadFns>,
     /// Stack size of each worker thread leanrt starts; 0: 2 MiB.
@@ -110,6 +113,7 @@ impl Default for PoolOptions {
             name: "leanrt-pool".to_owned(),
             force_spinning_stop: false,
             adaptive_spin: false,
+            cpu_budget: true,
             force_hybrid: false,
             custom_threads: None,
             stack_size: 0,
@@ -182,6 +186,10 @@ impl PoolOptions {
             LRT_POOL_KEY_THREAD_AFFINITIES => self.set_affinity(value),
             LRT_POOL_KEY_ADAPTIVE_SPIN => {
                 self.adaptive_spin = parse_bool(key, value)?;
+                Ok(())
+            }
+            LRT_POOL_KEY_CPU_BUDGET => {
+                self.cpu_budget = parse_bool(key, value)?;
                 Ok(())
             }
             LRT_POOL_KEY_FORCE_SPINNING_STOP => {

@@ -29,6 +29,9 @@ const INSIDE_DEPTH: usize = 16;
 // with one registers it on first use, which the C library does by
 // allocating (and aborting when that fails); see `crate::thread_exit`.
 thread_local! {
+    /// Whether this thread is counted in the CPU share now (`budget.rs`):
+    /// a caller inside a loop, however deeply nested.
+    static COUNTED: Cell<bool> = const { Cell::new(false) };
     /// This thread's worker record while `worker::main`, which owns it,
     /// runs here ([`become_worker`]); NULL elsewhere.
     static CURRENT: Cell<*const WorkerLocal> = const { Cell::new(std::ptr::null()) };
@@ -111,4 +114,17 @@ impl Drop for InUse {
             }
         });
     }
+}
+
+/// Marks this thread counted as a caller in the CPU share (`budget.rs`)
+/// unless it already is (a loop nested in one of its loops) or is a
+/// worker of some pool (counted as a busy helper instead). True: this call
+/// marked it, and [`uncount_caller`] must follow once its loop is done.
+pub(super) fn count_caller() -> bool {
+    CURRENT.with(Cell::get).is_null() && !COUNTED.with(|c| c.replace(true))
+}
+
+/// Ends what a [`count_caller`] that returned true began.
+pub(super) fn uncount_caller() {
+    COUNTED.with(|c| c.set(false));
 }

@@ -18,10 +18,12 @@
 //!   by a forked child, and what such a child keeps alive.
 //! * The protocols: `gate.rs` (the loop gate), `slot.rs` (the broadcast
 //!   slot), `sleep.rs` (the event count), `section.rs` (parallel
-//!   sections), `adaptive.rs` (the adaptive spin budget); `sync.rs` is the
+//!   sections), `adaptive.rs` (the adaptive spin budget), `budget.rs` (the
+//!   process-wide CPU share across pools); `sync.rs` is the
 //!   facade loom replaces; `profile.rs` the counters and the report;
 //!   `trace.rs` the event trace (cargo feature `trace`; empty without it).
 mod adaptive;
+mod budget;
 mod callers;
 mod fork;
 mod gate;
@@ -41,4 +43,11 @@ mod worker;
 
 pub use callers::CallGuard;
 pub use pool::ThreadPool;
+
+/// The process-wide CPU share now (`budget.rs`): (threads inside loops of
+/// pools that take part, counted once each; their helpers running a
+/// share). Both 0 when no such loop is in progress.
+pub fn cpu_share_counts() -> (u64, u64) {
+    shared::cpu_share().counts()
+}
 pub use section::{begin_section, ParallelSection, SectionHandle};

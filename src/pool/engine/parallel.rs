@@ -33,10 +33,10 @@
 //! kept, and rethrown on the caller after that join.
 use super::gate::{self, Gate};
 use super::job::{Job, LoopJob, QueuedLoop, Work};
-use super::membership::current;
+use super::membership::{self, current};
 use super::pool::{ThreadPool, QUEUE_CAPACITY};
 use super::section;
-use super::shared::CASCADE;
+use super::shared::{cpu_share, CASCADE};
 use super::trace::{self, Ev};
 use crate::pool::cpu;
 use std::panic::resume_unwind;
@@ -50,6 +50,30 @@ use std::sync::Arc;
 /// milliseconds for a CPU: far longer than the last helper's block, which
 /// is all the owner waits for.
 const CLOSE_SPINS: u32 = 2048;
+
+/// A loop's place in the CPU share: counts its caller (unless already
+/// counted) until dropped, after the join or on unwind.
+struct Claim {
+    counted: bool,
+    helpers: usize,
+}
+
+impl Claim {
+    fn new(wanted: usize) -> Claim {
+        let counted = membership::count_caller();
+        let helpers = cpu_share().claim(counted, wanted);
+        Claim { counted, helpers }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if self.counted {
+            cpu_share().unclaim();
+            membership::uncount_caller();
+        }
+    }
+}
 
 impl ThreadPool {
     /// Runs `work(0)` on the caller and `work(p)` on each of up to
@@ -65,8 +89,15 @@ impl ThreadPool {
     /// takes part, so the loop completes even if no helper comes.
     pub(crate) fn run_in_parallel(&self, helpers: usize, work: &Work<'_>) {
         let shared = &*self.shared;
-        let helpers = helpers.min(self.max_helpers()).min(gate::MAX_HELPERS);
+        let mut helpers = helpers.min(self.max_helpers()).min(gate::MAX_HELPERS);
         let me = current(shared.id).map(|w| w.index);
+        // The CPU share (`budget.rs`): helpers only for the CPUs that
+        // callers and busy helpers leave free; none: inline.
+        let _claim = (helpers > 0 && shared.cpu_budget).then(|| {
+            let claim = Claim::new(helpers);
+            helpers = claim.helpers;
+            claim
+        });
         if helpers == 0 {
             let t0 = shared.profiling.clock();
             let blocks = work(0);

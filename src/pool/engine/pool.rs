@@ -131,6 +131,7 @@ impl ThreadPool {
             },
             dop,
             dynamic_block_base: opts.dynamic_block_base,
+            cpu_budget: opts.cpu_budget,
             fork_generation: fork::watch(),
         });
         alloc::check()?;

@@ -2,6 +2,7 @@
 //! queues, the parallel sections, the spin control and the profiling
 //! counters, beside the broadcast slot and the general event count.
 use super::adaptive::Adaptive;
+use super::budget::CpuShare;
 use super::job::{Job, LoopJob};
 use super::profile::Profiling;
 use super::sleep::EventCount;
@@ -13,6 +14,14 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 /// Sleepers the owner of a loop wakes, and each woken worker wakes while the
 /// loop still wants helpers (a wake-up tree of fan-out 2).
 pub(super) const CASCADE: usize = 2;
+
+/// The process's CPU share (`budget.rs`), of the CPUs online; every pool
+/// that takes part (`Shared::cpu_budget`) counts its callers and busy
+/// helpers here.
+pub(super) fn cpu_share() -> &'static CpuShare {
+    static SHARE: std::sync::OnceLock<CpuShare> = std::sync::OnceLock::new();
+    SHARE.get_or_init(|| CpuShare::new(crate::pool::cpu::logical_cores()))
+}
 
 /// State shared by the pool handle and its workers.
 pub(super) struct Shared {
@@ -35,6 +44,9 @@ pub(super) struct Shared {
     pub(super) dop: i32,
     /// ORT's `dynamic_block_base` (0: Eigen's fixed blocks).
     pub(super) dynamic_block_base: i32,
+    /// `leanrt.intra_op.cpu_budget`: this pool's loops and workers take
+    /// part in the process's [`cpu_share`].
+    pub(super) cpu_budget: bool,
     /// `fork::generation()` when the pool was made: a different value
     /// means this is a forked child, where the workers do not exist.
     pub(super) fork_generation: u64,
@@ -114,9 +126,6 @@ impl Shared {
         self.sections.team_event.notify(n);
     }
 
-    /// Whether an idle worker may keep spinning now: spinning enabled, no
-    /// shutdown, and with `force_spinning_stop` a loop or a request (an
-    /// unmatched `enable_spinning`) in progress.
     /// Notes the calling thread's CPU as the one a loop or request runs on.
     pub(super) fn note_caller_cpu(&self) {
         self.spin
@@ -131,6 +140,10 @@ impl Shared {
         cpu != u32::MAX && cpu == self.spin.caller_cpu.load(Ordering::Relaxed)
     }
 
+    /// Whether an idle worker may keep spinning now: spinning enabled, no
+    /// shutdown, and with `force_spinning_stop` a loop or a request (an
+    /// unmatched `enable_spinning`) in progress. With the CPU budget, also
+    /// only while callers and busy helpers leave a CPU free (`budget.rs`).
     pub(super) fn may_spin(&self) -> bool {
         let spin = &self.spin;
         spin.enabled.load(Ordering::Relaxed)
@@ -138,5 +151,18 @@ impl Shared {
             && (!spin.force_stop
                 || spin.loops_active.load(Ordering::Relaxed) > 0
                 || spin.requests.load(Ordering::Relaxed) > 0)
+            && !(self.cpu_budget && cpu_share().full())
+    }
+
+    /// Runs a helper's share `f`, counted busy in the CPU share when this
+    /// pool takes part.
+    pub(super) fn busy<R>(&self, f: impl FnOnce() -> R) -> R {
+        if !self.cpu_budget {
+            return f();
+        }
+        cpu_share().busy();
+        let r = f();
+        cpu_share().idle();
+        r
     }
 }

@@ -215,7 +215,7 @@ fn help_slot(shared: &Shared, section: &mut u64, index: usize) -> bool {
     // catches panics from the work, so we cannot unwind past `leave`.
     let job = unsafe { &*job };
     job.note_helper_cpu();
-    let blocks = job.run(participant, &shared.profiling, Some(index));
+    let blocks = shared.busy(|| job.run(participant, &shared.profiling, Some(index)));
     shared.slot.leave();
     trace::record(shared.id, index + 1, Ev::Leave, blocks);
     true
@@ -268,7 +268,7 @@ fn run_job(shared: &Shared, job: Job, worker: Option<usize>) {
                 let who = trace::who(worker);
                 trace::record(shared.id, who, Ev::Enter, 2);
                 q.job.note_helper_cpu();
-                let blocks = q.job.run(participant, &shared.profiling, worker);
+                let blocks = shared.busy(|| q.job.run(participant, &shared.profiling, worker));
                 q.gate.leave();
                 trace::record(shared.id, who, Ev::Leave, blocks);
             }
