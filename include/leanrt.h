@@ -59,6 +59,18 @@
 #define LRT_POOL_KEY_ADAPTIVE_SPIN "leanrt.intra_op.adaptive_spin"
 
 /**
+ * lrt_pool_options_set_config key, leanrt's own (ONNX Runtime has none):
+ * "1" (the default) or "0": the pool takes part in the process-wide CPU
+ * share. With "1", a loop invites helpers only for the CPUs that the
+ * threads inside loops of taking-part pools (callers and their helpers,
+ * across every such pool in the process) leave free, and runs inline on
+ * its caller when there is none; idle workers stop spinning while those
+ * threads occupy every CPU online. "0": helpers are invited whatever
+ * other pools and callers do (docs/POOL.md, "Many callers").
+ */
+#define LRT_POOL_KEY_CPU_BUDGET "leanrt.intra_op.cpu_budget"
+
+/**
  * Capacity in bytes of the per-thread last-error slot that lrt_last_error
  * reads: a message is at most LRT_LAST_ERROR_BYTES - 1 bytes (longer ones
  * are cut), so a buffer of LRT_LAST_ERROR_BYTES always holds it whole.
