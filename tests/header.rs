@@ -257,6 +257,7 @@ const ALLOWED: &[&str] = &[
     "LRT_POOL_KEY_THREAD_AFFINITIES",
     "LRT_POOL_KEY_FORCE_SPINNING_STOP",
     "LRT_POOL_KEY_ADAPTIVE_SPIN",
+    "LRT_POOL_KEY_CPU_BUDGET",
     // Thread pool: the pool and its loops.
     "lrt_pool",
     "lrt_pool_create",
@@ -331,6 +332,11 @@ fn pool_keys_are_ort_1_31s_names() {
             "LRT_POOL_KEY_ADAPTIVE_SPIN",
             LRT_POOL_KEY_ADAPTIVE_SPIN,
             "leanrt.intra_op.adaptive_spin",
+        ),
+        (
+            "LRT_POOL_KEY_CPU_BUDGET",
+            LRT_POOL_KEY_CPU_BUDGET,
+            "leanrt.intra_op.cpu_budget",
         ),
     ];
     let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/leanrt.h"))

@@ -17,7 +17,9 @@
 //! facade (its mutex excludes nothing); it is ignored in a plain run, and
 //! `the_broken_gate_fails_with_a_deadlock` runs it in a child process and
 //! passes only if loom reports the lost wake-up as a deadlock, which shows
-//! the models can fail.
+//! the models can fail. The caller count (`callers.rs`) and the CPU share
+//! (`budget.rs`, with the worker it stops from spinning) have broken twins
+//! checked the same way.
 #![cfg(loom)]
 
 mod sync {

@@ -1,7 +1,10 @@
 //! The spinning switch (enable/disable as request boundaries, counted
-//! across callers, enable waking sleepers) and the adaptive spin budget.
+//! across callers, enable waking sleepers), the adaptive spin budget, and
+//! the CPU share's cap on a loop's helpers.
 //! No timing is asserted: waits are bounded polls of the pool's counters.
-use leanrt::pool::abi::{LRT_POOL_KEY_ADAPTIVE_SPIN, LRT_POOL_KEY_FORCE_SPINNING_STOP};
+use leanrt::pool::abi::{
+    LRT_POOL_KEY_ADAPTIVE_SPIN, LRT_POOL_KEY_CPU_BUDGET, LRT_POOL_KEY_FORCE_SPINNING_STOP,
+};
 use leanrt::pool::{try_simple_parallel_for, PoolOptions, ThreadPool};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
@@ -103,23 +106,44 @@ fn adaptive_spin_runs_loops_and_sleeps_after_a_burst() {
     assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
 }
 
+/// The workers' ids seen in one loop of 400 sleeping iterations on `p`.
+fn helpers_of_a_long_loop(p: &ThreadPool) -> usize {
+    let ids = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    try_simple_parallel_for(Some(p), 400, &|_| {
+        let id = p.current_thread_id();
+        if id >= 0 {
+            ids.lock().unwrap().insert(id);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    });
+    ids.into_inner().unwrap().len()
+}
+
 #[test]
 fn sleeping_workers_all_join_a_long_loop() {
     // Workers sleep at once (no spinning); the owner of a loop wakes two,
     // and each woken worker wakes more while the loop still wants helpers:
-    // every worker takes part in a loop long enough for all of them.
-    let p = pool(0, &[]);
+    // every worker takes part in a loop long enough for all of them. Out
+    // of the CPU share, which would invite only as many helpers as CPUs
+    // are free (the next test).
+    let p = pool(0, &[(LRT_POOL_KEY_CPU_BUDGET, "0")]);
     for _ in 0..3 {
         assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
-        let ids = std::sync::Mutex::new(std::collections::BTreeSet::new());
-        try_simple_parallel_for(Some(&p), 400, &|_| {
-            let id = p.current_thread_id();
-            if id >= 0 {
-                ids.lock().unwrap().insert(id);
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        });
-        assert_eq!(ids.into_inner().unwrap().len(), 2, "every worker helped");
+        assert_eq!(helpers_of_a_long_loop(&p), 2, "every worker helped");
+    }
+}
+
+#[test]
+fn the_cpu_share_invites_helpers_only_for_free_cpus() {
+    // In the share (the default), a loop's caller counts itself and invites
+    // at most one helper per other CPU online, however many workers the
+    // pool has (other tests' loops in this process only take CPUs away).
+    let p = pool(0, &[]);
+    let cpus = leanrt::pool::cpu::logical_cores();
+    for _ in 0..3 {
+        assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
+        let helped = helpers_of_a_long_loop(&p);
+        assert!(helped <= 2.min(cpus - 1), "{helped} helpers on {cpus} CPUs");
     }
 }
 

@@ -71,7 +71,7 @@ int main(void) {
   /* Config keys: malformed values, unknown or misspelt keys, NULLs. */
   const char *keys[] = {LRT_POOL_KEY_ALLOW_SPINNING, LRT_POOL_KEY_SPIN_DURATION_US,
                         LRT_POOL_KEY_SPIN_BACKOFF_MAX, LRT_POOL_KEY_DYNAMIC_BLOCK_BASE,
-                        LRT_POOL_KEY_FORCE_SPINNING_STOP};
+                        LRT_POOL_KEY_FORCE_SPINNING_STOP, LRT_POOL_KEY_CPU_BUDGET};
   const char *bad_values[] = {"", " ", "x", "1x", "0x10", "1.5", "1e3", " 10", "--1", "99999999999999999999", "\xff\xfe"};
   for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
     for (size_t v = 0; v < sizeof bad_values / sizeof bad_values[0]; v++) {
@@ -85,6 +85,7 @@ int main(void) {
       {LRT_POOL_KEY_SPIN_DURATION_US, "-2"},  {LRT_POOL_KEY_SPIN_BACKOFF_MAX, "0"},
       {LRT_POOL_KEY_DYNAMIC_BLOCK_BASE, "-4"},         {LRT_POOL_KEY_FORCE_SPINNING_STOP, "true"},
       {LRT_POOL_KEY_THREAD_AFFINITIES, ""},   {LRT_POOL_KEY_THREAD_AFFINITIES, "1,a"},
+      {LRT_POOL_KEY_CPU_BUDGET, "2"},         {LRT_POOL_KEY_CPU_BUDGET, "-1"},
   };
   for (size_t i = 0; i < sizeof bad_pairs / sizeof bad_pairs[0]; i++)
     CHECK_STATUS(lrt_pool_options_set_config(o, bad_pairs[i][0], bad_pairs[i][1]), LRT_ERR_INVALID_ARGUMENT);

@@ -1,4 +1,6 @@
-/* Loops from many caller threads at once, loops from inside Schedule'd
+/* Loops from many caller threads at once (on one pool, and on a pool per
+ * caller: several pools in one process, taking part in the process-wide
+ * CPU share or not, LRT_POOL_KEY_CPU_BUDGET), loops from inside Schedule'd
  * tasks, and loops nested in loop bodies (no deadlock). */
 #include <pthread.h>
 
@@ -55,7 +57,34 @@ static void loop_task(void *ctx) {
   atomic_fetch_add(&tasks_done, 1);
 }
 
+/* A caller with a pool of its own: odd callers' pools stay out of the
+ * CPU share. Every loop still runs each index once. */
+static void *own_pool_caller(void *arg) {
+  long id = (long)(intptr_t)arg;
+  lrt_pool_options *o = NULL;
+  lrt_pool *own = NULL;
+  CHECK_STATUS(lrt_pool_options_create(&o), LRT_OK);
+  CHECK_STATUS(lrt_pool_options_set_num_threads(o, 2), LRT_OK);
+  CHECK_STATUS(lrt_pool_options_set_config(o, LRT_POOL_KEY_CPU_BUDGET, id % 2 ? "0" : "1"), LRT_OK);
+  CHECK_STATUS(lrt_pool_create(o, &own), LRT_OK);
+  lrt_pool_options_destroy(o);
+  for (int r = 0; r < 200; r++) {
+    ptrdiff_t n = 64 + id + r % 7;
+    hits h;
+    hits_init(&h, n);
+    lrt_pool_try_parallel_for(own, n, 1e6, range_cb, &h);
+    CHECK(hits_once(&h));
+  }
+  lrt_pool_destroy(own);
+  return NULL;
+}
+
 int main(void) {
+  {
+    pthread_t t[6];
+    for (long i = 0; i < 6; i++) pthread_create(&t[i], NULL, own_pool_caller, (void *)(intptr_t)i);
+    for (int i = 0; i < 6; i++) pthread_join(t[i], NULL);
+  }
   int sizes[] = {2, 4, 8};
   for (int s = 0; s < 3; s++) {
     pool = make_pool(sizes[s]);

@@ -26,6 +26,7 @@ int main(void) {
       {LRT_POOL_KEY_SPIN_DURATION_US, "-1"}, {LRT_POOL_KEY_SPIN_DURATION_US, "100"},
       {LRT_POOL_KEY_SPIN_BACKOFF_MAX, "4"},  {LRT_POOL_KEY_DYNAMIC_BLOCK_BASE, "2"},
       {LRT_POOL_KEY_FORCE_SPINNING_STOP, "1"},        {LRT_POOL_KEY_FORCE_SPINNING_STOP, "0"},
+      {LRT_POOL_KEY_CPU_BUDGET, "0"},                  {LRT_POOL_KEY_CPU_BUDGET, "1"},
       {LRT_POOL_KEY_ALLOW_SPINNING, "1"},
   };
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
