@@ -9,7 +9,7 @@
 #
 # THREADS: the pool's threads (default 2). RUNS: runs of each command
 # (default 3). REQUESTS: runs per gap (default 200). ORT_DYLIB_PATH: the ONNX Runtime library (default: the
-# onnxruntime 1.31.1 wheel, installed into target/ort-venv by
+# onnxruntime 1.31.1 wheel, installed into target/ort-1.31.1 by
 # scripts/install-ort.sh). LEANRT_BIN: a leanrt binary to use instead of
 # building one.
 set -euo pipefail
@@ -21,7 +21,7 @@ mkdir -p "$OUT"
 B=${LEANRT_BIN:-target/release/leanrt}
 [ -n "${LEANRT_BIN:-}" ] || cargo build --release -p leanrt-cli --quiet
 if [ -z "${ORT_DYLIB_PATH:-}" ]; then
-  ORT_DYLIB_PATH=$(scripts/install-ort.sh target/ort-venv)
+  ORT_DYLIB_PATH=$(scripts/install-ort.sh --version 1.31.1)
 fi
 export ORT_DYLIB_PATH
 # The presets ORT has, the hinted configuration (ORT's own

@@ -3,16 +3,36 @@
 # from PyPI (it carries the C-API library libonnxruntime.so.VERSION) in a
 # Python virtual environment, then prints the library's path.
 #
-#   scripts/install-ort.sh [VENV]        VENV defaults to .venv-ort
-#   export ORT_DYLIB_PATH=$(scripts/install-ort.sh)
+#   scripts/install-ort.sh [--version VERSION] [VENV]
+#   export ORT_DYLIB_PATH=$(scripts/install-ort.sh)                    # 1.31.1
+#   export ORT_DYLIB_PATH=$(scripts/install-ort.sh --version 1.32.0)   # 1.32.0
 #
-# ORT_VERSION: the onnxruntime version (default 1.31.1, the release the ort
-# crate in use targets). An existing VENV that already holds that version is
+# VERSION: the onnxruntime release (default: $ORT_VERSION, else 1.31.1, the
+# release the ort crate in use targets; 1.32.0 loads unchanged). The ort
+# peer reads the version from the library's file name, and the tables name
+# it per row. VENV defaults to target/ort-VERSION, so that several versions
+# sit side by side; an existing VENV that already holds that version is
 # reused. Needs python3 with its venv module (Debian: python3-venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VENV=${1:-.venv-ort}
 VERSION=${ORT_VERSION:-1.31.1}
+VENV=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --version) [ $# -ge 2 ] || { echo "install-ort.sh: --version needs a value" >&2; exit 2; }
+               VERSION=$2; shift 2 ;;
+    --version=*) VERSION=${1#--version=}; shift ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "install-ort.sh: unknown option $1 (usage: install-ort.sh [--version VERSION] [VENV])" >&2; exit 2 ;;
+    *) [ -z "$VENV" ] || { echo "install-ort.sh: one VENV only" >&2; exit 2; }
+       VENV=$1; shift ;;
+  esac
+done
+if ! [[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+  echo "install-ort.sh: '$VERSION' is not an onnxruntime version (MAJOR.MINOR.PATCH, e.g. 1.31.1)" >&2
+  exit 2
+fi
+VENV=${VENV:-target/ort-$VERSION}
 
 find_lib() {
   "$VENV/bin/python3" - "$VERSION" <<'PY'

@@ -77,15 +77,20 @@ done_stage
 # there). Without python3 the ORT tests are skipped, visibly; a failing
 # install fails the run.
 if [ -z "${ORT_DYLIB_PATH:-}" ]; then
-  stage "ONNX Runtime for the ort peer (scripts/install-ort.sh target/ort-venv)"
+  stage "ONNX Runtime for the ort peer (scripts/install-ort.sh: 1.31.1 and 1.32.0 under target/)"
   if ! python3 -c 'import ensurepip, venv' 2>/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null \
       || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null; }
   fi
   if command -v python3 >/dev/null && python3 -c 'import ensurepip, venv' 2>/dev/null; then
-    ORT_DYLIB_PATH=$(scripts/install-ort.sh target/ort-venv)
+    ORT_DYLIB_PATH=$(scripts/install-ort.sh --version 1.31.1)
     export ORT_DYLIB_PATH
     echo "    ORT_DYLIB_PATH=$ORT_DYLIB_PATH"
+    # Both releases the ort peer loads: the concurrent scenario's CLI test
+    # runs one row set per library (--ort-libs).
+    ort_132=$(scripts/install-ort.sh --version 1.32.0)
+    export LEANRT_TEST_ORT_LIBS="$ORT_DYLIB_PATH,$ort_132"
+    echo "    LEANRT_TEST_ORT_LIBS=$LEANRT_TEST_ORT_LIBS"
   else
     echo "    SKIPPED: no python3 with venv here; the tests that run ONNX Runtime are skipped (LEANRT_SKIP_ORT=1)"
     export LEANRT_SKIP_ORT=1

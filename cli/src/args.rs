@@ -11,7 +11,7 @@
 //! fails at once with one line and exit status 2, before any work.
 use crate::bind::{self, BindPlan, Policy};
 use crate::lists::dedup;
-use crate::pool::{self, Gap, PeerKind};
+use crate::pool::{self, Gap, PeerKind, WorkKind};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
@@ -21,7 +21,7 @@ use std::str::FromStr;
 pub enum Invocation {
     Bench(BenchArgs),
     Bind(BindArgs),
-    Pool(PoolArgs),
+    Pool(Box<PoolArgs>),
     Info(InfoArgs),
     /// Internal: one pool-benchmark cell, its spec as JSON.
     PoolCell(String),
@@ -84,6 +84,16 @@ pub struct PoolArgs {
     pub section_loops: Vec<u32>,
     pub section_item_us: f64,
     pub oversubscribe: bool,
+    /// The kernel of the request-shaped work.
+    pub work: WorkKind,
+    /// concurrent: caller counts (K), gaps (ms, 0 = back to back), runs per
+    /// caller and gap (0: by `concurrent_ms`).
+    pub callers: Vec<usize>,
+    pub concurrent_gaps: Vec<f64>,
+    pub runs: u32,
+    pub concurrent_ms: u64,
+    /// ONNX Runtime libraries for the ort peer (empty: the one it finds).
+    pub ort_libs: Vec<PathBuf>,
     pub out: Output,
 }
 
@@ -146,7 +156,7 @@ fn invocation(m: &ArgMatches) -> Invocation {
             sizes: dedup(many(m, "sizes")),
             out: output(m),
         }),
-        Some(("pool", m)) => Invocation::Pool(pool_args(m)),
+        Some(("pool", m)) => Invocation::Pool(Box::new(pool_args(m))),
         Some(("info", m)) => Invocation::Info(InfoArgs {
             json: m.get_one::<PathBuf>("json").cloned(),
         }),
@@ -179,6 +189,12 @@ fn pool_args(m: &ArgMatches) -> PoolArgs {
         section_loops: dedup(many(m, "section-loops")),
         section_item_us: one(m, "section-item-us"),
         oversubscribe: m.get_flag("oversubscribe"),
+        work: one(m, "work"),
+        callers: dedup(many(m, "callers")),
+        concurrent_gaps: dedup(many(m, "concurrent-gaps")),
+        runs: one(m, "runs"),
+        concurrent_ms: one(m, "concurrent-ms"),
+        ort_libs: dedup(many(m, "ort-libs")),
         out: output(m),
     }
 }
@@ -377,13 +393,18 @@ fn pool_command() -> Command {
                 list_arg(
                     "scenario",
                     format!(
-                        "Scenarios: {}, or all. request models inference runs: where the \
+                        "Scenarios: {}, or all; and {concurrent} (not part of all): K request \
+                         threads in one process (--callers), each running the request scenario's \
+                         runs, on one shared pool, a pool per caller and no pool (one thread per \
+                         caller, the baseline), and with --peers ort on ORT's arrangements. \
+                         request models inference runs: where the \
                          configuration sets {stop}=1, enable spinning → a \
                          serial preamble → --rounds parallel loops with serial work between them → \
                          disable spinning; then a gap (--request-gaps). section times k loops \
                          inside one parallel section against k separate loops (--section-loops)",
                         pool::SCENARIOS.join(", "),
-                        stop = leanrt::pool::abi::LRT_POOL_KEY_FORCE_SPINNING_STOP
+                        stop = leanrt::pool::abi::LRT_POOL_KEY_FORCE_SPINNING_STOP,
+                        concurrent = pool::CONCURRENT,
                     ),
                 )
                 .default_value("all")
@@ -472,6 +493,54 @@ fn pool_command() -> Command {
                 "1",
                 f64::MIN_POSITIVE,
             ))
+            .arg(
+                flag_arg(
+                    "work",
+                    "KIND",
+                    "Kernel of every index of the requests and inference runs: spin (calibrated, \
+                     no memory traffic) or sgemm (one SGEMM tile per index on the running \
+                     thread's own buffers: a cache footprint)",
+                )
+                .default_value("spin")
+                .value_parser(WorkKind::parse),
+            )
+            .arg(
+                list_arg("callers", "concurrent: request threads per cell (K)")
+                    .visible_alias("k")
+                    .default_value("1,2,4,8")
+                    .value_parser(whole::<usize>(1, Some(256))),
+            )
+            .arg(
+                list_arg(
+                    "concurrent-gaps",
+                    "concurrent: gap after each of a caller's runs, ms (0 = back to back)",
+                )
+                .default_value("0,1")
+                .value_parser(non_negative_number),
+            )
+            .arg(
+                flag_arg(
+                    "runs",
+                    "N",
+                    "concurrent: runs per caller and gap (0 = as many as --concurrent-ms allows)",
+                )
+                .default_value("0")
+                .value_parser(whole::<u32>(0, None)),
+            )
+            .arg(millis(
+                "concurrent-ms",
+                "concurrent: how long each caller runs per gap, ms (unless --runs)",
+                "1000",
+            ))
+            .arg(
+                list_arg(
+                    "ort-libs",
+                    "ONNX Runtime libraries for --peers ort, one row set each (e.g. 1.31.1 and \
+                     1.32.0 as scripts/install-ort.sh --version installs them); default: the one \
+                     ORT_DYLIB_PATH or the onnxruntime wheel gives",
+                )
+                .value_parser(clap::value_parser!(PathBuf)),
+            )
             .arg(switch(
                 "oversubscribe",
                 "Run every cell with one competing busy thread per logical core (a separate \

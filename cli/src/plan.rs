@@ -41,14 +41,40 @@ pub fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
         section_loops: a.section_loops.clone(),
         section_item_us: a.section_item_us,
         section_iters: 0,
+        work: a.work,
+        concurrent_gaps_ms: a.concurrent_gaps.clone(),
+        concurrent_runs: a.runs,
+        concurrent_ms: a.concurrent_ms,
     };
     let (configs, notes) = pool::skipped_configs(&a.config);
     let mut peers = Vec::new();
     for p in &a.peers {
-        match pool::peers::available(p) {
-            Ok(p) => peers.push(p),
-            Err(why) => eprintln!("warning: {why}"),
+        match (p, a.ort_libs.is_empty()) {
+            // --ort-libs: one ORT peer per library, each checked here.
+            (pool::PeerKind::Ort { config, .. }, false) => {
+                for lib in &a.ort_libs {
+                    let l =
+                        pool::peers::ort::library_at(lib).map_err(|e| format!("--ort-libs {e}"))?;
+                    peers.push(pool::PeerKind::Ort {
+                        config: config.clone(),
+                        library: l.path.to_string_lossy().into_owned(),
+                        version: l.version,
+                    });
+                }
+            }
+            _ => match pool::peers::available(p) {
+                Ok(p) => peers.push(p),
+                Err(why) => eprintln!("warning: {why}"),
+            },
         }
+    }
+    if !a.ort_libs.is_empty()
+        && !a
+            .peers
+            .iter()
+            .any(|p| matches!(p, pool::PeerKind::Ort { .. }))
+    {
+        return Err("--ort-libs is for the ort peer: add --peers ort".into());
     }
     if configs.is_empty() && peers.is_empty() {
         return Err("nothing to run: no configuration and no peer left".into());
@@ -60,6 +86,7 @@ pub fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
         scenarios: a.scenario.clone(),
         sizes: pool::sizes_for(a.work_us, a.fj_item_us, base),
         oversubscribe: a.oversubscribe,
+        callers: a.callers.clone(),
     };
     Ok((plan, notes))
 }

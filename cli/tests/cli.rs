@@ -133,6 +133,31 @@ fn bad_flags_and_impossible_values_fail_clearly() {
     assert_usage_error(&["pool", "--request-gaps", "exp"], "not a gap");
     assert_usage_error(&["pool", "--request-gaps", "0"], "not a gap");
     assert_usage_error(&["pool", "--rounds", "0"], "--rounds");
+    // The concurrent scenario's and the work kind's options.
+    assert_usage_error(&["pool", "--work", "fft"], "unknown work kind 'fft'");
+    assert_usage_error(&["pool", "--callers", "0"], "--callers");
+    assert_usage_error(&["pool", "--k", "2,x"], "--callers");
+    assert_usage_error(&["pool", "--concurrent-gaps=-1"], "number >= 0");
+    assert_usage_error(&["pool", "--runs=-1"], "--runs");
+    assert_usage_error(&["pool", "--concurrent-ms", "0"], "--concurrent-ms");
+    assert_usage_error(
+        &[
+            "pool",
+            "--ort-libs",
+            "/nonexistent/libonnxruntime.so.1.32.0",
+        ],
+        "--ort-libs is for the ort peer",
+    );
+    assert_usage_error(
+        &[
+            "pool",
+            "--peers",
+            "ort",
+            "--ort-libs",
+            "/nonexistent/libonnxruntime.so.1.32.0",
+        ],
+        "--ort-libs /nonexistent/libonnxruntime.so.1.32.0: no such file",
+    );
     // Negative numbers are values, not flags; words are not numbers.
     assert_usage_error(&["bind", "--tasks", "-5"], "'-5' for '--tasks");
     assert_usage_error(&["bind", "--tasks", "-5"], "whole number");
@@ -905,6 +930,19 @@ fn pool_ort_peer_is_skipped_with_the_reason_when_no_library_is_found() {
     assert!(err.contains("scripts/install-ort.sh"), "{err}");
 }
 
+/// Whether the run skipped the ort peer (its warning in `err`) and the
+/// test may skip too (LEANRT_SKIP_ORT=1); panics where it may not.
+fn ort_skipped(err: &str) -> bool {
+    let Some(why) = err.lines().find(|l| l.contains("skipping the ort peer")) else {
+        return false;
+    };
+    if std::env::var("LEANRT_SKIP_ORT").as_deref() == Ok("1") {
+        eprintln!("skipped (LEANRT_SKIP_ORT=1): {why}");
+        return true;
+    }
+    panic!("{why}\n(set LEANRT_SKIP_ORT=1 to skip the tests that run ONNX Runtime)");
+}
+
 /// leanrt and ORT rows side by side, one ORT row per configuration with
 /// ORT keys only (needs the library: fails without it unless
 /// LEANRT_SKIP_ORT=1).
@@ -918,12 +956,8 @@ fn pool_ort_peer_runs_beside_leanrt() {
     let o = leanrt(&args);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
-    if let Some(why) = err.lines().find(|l| l.contains("skipping the ort peer")) {
-        if std::env::var("LEANRT_SKIP_ORT").as_deref() == Ok("1") {
-            eprintln!("skipped (LEANRT_SKIP_ORT=1): {why}");
-            return;
-        }
-        panic!("{why}\n(set LEANRT_SKIP_ORT=1 to skip the tests that run ONNX Runtime)");
+    if ort_skipped(&err) {
+        return;
     }
     let out = text(&o.stdout);
     let v = read_json(&j);
@@ -1054,5 +1088,196 @@ fn the_library_builds_the_same_alone_and_under_the_cli() {
             "the library's dependencies get other features under the CLI:\n{}",
             diff.join("\n")
         );
+    }
+}
+
+/// The concurrent scenario with 2-thread pools and runs of 2 rounds of 20 µs.
+const TINY_CONCURRENT: &[&str] = &[
+    "pool",
+    "--scenario",
+    "concurrent",
+    "--threads",
+    "2",
+    "--config",
+    "default",
+    "--rounds",
+    "2",
+    "--round-us",
+    "20",
+    "--quiet",
+];
+
+/// The concurrent scenario at tiny sizes, leanrt only: per caller count the
+/// baseline, leanrt's shared pool and a pool per caller, each with every
+/// gap's figures (no timing asserted).
+#[test]
+fn pool_concurrent_scenario_smoke() {
+    let d = scratch("concurrent");
+    let j = d.join("c.json");
+    let mut args = TINY_CONCURRENT.to_vec();
+    args.extend([
+        "--peers",
+        "none",
+        "--k",
+        "1,3",
+        "--concurrent-gaps",
+        "0,0.2",
+        "--runs",
+        "4",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    let o = leanrt(&args);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    assert_fits_100_columns("pool --scenario concurrent", &out);
+    let flat_out = flat(&o.stdout);
+    assert!(
+        flat_out.contains("pool: concurrent callers, spin work"),
+        "{out}"
+    );
+    for g in ["back to back", "gap 0.2 ms"] {
+        assert!(out.contains(g), "{out}");
+    }
+    let v = read_json(&j);
+    let cells = v["pool"].as_array().unwrap();
+    // Per K: baseline, shared, per caller.
+    assert_eq!(cells.len(), 6, "{v}");
+    for (c, (k, arrangement)) in cells.iter().zip([
+        (1, "Serial"),
+        (1, "Shared"),
+        (1, "PerCaller"),
+        (3, "Serial"),
+        (3, "Shared"),
+        (3, "PerCaller"),
+    ]) {
+        assert_eq!(c["spec"]["concurrent"]["callers"], k);
+        assert_eq!(c["spec"]["concurrent"]["arrangement"], arrangement);
+        let runs = c["concurrent"].as_array().unwrap();
+        assert_eq!(runs.len(), 2);
+        for r in runs {
+            // --runs 4 per caller.
+            assert_eq!(r["runs"], 4 * k, "{r}");
+            assert_eq!(r["latency_us"]["n"], 4 * k);
+            assert!(r["cpu_s"].as_f64().unwrap() > 0.0);
+            assert!(r["runs_per_s"].as_f64().unwrap() > 0.0);
+        }
+        // Only the concurrent scenario ran in these cells.
+        assert!(c["request"].as_array().unwrap().is_empty());
+    }
+    for k in [1, 3] {
+        for a in ["shared", "per caller"] {
+            assert!(
+                flat_out.contains(&format!(
+                    "concurrent headline (2 threads, K={k}): leanrt default {a}: throughput back to back:"
+                )),
+                "{out}"
+            );
+        }
+    }
+    // The one-caller tables are not printed for concurrent cells.
+    assert!(!out.contains("pool: inference runs"), "{out}");
+}
+
+/// `--work sgemm`: the request table names the work and has the total CPU
+/// per run beside the CPU between runs, in the table and the headline.
+#[test]
+fn pool_request_with_sgemm_work_reports_cpu_per_run() {
+    let line = "pool --scenario request --threads 2 --config default,no_spin --peers none \
+                --work sgemm --requests 3 --request-gaps 0.5 --rounds 2 --round-us 20 --quiet";
+    let o = leanrt(&line.split_whitespace().collect::<Vec<_>>());
+    let (out, err) = (flat(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("pool: inference runs, sgemm work"), "{out}");
+    assert!(out.contains("CPU/run"), "{out}");
+    assert!(
+        out.contains("leanrt no_spin vs default: gap 0.5 ms: p50"),
+        "{out}"
+    );
+    assert!(out.contains("total CPU per run"), "{out}");
+}
+
+/// The concurrent scenario beside ONNX Runtime: every ORT arrangement, one
+/// row set per library (`LEANRT_TEST_ORT_LIBS`, comma-separated, which
+/// scripts/test.sh sets to ORT 1.31.1 and 1.32.0; else the library the ort
+/// peer finds). Fails without a library unless LEANRT_SKIP_ORT=1.
+#[test]
+fn pool_concurrent_scenario_runs_beside_ort() {
+    let d = scratch("concurrent-ort");
+    let j = d.join("c.json");
+    let libs = std::env::var("LEANRT_TEST_ORT_LIBS").unwrap_or_default();
+    let mut args = TINY_CONCURRENT.to_vec();
+    args.extend([
+        "--peers",
+        "ort",
+        "--k",
+        "2",
+        "--concurrent-gaps",
+        "0",
+        "--runs",
+        "3",
+        "--work",
+        "sgemm",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    if !libs.is_empty() {
+        args.extend(["--ort-libs", libs.as_str()]);
+    }
+    let o = leanrt(&args);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    if ort_skipped(&err) {
+        return;
+    }
+    let v = read_json(&j);
+    let cells = v["pool"].as_array().unwrap();
+    let versions = if libs.is_empty() {
+        1
+    } else {
+        libs.split(',').count()
+    };
+    // Baseline + leanrt's 2 + ORT's 4 per library.
+    assert_eq!(cells.len(), 3 + 4 * versions, "{v}");
+    let mut seen = Vec::new();
+    for c in &cells[3..] {
+        let label = c["label"].as_str().unwrap();
+        assert!(
+            label.starts_with("ort ") && label.ends_with(" default"),
+            "{label}"
+        );
+        // The version per row, in the table too.
+        assert!(out.contains(label), "{out}");
+        let r = &c["concurrent"][0];
+        assert_eq!(r["runs"], 6, "{label}: {r}");
+        seen.push((
+            label.to_string(),
+            c["spec"]["concurrent"]["arrangement"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        ));
+    }
+    for a in ["PerCaller", "Shared", "Global", "OneThread"] {
+        assert_eq!(
+            seen.iter().filter(|(_, x)| x == a).count(),
+            versions,
+            "{a}: {seen:?}"
+        );
+    }
+    if !libs.is_empty() {
+        for lib in libs.split(',') {
+            let version = lib.rsplit("libonnxruntime.so.").next().unwrap();
+            assert!(
+                seen.iter()
+                    .any(|(l, _)| l == &format!("ort {version} default")),
+                "{version}: {seen:?}"
+            );
+        }
+    }
+    let flat_out = flat(&o.stdout);
+    assert!(flat_out.contains("best ORT (ort "), "{out}");
+    for a in ["global pools", "1 thread each"] {
+        assert!(out.contains(a), "{out}");
     }
 }

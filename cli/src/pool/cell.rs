@@ -1,5 +1,6 @@
 //! One cell, in this process: the runtime under test, a warm-up, then the
 //! scenarios the spec names, in order.
+use super::concurrent;
 use super::peers;
 use super::request;
 use super::results::CellResult;
@@ -10,6 +11,11 @@ use super::workload::{request, IS_CALLER};
 
 /// Runs one cell in this process.
 pub fn run_cell(spec: &CellSpec) -> Result<CellResult, String> {
+    if let Some(c) = &spec.concurrent {
+        let mut out = CellResult::empty(spec, spec.threads);
+        out.concurrent = concurrent::concurrent(spec, c)?;
+        return Ok(out);
+    }
     let peer = peers::open(&spec.peer, spec.threads)?;
     let p = peer.as_ref();
     let s = &spec.sizes;
@@ -66,6 +72,7 @@ mod tests {
             scenarios: SCENARIOS.iter().map(|s| s.to_string()).collect(),
             sizes: Sizes::tiny(),
             oversubscribe: false,
+            concurrent: None,
         };
         let r = run_cell(&spec).unwrap();
         assert_eq!(r.fork_join_us.as_ref().unwrap().n, 5);
@@ -124,6 +131,7 @@ mod tests {
                 scenarios: SCENARIOS.iter().map(|s| s.to_string()).collect(),
                 sizes: Sizes::tiny(),
                 oversubscribe: false,
+                concurrent: None,
             };
             let r = run_cell(&spec).unwrap();
             assert_eq!(r.label, format!("ort {} {config}", lib.version));

@@ -101,7 +101,14 @@ impl Panels<'_> {
 
 /// Charts: fork-join p50, bursty p50 per gap, CPU% in bursty, CPU-s after a
 /// burst, throughput, wake p50 per idle period; bars per runtime/config.
-pub fn charts(results: &[CellResult]) -> Vec<Chart> {
+pub fn charts(all: &[CellResult]) -> Vec<Chart> {
+    // The concurrent scenario has no charts (its table has the figures).
+    let single: Vec<CellResult> = all
+        .iter()
+        .filter(|r| r.spec.concurrent.is_none())
+        .cloned()
+        .collect();
+    let results = single.as_slice();
     let mut threads: Vec<usize> = results.iter().map(|r| r.spec.threads).collect();
     threads.dedup();
     let p = Panels { results, threads };

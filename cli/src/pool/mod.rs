@@ -7,8 +7,8 @@
 //! * `spec`      — scenarios, sizes, the runtime of a cell, the child's spec
 //! * `results`   — what a cell measured
 //! * `workload`  — the work kernel, its calibration, one request
-//! * `scenarios` — one function per scenario (`request` and `section` have
-//!   their own modules)
+//! * `scenarios` — one function per scenario (`request`, `section` and
+//!   `concurrent` have their own modules)
 //! * `cell`      — one cell in this process
 //! * `child`     — the parent/child protocol
 //! * `parse`     — the checks behind the flags
@@ -20,6 +20,8 @@
 mod cell;
 mod charts;
 mod child;
+mod concurrent;
+mod concurrent_table;
 mod parse;
 pub mod peers;
 mod presets;
@@ -39,7 +41,10 @@ pub use parse::{check_config, check_threads, parse_scenario, skipped_configs};
 pub use peers::parse_peer;
 pub use presets::PRESETS;
 pub use results::CellResult;
-pub use spec::{CellSpec, Gap, PeerKind, RunShape, Sizes, BENCH_SCENARIOS, SCENARIOS};
+pub use spec::{
+    Arrangement, CellSpec, Concurrent, Gap, PeerKind, RunShape, Sizes, WorkKind, BENCH_SCENARIOS,
+    CONCURRENT, SCENARIOS,
+};
 pub use table::{headline, table, warnings};
 pub use workload::sizes_for;
 
@@ -53,6 +58,8 @@ pub struct PoolPlan {
     pub sizes: Sizes,
     /// One competing busy thread per logical core during every cell.
     pub oversubscribe: bool,
+    /// concurrent: the caller counts (K).
+    pub callers: Vec<usize>,
 }
 
 /// The runtimes of one thread count's cells, in run order: each leanrt
@@ -61,22 +68,10 @@ pub struct PoolPlan {
 /// `ort_notes` names the others), so that the two sit side by side in the
 /// tables; then the other peers.
 fn runtimes(plan: &PoolPlan) -> Vec<PeerKind> {
-    let ort = plan.peers.iter().find_map(|p| match p {
-        PeerKind::Ort {
-            library, version, ..
-        } => Some((library, version)),
-        _ => None,
-    });
     let mut v = Vec::new();
     for c in &plan.configs {
         v.push(PeerKind::Leanrt { config: c.clone() });
-        if let Some((library, version)) = ort.filter(|_| peers::ort::skip_reason(c).is_none()) {
-            v.push(PeerKind::Ort {
-                config: c.clone(),
-                library: library.clone(),
-                version: version.clone(),
-            });
-        }
+        v.extend(ort_runtimes(plan, c));
     }
     v.extend(
         plan.peers
@@ -87,18 +82,84 @@ fn runtimes(plan: &PoolPlan) -> Vec<PeerKind> {
     v
 }
 
-/// The cells of a plan, in run order: per thread count, `runtimes`.
+/// ONNX Runtime's cells of configuration `config`: one per ORT library of
+/// the plan (`--ort-libs`: one per version), none where the configuration
+/// sets keys that are not ORT's.
+fn ort_runtimes(plan: &PoolPlan, config: &str) -> Vec<PeerKind> {
+    if peers::ort::skip_reason(config).is_some() {
+        return vec![];
+    }
+    plan.peers
+        .iter()
+        .filter_map(|p| match p {
+            PeerKind::Ort {
+                library, version, ..
+            } => Some(PeerKind::Ort {
+                config: config.to_string(),
+                library: library.clone(),
+                version: version.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The cells of a plan, in run order: per thread count, `runtimes` (for
+/// the scenarios other than `concurrent`), then the concurrent cells: per
+/// caller count, the baseline (no pool), leanrt's arrangements per
+/// configuration, and ORT's per configuration and library.
 pub fn cells(plan: &PoolPlan) -> Vec<CellSpec> {
+    let single: Vec<String> = plan
+        .scenarios
+        .iter()
+        .filter(|s| s.as_str() != CONCURRENT)
+        .cloned()
+        .collect();
+    let cell = |peer: PeerKind, threads: usize, concurrent: Option<Concurrent>| CellSpec {
+        peer,
+        threads,
+        scenarios: if concurrent.is_some() {
+            vec![CONCURRENT.to_string()]
+        } else {
+            single.clone()
+        },
+        sizes: plan.sizes.clone(),
+        oversubscribe: plan.oversubscribe,
+        concurrent,
+    };
     let mut v = Vec::new();
     for &t in &plan.threads {
-        for p in runtimes(plan) {
-            v.push(CellSpec {
-                peer: p,
-                threads: t,
-                scenarios: plan.scenarios.clone(),
-                sizes: plan.sizes.clone(),
-                oversubscribe: plan.oversubscribe,
-            });
+        if !single.is_empty() {
+            for p in runtimes(plan) {
+                v.push(cell(p, t, None));
+            }
+        }
+        if !plan.scenarios.iter().any(|s| s == CONCURRENT) {
+            continue;
+        }
+        for &callers in &plan.callers {
+            let at = |arrangement| {
+                Some(Concurrent {
+                    callers,
+                    arrangement,
+                })
+            };
+            let baseline = PeerKind::Leanrt {
+                config: "default".into(),
+            };
+            v.push(cell(baseline, t, at(Arrangement::Serial)));
+            for c in &plan.configs {
+                for a in Arrangement::LEANRT {
+                    v.push(cell(PeerKind::Leanrt { config: c.clone() }, t, at(a)));
+                }
+            }
+            for c in &plan.configs {
+                for o in ort_runtimes(plan, c) {
+                    for a in Arrangement::ORT {
+                        v.push(cell(o.clone(), t, at(a)));
+                    }
+                }
+            }
         }
     }
     v
@@ -123,7 +184,16 @@ pub fn run(plan: &PoolPlan, step: &dyn Fn(&str)) -> Result<Vec<CellResult>, Stri
     }
     let mut out = Vec::new();
     for spec in cells(plan) {
-        step(&format!("{} ×{}", spec.peer.label(), spec.threads));
+        step(&match &spec.concurrent {
+            Some(c) => format!(
+                "{} {} ×{}, {} callers",
+                spec.peer.label(),
+                c.arrangement.label(),
+                spec.threads,
+                c.callers
+            ),
+            None => format!("{} ×{}", spec.peer.label(), spec.threads),
+        });
         out.push(run_cell_in_child(&spec)?);
     }
     Ok(out)

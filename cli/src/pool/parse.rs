@@ -1,18 +1,18 @@
 //! The checks behind `--scenario`, `--config` and `--threads` (clap calls
 //! them per list item while it parses the line).
 use super::peers::leanrt_pool;
-use super::spec::SCENARIOS;
+use super::spec::{CONCURRENT, SCENARIOS};
 
 /// One `--scenario` item: a scenario, or `all` for every one.
 pub fn parse_scenario(s: &str) -> Result<Vec<String>, String> {
     let s = s.trim();
     if s == "all" {
         Ok(SCENARIOS.iter().map(|x| x.to_string()).collect())
-    } else if SCENARIOS.contains(&s) {
+    } else if SCENARIOS.contains(&s) || s == CONCURRENT {
         Ok(vec![s.to_string()])
     } else {
         Err(format!(
-            "unknown scenario '{s}' (expected {} or all)",
+            "unknown scenario '{s}' (expected {}, all or {CONCURRENT})",
             SCENARIOS.join(", ")
         ))
     }
@@ -57,6 +57,12 @@ mod tests {
     fn scenarios_and_threads_parse() {
         assert_eq!(parse_scenario("all").unwrap().len(), SCENARIOS.len());
         assert_eq!(parse_scenario("wake").unwrap(), vec!["wake".to_string()]);
+        // concurrent is a scenario of its own, not one of all's.
+        assert_eq!(parse_scenario(" concurrent").unwrap(), vec![CONCURRENT]);
+        assert!(!parse_scenario("all")
+            .unwrap()
+            .iter()
+            .any(|s| s == CONCURRENT));
         assert!(parse_scenario("forkjoin")
             .unwrap_err()
             .contains("unknown scenario"));

@@ -12,12 +12,14 @@ pub fn request_table(results: &[CellResult]) -> String {
     let gaps: Vec<Gap> = first.request.iter().map(|q| q.gap).collect();
     let mut t = Table::new(
         format!(
-            "pool: inference runs{} (latency µs p50/p90/p99; CPU% inside runs / between runs)",
+            "pool: inference runs{}, {} work (latency µs p50/p90/p99; CPU% inside runs / between \
+             runs; total CPU ms per run)",
             if first.spec.oversubscribe {
                 ", oversubscribed"
             } else {
                 ""
-            }
+            },
+            first.spec.sizes.work.name()
         ),
         &KEY_HEADERS,
     );
@@ -25,7 +27,7 @@ pub fn request_table(results: &[CellResult]) -> String {
     for g in &gaps {
         t.group(
             format!("gap {}", g.label()),
-            &["p50/p90/p99", "run%", "gap%"],
+            &["p50/p90/p99", "run%", "gap%", "CPU/run"],
         );
     }
     t.group("serial", &["p50"]);
@@ -38,8 +40,9 @@ pub fn request_table(results: &[CellResult]) -> String {
                     p50_p90_p99(&q.latency_us),
                     format!("{:.0}", q.run_cpu_pct),
                     format!("{:.1}", q.gap_cpu_pct),
+                    format!("{:.2}", q.cpu_per_run_ms()),
                 ],
-                None => vec!["-".into(), "-".into(), "-".into()],
+                None => vec!["-".into(); 4],
             });
         }
         cells.push(vec![r
@@ -51,7 +54,7 @@ pub fn request_table(results: &[CellResult]) -> String {
     t.legend(format!(
         "run = {} µs serial, then {} rounds of {} µs of work split over {} indices with {} µs \
          serial between rounds; run%/gap% = process CPU over wall time inside runs / in the gaps \
-         between them; hints = spinning enabled/disabled around each run \
+         between them; CPU/run = the process's CPU inside plus between runs ÷ runs, ms; hints = spinning enabled/disabled around each run \
          ({}=1, as ORT's session does); serial = the same run on the \
          caller alone",
         run.preamble_us,
@@ -147,10 +150,13 @@ fn against(q: &RequestRun, base: &RequestRun, p99: bool) -> String {
         String::new()
     };
     format!(
-        "gap {}: p50 {}{tail}, CPU between runs {}",
+        "gap {}: p50 {}{tail}, CPU between runs {}, total CPU per run {} ({:.2} vs {:.2} ms)",
         q.gap.label(),
         ratio(q.latency_us.p50, base.latency_us.p50),
-        ratio(q.gap_cpu_s, base.gap_cpu_s)
+        ratio(q.gap_cpu_per_run_ms(), base.gap_cpu_per_run_ms()),
+        ratio(q.cpu_per_run_ms(), base.cpu_per_run_ms()),
+        q.cpu_per_run_ms(),
+        base.cpu_per_run_ms()
     )
 }
 

@@ -86,6 +86,44 @@ pub struct RequestRun {
     pub gap_cpu_s: f64,
 }
 
+/// concurrent at one gap: every caller's runs together.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ConcurrentRun {
+    /// Gap after each of a caller's runs, ms (0 = back to back).
+    pub gap_ms: f64,
+    /// Runs of all callers.
+    pub runs: u64,
+    /// From the moment every caller starts to the moment the last one is
+    /// done, s.
+    pub wall_s: f64,
+    pub runs_per_s: f64,
+    /// Run latency over all callers' runs, µs.
+    pub latency_us: Summary,
+    /// Process CPU (getrusage, every thread) over the same wall time, s:
+    /// inside the runs and between them.
+    pub cpu_s: f64,
+}
+
+impl ConcurrentRun {
+    /// Total CPU per run (inside plus between runs), ms.
+    pub fn cpu_per_run_ms(&self) -> f64 {
+        1e3 * self.cpu_s / (self.runs.max(1) as f64)
+    }
+}
+
+impl RequestRun {
+    /// Total CPU per run, inside plus between runs (the process's CPU over
+    /// the whole gap's measurement ÷ runs), ms: what power follows.
+    pub fn cpu_per_run_ms(&self) -> f64 {
+        1e3 * (self.run_cpu_s + self.gap_cpu_s) / (self.latency_us.n.max(1) as f64)
+    }
+
+    /// CPU between runs per run, ms.
+    pub fn gap_cpu_per_run_ms(&self) -> f64 {
+        1e3 * self.gap_cpu_s / (self.latency_us.n.max(1) as f64)
+    }
+}
+
 /// throughput.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Throughput {
@@ -162,6 +200,9 @@ pub struct CellResult {
     pub section: Vec<SectionRun>,
     #[serde(default)]
     pub section_note: Option<String>,
+    /// concurrent: one entry per gap.
+    #[serde(default)]
+    pub concurrent: Vec<ConcurrentRun>,
     /// leanrt's pool counters at the end of the cell.
     #[serde(with = "pool_stats_json", default)]
     pub counters: Option<lrt_pool_stats>,
@@ -195,6 +236,7 @@ impl CellResult {
             request_serial_us: None,
             section: vec![],
             section_note: None,
+            concurrent: vec![],
             counters: None,
         }
     }

@@ -13,6 +13,11 @@ pub const SCENARIOS: [&str; 7] = [
     "section",
 ];
 
+/// The concurrent scenario (`concurrent`): K callers in one process, one
+/// cell per caller count and arrangement (`Concurrent`). Not one of `all`,
+/// whose scenarios run one caller per cell.
+pub const CONCURRENT: &str = "concurrent";
+
 /// The scenarios `leanrt bench` runs.
 pub const BENCH_SCENARIOS: [&str; 5] = [
     "fork_join",
@@ -61,6 +66,99 @@ pub struct Sizes {
     pub section_iters: u32,
     /// throughput: back-to-back requests for this long.
     pub duration_ms: u64,
+    /// The kernel of every index of the request-shaped work (requests,
+    /// inference runs); fork_join, wake and section stay on the spin kernel.
+    #[serde(default)]
+    pub work: WorkKind,
+    /// concurrent: gaps between one caller's runs, ms (0 = back to back),
+    /// one measurement each.
+    #[serde(default)]
+    pub concurrent_gaps_ms: Vec<f64>,
+    /// concurrent: runs per caller and gap (0: as many as fit in
+    /// `concurrent_ms`).
+    #[serde(default)]
+    pub concurrent_runs: u32,
+    #[serde(default)]
+    pub concurrent_ms: u64,
+}
+
+/// The kernel of one index (`workload::index`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkKind {
+    /// Calibrated spin: rounds of a multiply-xorshift mix, no memory traffic.
+    #[default]
+    Spin,
+    /// One SGEMM tile on per-thread buffers (`workload::GEMM_*`).
+    Sgemm,
+}
+
+impl WorkKind {
+    pub const NAMES: [&'static str; 2] = ["spin", "sgemm"];
+
+    pub fn parse(s: &str) -> Result<WorkKind, String> {
+        match s.trim() {
+            "spin" => Ok(WorkKind::Spin),
+            "sgemm" => Ok(WorkKind::Sgemm),
+            _ => Err(format!(
+                "unknown work kind '{s}' (expected {})",
+                WorkKind::NAMES.join(" or ")
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkKind::Spin => "spin",
+            WorkKind::Sgemm => "sgemm",
+        }
+    }
+}
+
+/// How the callers of a concurrent cell share the runtime.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Arrangement {
+    /// One pool (ORT: one session) that every caller runs on.
+    Shared,
+    /// One pool (ORT: one session with its own intra-op pool) per caller.
+    PerCaller,
+    /// ORT only: a session per caller, every session on the environment's
+    /// global thread pools (`DisablePerSessionThreads`).
+    Global,
+    /// ORT only: a session per caller with `intra_op_num_threads=1`.
+    OneThread,
+    /// The baseline: one thread per caller, no pool at all (the run on the
+    /// caller alone).
+    Serial,
+}
+
+impl Arrangement {
+    /// leanrt's arrangements, in table order.
+    pub const LEANRT: [Arrangement; 2] = [Arrangement::Shared, Arrangement::PerCaller];
+    /// ONNX Runtime's, in table order.
+    pub const ORT: [Arrangement; 4] = [
+        Arrangement::PerCaller,
+        Arrangement::Shared,
+        Arrangement::Global,
+        Arrangement::OneThread,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Arrangement::Shared => "shared",
+            Arrangement::PerCaller => "per caller",
+            Arrangement::Global => "global pools",
+            Arrangement::OneThread => "1 thread each",
+            Arrangement::Serial => "no pool",
+        }
+    }
+}
+
+/// A concurrent cell: `callers` request threads in one arrangement.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Concurrent {
+    pub callers: usize,
+    pub arrangement: Arrangement,
 }
 
 #[cfg(test)]
@@ -79,6 +177,10 @@ impl Sizes {
             idle_ms: 1,
             wake_reps: 1,
             duration_ms: 1,
+            work: WorkKind::Spin,
+            concurrent_gaps_ms: vec![0.0, 0.1],
+            concurrent_runs: 2,
+            concurrent_ms: 1,
             run: RunShape {
                 preamble_us: 1.0,
                 rounds: 4,
@@ -150,6 +252,9 @@ pub struct CellSpec {
     /// process, so that the cell's CPU figures stay its own).
     #[serde(default)]
     pub oversubscribe: bool,
+    /// The concurrent scenario's cell (then `scenarios` is not used).
+    #[serde(default)]
+    pub concurrent: Option<Concurrent>,
 }
 
 /// request: one inference run = spinning enabled (where the configuration

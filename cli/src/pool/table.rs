@@ -1,13 +1,24 @@
 //! The text tables of `leanrt pool` (overheads, wake-ups, load; the
 //! request and section tables are in `request_table`), the headline and
 //! the warnings that say when a figure means little on this machine.
-use super::request_table;
 use super::results::{CellResult, KEY_HEADERS};
 use super::spec::PeerKind;
+use super::{concurrent_table, request_table};
 use crate::format::{f1, p50_p90_p99, p50_p99, pct, share_removed, wrap, Table};
 
+/// The cells of one caller each (every scenario but `concurrent`).
+fn single(results: &[CellResult]) -> Vec<CellResult> {
+    results
+        .iter()
+        .filter(|r| r.spec.concurrent.is_none())
+        .cloned()
+        .collect()
+}
+
 /// Every table the results have figures for.
-pub fn table(results: &[CellResult]) -> String {
+pub fn table(all: &[CellResult]) -> String {
+    let single = single(all);
+    let results = single.as_slice();
     let mut s = String::new();
     if results.iter().any(|r| r.fork_join_us.is_some()) {
         s.push_str(&overheads_table(results));
@@ -23,6 +34,7 @@ pub fn table(results: &[CellResult]) -> String {
     }
     s.push_str(&request_table::request_table(results));
     s.push_str(&request_table::section_table(results));
+    s.push_str(&concurrent_table::concurrent_table(all));
     s
 }
 
@@ -200,7 +212,9 @@ pub fn warnings(results: &[CellResult], logical_cores: usize, load_1m: f64) -> V
 /// against ORT's default (CPU after a burst, bursty p50 where it means
 /// something) and leanrt's fork-join against the best peer; then the
 /// request headline. Each entry is one or more lines within the width.
-pub fn headline(results: &[CellResult]) -> Vec<String> {
+pub fn headline(all: &[CellResult]) -> Vec<String> {
+    let single = single(all);
+    let results = single.as_slice();
     let mut lines = Vec::new();
     let mut threads: Vec<usize> = results.iter().map(|r| r.spec.threads).collect();
     threads = crate::lists::dedup(threads);
@@ -230,6 +244,7 @@ pub fn headline(results: &[CellResult]) -> Vec<String> {
         }
     }
     lines.extend(request_table::request_headline(results));
+    lines.extend(concurrent_table::concurrent_headline(all));
     lines
 }
 

@@ -18,6 +18,15 @@
 //!   that ORT itself brackets the run as a serving process sees it: with
 //!   `session.force_spinning_stop=1` its session enables spinning when the
 //!   run starts and disables it when the last concurrent run ends.
+//! * concurrent: each caller's runs as in request, on a session of its own
+//!   (its own intra-op pool, or `intra_op_num_threads=1`), on sessions of
+//!   an environment with global thread pools (`Ort::new_global`: the `ort`
+//!   crate's `with_global_thread_pool`, i.e. `CreateEnvWithGlobalThreadPools`,
+//!   and `DisablePerSessionThreads` on every session), or on one session
+//!   that every caller runs at once (`SharedSession`).
+//! * SGEMM work (`--work sgemm`): the `Work` node runs the same tile kernel
+//!   as every other peer (`workload::index`), on the running thread's own
+//!   buffers; no ORT MatMul, so the kernel code is the same in both pools.
 //! * section: not available. ORT's parallel sections
 //!   (`ThreadPool::ParallelSection`) are internal to its C++ kernels; the C
 //!   API a custom op has (`KernelContext_ParallelFor`) cannot open one.
@@ -31,9 +40,9 @@
 //! linked or downloaded at build time.
 use super::Peer;
 use crate::pool::presets::{config_pairs, ort_keys};
-use crate::pool::spec::{RunShape, Sizes};
+use crate::pool::spec::{RunShape, Sizes, WorkKind};
 use crate::pool::workload::{self, IS_CALLER};
-use ort::environment::Environment;
+use ort::environment::{Environment, GlobalThreadPoolOptions};
 use ort::operator::{
     ComputeContext, Kernel, KernelContext, Operator, OperatorDomain, OperatorInput, OperatorOutput,
 };
@@ -65,22 +74,9 @@ pub struct OrtLibrary {
 /// `$LEANRT_ORT_PYTHON` (default `python3`) imports. Err: why none was
 /// found, for the skip note.
 pub fn find_library() -> Result<OrtLibrary, String> {
-    let hint = "install it with scripts/install-ort.sh (an onnxruntime==1.31.1 wheel in a virtual environment) and set ORT_DYLIB_PATH or LEANRT_ORT_PYTHON as it prints";
+    let hint = "install it with scripts/install-ort.sh [--version 1.31.1|1.32.0] (an onnxruntime wheel in a virtual environment) and set ORT_DYLIB_PATH or LEANRT_ORT_PYTHON as it prints";
     if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
-        let p = PathBuf::from(p);
-        let lib = if p.is_dir() {
-            library_in(&p).ok_or_else(|| {
-                format!(
-                    "ORT_DYLIB_PATH={}: no libonnxruntime.so* in that folder",
-                    p.display()
-                )
-            })?
-        } else if p.is_file() {
-            p
-        } else {
-            return Err(format!("ORT_DYLIB_PATH={}: no such file", p.display()));
-        };
-        return described(lib);
+        return library_at(Path::new(&p)).map_err(|e| format!("ORT_DYLIB_PATH={e}"));
     }
     let python = std::env::var("LEANRT_ORT_PYTHON").unwrap_or_else(|_| "python3".into());
     let out = std::process::Command::new(&python)
@@ -110,6 +106,20 @@ pub fn find_library() -> Result<OrtLibrary, String> {
             capi.display()
         )
     })?;
+    described(lib)
+}
+
+/// The ONNX Runtime library at `p` (the library, or a folder holding it:
+/// `ORT_DYLIB_PATH`, `--ort-libs`); Err starts with the path.
+pub fn library_at(p: &Path) -> Result<OrtLibrary, String> {
+    let lib = if p.is_dir() {
+        library_in(p)
+            .ok_or_else(|| format!("{}: no libonnxruntime.so* in that folder", p.display()))?
+    } else if p.is_file() {
+        p.to_path_buf()
+    } else {
+        return Err(format!("{}: no such file", p.display()));
+    };
     described(lib)
 }
 
@@ -181,18 +191,46 @@ pub fn skip_reason(config: &str) -> Option<String> {
     })
 }
 
+/// The global thread pools of an environment: the intra-op pool's threads
+/// and whether its workers spin (`allow_spinning`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GlobalPools {
+    pub threads: usize,
+    pub spinning: bool,
+}
+
 /// The process's ORT environment (one per process; the library is loaded
-/// once, from the first path asked for).
-fn environment(lib: &Path) -> Result<Environment, String> {
-    static ENV: OnceLock<Result<Environment, String>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        ort::init_from(lib)
-            .map_err(|e| format!("loading {}: {e}", lib.display()))?
-            .with_name("leanrt-pool")
-            .build()
-            .map_err(|e| format!("creating the ONNX Runtime environment: {e}"))
-    })
-    .clone()
+/// once, from the first path asked for), with global thread pools where
+/// the first call asks for them (a cell is a process of its own, so each
+/// cell gets the environment it asks for).
+fn environment(lib: &Path, global: Option<GlobalPools>) -> Result<Environment, String> {
+    static ENV: OnceLock<(Option<GlobalPools>, Result<Environment, String>)> = OnceLock::new();
+    let (made_with, env) = ENV.get_or_init(|| {
+        let make = || {
+            let mut b = ort::init_from(lib)
+                .map_err(|e| format!("loading {}: {e}", lib.display()))?
+                .with_name("leanrt-pool");
+            if let Some(g) = global {
+                let err = |e: ort::Error| format!("ONNX Runtime global thread pool options: {e}");
+                b = b.with_global_thread_pool(
+                    GlobalThreadPoolOptions::default()
+                        .with_intra_threads(g.threads)
+                        .and_then(|o| o.with_inter_threads(1))
+                        .and_then(|o| o.with_spin_control(g.spinning))
+                        .map_err(err)?,
+                );
+            }
+            b.build()
+                .map_err(|e| format!("creating the ONNX Runtime environment: {e}"))
+        };
+        (global, make())
+    });
+    if *made_with != global {
+        return Err(format!(
+            "this process's ONNX Runtime environment has global pools {made_with:?}, not {global:?}"
+        ));
+    }
+    env.clone()
 }
 
 /// A loop handed to the `Loop` node of the next `Session::Run` on this
@@ -238,8 +276,10 @@ fn pass_through(ctx: &ComputeContext) -> ort::Result<()> {
 /// The benchmark's two operators (both take and yield one float):
 ///
 /// * `Loop` runs the loop in this thread's `JOB` on ORT's intra-op pool;
-/// * `Work` makes `items` calls of the work kernel (`iters` rounds each),
-///   on the caller (`parallel` 0) or on ORT's pool in `batches` batches.
+/// * `Work` runs `items` indices of the work kernel (`workload::index`:
+///   `kind` 0 = spin, `iters` rounds each; 1 = an SGEMM tile on the
+///   running thread's buffers), on the caller (`parallel` 0) or on ORT's
+///   pool in `batches` batches.
 #[derive(Clone, Copy)]
 enum BenchOp {
     Loop,
@@ -273,6 +313,11 @@ impl Operator for BenchOp {
                 .ok_or_else(|| ort::Error::new(format!("Work node without a valid '{name}'")))
         };
         Ok(Step::Work {
+            kind: match get("kind")? {
+                0 => WorkKind::Spin,
+                1 => WorkKind::Sgemm,
+                k => return Err(ort::Error::new(format!("Work node with kind {k}"))),
+            },
             items: get("items")? as u64,
             iters: get("iters")? as u32,
             parallel: get("parallel")? != 0,
@@ -286,6 +331,7 @@ impl Operator for BenchOp {
 enum Step {
     Loop,
     Work {
+        kind: WorkKind,
         items: u64,
         iters: u32,
         parallel: bool,
@@ -308,19 +354,21 @@ impl Kernel for Step {
                 ctx.par_for(job.total, job.batches, job.body)?;
             }
             Step::Work {
+                kind,
                 items,
                 iters,
                 parallel: true,
                 batches,
             } => ctx.par_for(items as usize, batches, move |i| {
-                std::hint::black_box(workload::work(i as u64, iters));
+                workload::index(kind, i as u64, iters);
             })?,
             Step::Work {
+                kind,
                 items,
                 iters,
                 parallel: false,
                 ..
-            } => workload::serial(items, iters),
+            } => workload::serial(kind, items, iters),
         }
         pass_through(ctx)
     }
@@ -358,6 +406,7 @@ fn chain(steps: &[Step]) -> Vec<u8> {
         match step {
             Step::Loop => string(&mut node, NODE_OP_TYPE, "Loop"),
             Step::Work {
+                kind,
                 items,
                 iters,
                 parallel,
@@ -365,6 +414,7 @@ fn chain(steps: &[Step]) -> Vec<u8> {
             } => {
                 string(&mut node, NODE_OP_TYPE, "Work");
                 for (name, v) in [
+                    ("kind", i64::from(*kind == WorkKind::Sgemm)),
                     ("items", *items as i64),
                     ("iters", i64::from(*iters)),
                     ("parallel", i64::from(*parallel)),
@@ -500,6 +550,7 @@ mod onnx_proto {
 fn request_steps(s: &Sizes, dop: usize) -> Vec<Step> {
     let r = &s.run;
     let serial = |items: u64| Step::Work {
+        kind: s.work,
         items,
         iters: s.iters,
         parallel: false,
@@ -514,6 +565,7 @@ fn request_steps(s: &Sizes, dop: usize) -> Vec<Step> {
             v.push(serial(r.between_items));
         }
         v.push(Step::Work {
+            kind: s.work,
             items: r.round_items,
             iters: s.iters,
             parallel: true,
@@ -544,6 +596,8 @@ enum Active {
 pub struct Ort {
     env: Environment,
     threads: usize,
+    /// The sessions run on the environment's global thread pools.
+    global: bool,
     pairs: Vec<(String, String)>,
     hints: bool,
     input: Tensor<f32>,
@@ -552,6 +606,18 @@ pub struct Ort {
 
 impl Ort {
     pub fn new(threads: usize, config: &str, library: &Path) -> Result<Ort, String> {
+        Ort::open(threads, config, library, false)
+    }
+
+    /// As `new`, but every session of this process runs on the
+    /// environment's global thread pools (`threads` intra-op threads,
+    /// spinning as the configuration's `allow_spinning` says; the
+    /// sessions' own pools are disabled: `DisablePerSessionThreads`).
+    pub fn new_global(threads: usize, config: &str, library: &Path) -> Result<Ort, String> {
+        Ort::open(threads, config, library, true)
+    }
+
+    fn open(threads: usize, config: &str, library: &Path, global: bool) -> Result<Ort, String> {
         if let Some(why) = skip_reason(config) {
             return Err(why);
         }
@@ -559,12 +625,19 @@ impl Ort {
         let hints = pairs
             .iter()
             .any(|(k, v)| k == ort_keys::FORCE_SPINNING_STOP && v == "1");
-        let env = environment(library)?;
+        let pools = global.then(|| GlobalPools {
+            threads: threads.max(1),
+            spinning: !pairs
+                .iter()
+                .any(|(k, v)| k == ort_keys::ALLOW_SPINNING && v == "0"),
+        });
+        let env = environment(library, pools)?;
         let input = Tensor::from_array(([1usize], vec![0.0f32]))
             .map_err(|e| format!("creating the input tensor: {e}"))?;
         let p = Ort {
             env,
             threads: threads.max(1),
+            global,
             pairs,
             hints,
             input,
@@ -580,9 +653,13 @@ impl Ort {
     fn session(&self, steps: &[Step]) -> Result<Session, String> {
         let err = |e: ort::Error<SessionBuilder>| format!("ONNX Runtime session options: {e}");
         let mut b = SessionBuilder::new(&self.env)
-            .map_err(|e| format!("ONNX Runtime session options: {e}"))?
-            .with_intra_threads(self.threads)
-            .map_err(err)?
+            .map_err(|e| format!("ONNX Runtime session options: {e}"))?;
+        if !self.global {
+            // (With global pools, the ort crate calls DisablePerSessionThreads
+            // when it commits the session.)
+            b = b.with_intra_threads(self.threads).map_err(err)?;
+        }
+        let mut b = b
             .with_optimization_level(GraphOptimizationLevel::Disable)
             .map_err(err)?
             .with_operators(
@@ -595,6 +672,12 @@ impl Ort {
         for (k, v) in &self.pairs {
             b = b.with_config_entry(k, v).map_err(err)?;
         }
+        // One session at a time in the process: ORT registers a session's
+        // custom op domain in a process-wide map, and two sessions made at
+        // once by the concurrent scenario's callers race there ("the
+        // domain is already exist").
+        static CREATING: Mutex<()> = Mutex::new(());
+        let _one = lock(&CREATING);
         b.commit_from_memory(&chain(steps))
             .map_err(|e| format!("creating the ONNX Runtime session: {e}"))
     }
@@ -720,6 +803,84 @@ impl Peer for Ort {
         }
         self.run(session);
         true
+    }
+}
+
+/// One request session that several caller threads run at once (the
+/// concurrent scenario's shared arrangement): ONNX Runtime's `Run` on one
+/// session from many threads, as its documentation allows and serving
+/// code does.
+///
+/// Through the sys layer: the `ort` crate's `Session::run` takes `&mut
+/// self` (its authors do not trust concurrent `Run`), so the shared
+/// session calls `OrtApi::Run` itself.
+pub struct SharedSession {
+    session: Session,
+    input: Tensor<f32>,
+}
+
+impl SharedSession {
+    /// The request session of `s` on a pool of `threads` with `config`,
+    /// warmed up with three runs.
+    pub fn new(threads: usize, config: &str, library: &Path, s: &Sizes) -> Result<Self, String> {
+        let o = Ort::new(threads, config, library)?;
+        let session = o.session(&request_steps(s, o.threads))?;
+        let shared = SharedSession {
+            session,
+            input: o.input,
+        };
+        for _ in 0..3 {
+            shared.run();
+        }
+        Ok(shared)
+    }
+
+    /// One `Session::Run`; any number of threads may call it at once.
+    pub fn run(&self) {
+        use ort::AsPointer;
+        let api = ort::api();
+        let input_names = [c"x".as_ptr()];
+        let output_names = [c"y".as_ptr()];
+        let inputs = [self.input.ptr()];
+        let mut output: *mut ort::sys::OrtValue = std::ptr::null_mut();
+        // SAFETY: the session and the input value are alive (borrowed from
+        // `self`) for the whole call; the name and value arrays have the
+        // lengths passed; ORT writes one output value pointer into
+        // `output`, which is released below. ORT's `Run` may be called on
+        // one session from several threads at once (ORT's C API
+        // documentation); the graph's `Work` kernels only read their
+        // attributes (Step::Work is copied out before use), so the `&mut`
+        // the ort crate makes of a kernel per call aliases no data that is
+        // written.
+        let status = unsafe {
+            (api.Run)(
+                self.session.ptr().cast_mut(),
+                std::ptr::null(),
+                input_names.as_ptr(),
+                inputs.as_ptr(),
+                inputs.len(),
+                output_names.as_ptr(),
+                output_names.len(),
+                &mut output,
+            )
+        };
+        if !status.0.is_null() {
+            // SAFETY: a non-null status from ORT is a valid OrtStatus whose
+            // message lives until it is released, after the copy.
+            let msg = unsafe {
+                let m = std::ffi::CStr::from_ptr((api.GetErrorMessage)(status.0))
+                    .to_string_lossy()
+                    .into_owned();
+                (api.ReleaseStatus)(status.0);
+                m
+            };
+            panic!("ONNX Runtime run failed: {msg}");
+        }
+        if !output.is_null() {
+            // SAFETY: `output` is the value ORT made for this run and no
+            // one else holds it.
+            unsafe { (api.ReleaseValue)(output) };
+        }
     }
 }
 
