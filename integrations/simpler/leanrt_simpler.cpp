@@ -172,6 +172,10 @@ int lend(lrt_layout layout, const HostApi *api, void *region, uint64_t region_si
             // image, its graph-submission block after it. The rooms are
             // host address space, touched only as far as runs use them.
             cfg.policy = LRT_UPLOAD_AUTO;
+            // For measurements: LEANRT_SIMPLER_POLICY=compact forces the one
+            // framed copy (AUTO's other choice being the direct copies).
+            const char *policy = std::getenv("LEANRT_SIMPLER_POLICY");
+            if (policy != nullptr && std::strcmp(policy, "compact") == 0) cfg.policy = LRT_UPLOAD_COMPACT;
             cfg.frame_before = 1u << 20;
             cfg.frame_after = 1u << 20;
         } else {
