@@ -234,7 +234,7 @@ void log_upload(const Maker *m, const lrt_upload_report &report) {
         "leanrt: upload tasks=%d copies=%u bytes=%llu path=%s zero_ns=%llu relocate_ns=%llu copy_ns=%llu "
         "orchestration_ns=%llu orchestration_minflt=%ld",
         report.total_tasks, report.copies, static_cast<unsigned long long>(report.bytes),
-        report.path == LRT_UPLOAD_COMPACT ? "one-copy" : "direct",
+        report.path == LRT_UPLOAD_COMPACT ? "one-copy" : "split",
         static_cast<unsigned long long>(report.zero_ns), static_cast<unsigned long long>(report.relocate_ns),
         static_cast<unsigned long long>(report.copy_ns), static_cast<unsigned long long>(orch_ns), orch_minflt
     );
