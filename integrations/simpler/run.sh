@@ -385,9 +385,10 @@ PY
 # main's own per-phase summary, where the reference has the tool
 if python -c 'import simpler_setup.tools.hbg_bind_phases' 2>/dev/null; then
   say "the reference's hbg_bind_phases summary, per log"
-  for f in "$WORK"/logs/*.*.[0-9]*.log; do
+  for w in "${WANT[@]}"; do for f in "$WORK/logs/$w".*.[0-9]*.log; do
+    [ -e "$f" ] || continue
     echo "-- $(basename "$f")"
     python -m simpler_setup.tools.hbg_bind_phases "$f" --rounds "$ROUNDS" || true
-  done
+  done; done
 fi
 ((FAIL == 0)) && echo "every golden passed" || { echo "some runs FAILED"; exit 1; }

@@ -125,32 +125,16 @@ impl V2Run {
         unsafe { self.compact(m, b, n, out, true) }
     }
 
-    /// As `compact_into`, but only the image's per-task part: the header
-    /// and the four slot segments with their padding, `[0, fanin_pool)` of
-    /// the image (the pools are not copied; every check and re-take is
-    /// made): what the split route gathers.
-    ///
-    /// # Safety
-    /// `out` must be valid for writes of `image_segments(n).fanin_pool`
-    /// bytes and not overlap `m` or `b`'s image.
-    pub(crate) unsafe fn compact_slots_into(
-        &self,
-        m: &Mapping,
-        b: *mut u8,
-        n: u64,
-        out: *mut u8,
-    ) -> Result<lrt_v2_segments> {
-        // SAFETY: the caller's contract.
-        unsafe { self.compact(m, b, n, out, false) }
-    }
-
-    /// `compact_into` (`pools`) or `compact_slots_into` (not `pools`).
+    /// `compact_into` (`pools`), or only the image's per-task part (not
+    /// `pools`): the header and the four slot segments with their padding,
+    /// `[0, fanin_pool)` of the image, every check and re-take made, the
+    /// pools not copied (what the split route gathers).
     ///
     /// # Safety
     /// `out` must be valid for writes of the image's bytes up to its end
     /// (`pools`) or its fanin pool (not `pools`), not overlapping `m` or
     /// `b`'s image.
-    unsafe fn compact(
+    pub(super) unsafe fn compact(
         &self,
         m: &Mapping,
         b: *mut u8,

@@ -337,7 +337,7 @@ impl MakerV2 {
             seg
         } else if split {
             // SAFETY: as below, for the image's first c.fanin_pool bytes.
-            unsafe { self.run.compact_slots_into(&self.core.mirror, b, n, out) }?
+            unsafe { self.run.compact(&self.core.mirror, b, n, out, false) }?
         } else {
             // SAFETY: the staging buffer holds stage_off + the reference's
             // mirror size + frame_after bytes, no compact image is larger
