@@ -305,7 +305,9 @@ say "bind, median of warm rounds (ms; the first round of each process dropped; t
 python - "$WORK/logs" "$ROUNDS" "$ONLY" "${VARIANTS[@]}" <<'PY'
 import glob, re, statistics, subprocess, sys
 logs, rounds, only, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4:]
-SPAN = re.compile(r"\[STRACE\].* inv=(\d+) hid=0 depth=1 name=(?:simpler_run|chip\.run)\.bind ts=\d+ dur=(\d+)")
+# The bind span, at any commit: main names it chip.run.bind, #1659 and
+# before simpler_run.bind; its dur is in ns (the TIMING lines are whole ms).
+SPAN = re.compile(r"\[STRACE\].* name=(?:simpler_run|chip\.run)\.bind ts=\d+ dur=(\d+)")
 TIMING = re.compile(r"TIMING: (\w+) = (\d+)ms")
 PHASE = re.compile(r"bind phase=(\w+) start_ns=(\d+) dur_ns=(\d+)")
 
@@ -330,7 +332,7 @@ def warm(log):
                 cur_p["sm_part"] = (int(m[2]) + int(m[3]) - cur_p.pop("_sm_start")) / 1e6
         m = SPAN.search(line)
         if m:
-            rounds_.append((int(m[2]) / 1e6, cur_t, cur_p))
+            rounds_.append((int(m[1]) / 1e6, cur_t, cur_p))
             cur_t, cur_p = {}, {}
     return rounds_[1:]
 
@@ -354,9 +356,9 @@ for w in only:
                      if not k.startswith("_") and k != "sm_part"})
     print(f"  {'':28}" + "".join(f"{v:>12}" for v in per))
     line = lambda label, f: print(f"  {label:28}" + "".join(f"{f(rs):12.3f}" for rs in per.values()))
-    line("bind span", lambda rs: med([r[0] for r in rs]))
+    line("bind ([STRACE] span)", lambda rs: med([r[0] for r in rs]))
     for k in keys_t:
-        line("TIMING " + k, lambda rs, k=k: med([r[1][k] for r in rs if k in r[1]]))
+        line("TIMING " + k + " (whole ms)", lambda rs, k=k: med([r[1][k] for r in rs if k in r[1]]))
     for k in keys_p:
         line("phase " + k, lambda rs, k=k: med([r[2][k] for r in rs if k in r[2]]))
     if keys_p:
