@@ -358,9 +358,12 @@ typedef enum lrt_upload_policy {
    * them, else measured once at create (the fastest of five 64-byte
    * copies and one copy and one gather of up to 1 MiB into the not yet
    * meaningful device image). lrt_upload_report.path says which ran.
-   * A LRT_LAYOUT_V2 maker chooses per upload between its one framed
-   * copy and copying the parts straight from the mirror
-   * (lrt_runtime_maker_v2_upload_frame), measured at its first upload.
+   * A LRT_LAYOUT_V2 maker chooses per upload, for a run the host wrote
+   * itself, between its one framed copy (path COMPACT) and the split
+   * route (path BOUNDED: the per-task part gathered and shipped in one
+   * copy, each used pool copied straight from the mirror), measured at
+   * its first upload (the latency as the median of small copies where
+   * the pool copies go).
    */
   LRT_UPLOAD_AUTO = 3,
 } lrt_upload_policy;
@@ -381,7 +384,7 @@ typedef enum lrt_layout {
    * The reference at 6ebaf7715: lrt_v2_sm_header, lrt_v2_task_payload,
    * lrt_v2_task_slot_state and the three argument pools; the
    * lrt_runtime_maker_v2_* calls, the compact image in one framed copy
-   * (under LRT_UPLOAD_AUTO: or its parts copied straight from the
+   * (under LRT_UPLOAD_AUTO: or its pools copied straight from the
    * mirror).
    */
   LRT_LAYOUT_V2 = 1,
@@ -850,7 +853,8 @@ typedef struct lrt_upload_report {
    * The layout shipped: LRT_UPLOAD_FULL, LRT_UPLOAD_BOUNDED or
    * LRT_UPLOAD_COMPACT (under LRT_UPLOAD_AUTO, the one it chose). A v2
    * upload: LRT_UPLOAD_COMPACT for the one framed copy,
-   * LRT_UPLOAD_BOUNDED for the parts copied straight from the mirror.
+   * LRT_UPLOAD_BOUNDED for the split route (its pools copied straight
+   * from the mirror).
    */
   enum lrt_upload_policy path;
 } lrt_upload_report;
@@ -1933,8 +1937,8 @@ enum lrt_status lrt_runtime_maker_v2_image_segments(const struct lrt_runtime_mak
  * re-taken for the image's pools (unbound ones stay 0), padding zeroed.
  * The mirror is not changed. The report says what shipped: copies 1, the
  * framed bytes, path LRT_UPLOAD_COMPACT. Under LRT_UPLOAD_AUTO the upload
- * may instead copy the parts straight from the mirror, as
- * lrt_runtime_maker_v2_upload_frame describes.
+ * may instead take the split route (its pools copied straight from the
+ * mirror), as lrt_runtime_maker_v2_upload_frame describes.
  *
  * `maker` must be NULL or a live maker; `before` / `after` must be
  * readable for their lengths (NULL only with length 0); `report` may be
@@ -2013,14 +2017,15 @@ enum lrt_status lrt_runtime_maker_v2_set_core_counts(struct lrt_runtime_maker *m
  *
  * How: under LRT_UPLOAD_AUTO, per upload, either the one framed copy or
  * (for a run not claimed into its image, e.g. one the host wrote itself)
- * each part copied straight from the mirror and the caller's frames, up to
- * nine copies and no gather, whichever the cost model says is cheaper; it
- * is measured at the maker's first v2 upload, into that upload's
- * destination before anything else is written there. The direct copies
- * do not write the padding between the image's segments (the device reads
- * none of it), and leave each live slot state's payload/task naming its
- * own payload and descriptor in the mirror; the mirror is otherwise
- * unchanged. Under the other policies, the one framed copy. A frame longer
+ * the split route: the frame before and the image's per-task part (header
+ * and slot segments, checked and re-taken as they are gathered) in one
+ * copy, each used pool copied straight from the mirror, the frame after
+ * on its own, up to five copies; whichever the cost model says is
+ * cheaper. The model is measured at the maker's first v2 upload, into
+ * that upload's destination before anything else is written there (the
+ * latency as the median of small copies where the pool copies go). The
+ * split route does not write the padding after each pool (the device
+ * reads none of it); neither route changes the mirror. Under the other policies, the one framed copy. A frame longer
  * than its room (lrt_maker_config.frame_before / frame_after) travels as
  * a copy of its own. The report says what shipped (copies, the framed
  * bytes, path LRT_UPLOAD_COMPACT or LRT_UPLOAD_BOUNDED).

@@ -1,7 +1,8 @@
 //! A v2 run the host writes into the mirror itself (as the reference's own
 //! orchestrator does) and ships to a device region it names per upload:
 //! `v2_set_pool_use` and `v2_upload_frame`, by both of AUTO's routes (the
-//! one framed copy and the parts copied straight from the mirror), against
+//! one framed copy and the split route, its pools copied straight from the
+//! mirror), against
 //! the image the maker's own claims make; a maker without a region of its
 //! own; and what each call refuses, with nothing copied.
 mod staging_support;
@@ -120,17 +121,12 @@ fn frame<'a>(base: *mut u8, len: usize, before: &'a [u8], after: &'a [u8]) -> V2
     }
 }
 
-/// The live bytes of each segment of an image `c` of `n` tasks (the
-/// padding between them excluded).
-fn live_ranges(c: &lrt_v2_segments, n: u64, used: V2PoolUse) -> Vec<(usize, usize)> {
+/// The bytes the split route ships of an image `c`: its per-task part
+/// (header and slot segments with their padding) and each pool's used part
+/// (the padding after it excluded).
+fn split_ranges(c: &lrt_v2_segments, used: V2PoolUse) -> Vec<(usize, usize)> {
     vec![
-        (0, (c.descriptors + 40 * n) as usize),
-        (c.payloads as usize, (c.payloads + 192 * n) as usize),
-        (c.slot_states as usize, (c.slot_states + 64 * n) as usize),
-        (
-            c.completion_flags as usize,
-            (c.completion_flags + n) as usize,
-        ),
+        (0, c.fanin_pool as usize),
         (
             c.fanin_pool as usize,
             (c.fanin_pool + 4 * used.fanin_ids) as usize,
@@ -146,7 +142,8 @@ fn live_ranges(c: &lrt_v2_segments, n: u64, used: V2PoolUse) -> Vec<(usize, usiz
     ]
 }
 
-/// Copies cost nothing: AUTO copies the parts straight from the mirror.
+/// Copies cost nothing: AUTO takes the split route (the pools straight
+/// from the mirror).
 const FREE_COPIES: CopyCost = CopyCost {
     latency_ns: 0.0,
     bytes_per_ns: 10.0,
@@ -162,7 +159,9 @@ fn a_host_written_run_ships_the_claimed_image_by_either_route() {
     let before = vec![0x11u8; BEFORE];
     let after = vec![0x22u8; AFTER];
     for (cost, path, copies) in [
-        (FREE_COPIES, lrt_upload_policy::LRT_UPLOAD_BOUNDED, 9),
+        // The per-task part with the frame before, three pools, the frame
+        // after.
+        (FREE_COPIES, lrt_upload_policy::LRT_UPLOAD_BOUNDED, 5),
         (DEAR_COPIES, lrt_upload_policy::LRT_UPLOAD_COMPACT, 1),
     ] {
         let dev = FakeDevice::new();
@@ -187,11 +186,11 @@ fn a_host_written_run_ships_the_claimed_image_by_either_route() {
                 (path, copies, n as i32),
                 "n = {n}"
             );
-            // The one copy ships the padding between segments, the direct
-            // copies do not.
+            // The one copy ships the padding after each pool, the split
+            // route does not.
             let image_bytes = match path {
                 lrt_upload_policy::LRT_UPLOAD_COMPACT => expected.len(),
-                _ => live_ranges(&c, n, used).iter().map(|(a, b)| b - a).sum(),
+                _ => split_ranges(&c, used).iter().map(|(a, b)| b - a).sum(),
             };
             assert_eq!(r.bytes as usize, BEFORE + image_bytes + AFTER, "n = {n}");
             assert_eq!(dev.copies().len(), copies as usize);
@@ -202,7 +201,7 @@ fn a_host_written_run_ships_the_claimed_image_by_either_route() {
                 assert!(image[end..end + AFTER].iter().all(|&b| b == 0x22));
                 let ranges = match path {
                     lrt_upload_policy::LRT_UPLOAD_COMPACT => vec![(0, end)],
-                    _ => live_ranges(&c, n, used),
+                    _ => split_ranges(&c, used),
                 };
                 for (a, b) in ranges {
                     assert!(
@@ -312,7 +311,7 @@ fn what_the_host_written_calls_refuse_changes_and_copies_nothing() {
     f.room = m.image_segments().end + after.len() as u64 - 1;
     assert_eq!(kind(m.upload_frame(&f)), ErrorKind::OutOfRange);
     // A region outside its pool (the host broke a payload): refused by the
-    // direct route's check before its first copy, the mirror unchanged.
+    // split route's check before its first copy, the mirror unchanged.
     let seg = m.mirror_segments();
     let mirror_before = mirror_bytes(at, len_m);
     let p = at

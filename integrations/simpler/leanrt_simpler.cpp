@@ -172,6 +172,10 @@ int lend(lrt_layout layout, const HostApi *api, void *region, uint64_t region_si
             // image, its graph-submission block after it. The rooms are
             // host address space, touched only as far as runs use them.
             cfg.policy = LRT_UPLOAD_AUTO;
+            // For measurements: LEANRT_SIMPLER_POLICY=compact forces the one
+            // framed copy (AUTO's other choice being the direct copies).
+            const char *policy = std::getenv("LEANRT_SIMPLER_POLICY");
+            if (policy != nullptr && std::strcmp(policy, "compact") == 0) cfg.policy = LRT_UPLOAD_COMPACT;
             cfg.frame_before = 1u << 20;
             cfg.frame_after = 1u << 20;
         } else {
@@ -230,7 +234,7 @@ void log_upload(const Maker *m, const lrt_upload_report &report) {
         "leanrt: upload tasks=%d copies=%u bytes=%llu path=%s zero_ns=%llu relocate_ns=%llu copy_ns=%llu "
         "orchestration_ns=%llu orchestration_minflt=%ld",
         report.total_tasks, report.copies, static_cast<unsigned long long>(report.bytes),
-        report.path == LRT_UPLOAD_COMPACT ? "one-copy" : "direct",
+        report.path == LRT_UPLOAD_COMPACT ? "one-copy" : "split",
         static_cast<unsigned long long>(report.zero_ns), static_cast<unsigned long long>(report.relocate_ns),
         static_cast<unsigned long long>(report.copy_ns), static_cast<unsigned long long>(orch_ns), orch_minflt
     );

@@ -4,7 +4,7 @@
 # bgemm, benchmark_bgemm Case0 and paged_attention (float16 cases) with their
 # golden checks, and prints the reference's own bind timers side by side.
 #
-#   integrations/simpler/run.sh [options] <simpler-checkout> <pto-isa-checkout>
+#   VENV=<venv> integrations/simpler/run.sh [options] <simpler-checkout> <pto-isa-checkout>
 #
 #   --rounds N     binds per process (default 6; the first is dropped as cold)
 #   --procs N      processes per variant and workload (default 2)
@@ -16,13 +16,16 @@
 #                  PTO_ISA_CHECKOUT; when they are unset, say "skipped" and
 #                  exit 77 (what CI asks for) instead of failing
 #
-# It fetches nothing: the two checkouts are given; pto-isa is cloned locally
-# from the given one at the commit in the reference's pto_isa.pin; Python
-# packages come from the registry through pip into a venv (VENV, default
-# <simpler>/build/leanrt-venv; about 5.5 GB with torch). Work files go to
-# <simpler>/build/leanrt-sim. The checkout's sources are patched for the
-# leanrt build and restored on exit; build/lib is left holding the stock
-# runtime. Exit status 0 only when every golden passed in every run.
+# VENV names a Python venv holding the reference's test packages (torch,
+# pytest, nanobind, scikit-build-core, cmake, PyYAML, cloudpickle, numpy);
+# given one, the script fetches nothing: the two checkouts are given and
+# pto-isa is cloned locally from the given one at the commit in the
+# reference's pto_isa.pin. Without VENV it creates <simpler>/build/leanrt-venv
+# and pip-installs those packages there (about 5.5 GB with torch's CUDA
+# wheels). Work files go to <simpler>/build/leanrt-sim. The checkout's
+# sources are patched for the leanrt build and restored on exit; build/lib
+# is left holding the stock runtime. Exit status 0 only when every golden
+# passed in every run.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -37,7 +40,7 @@ while (($#)); do
     --stock-only) STOCK_ONLY=1; shift;;
     --no-build) NO_BUILD=1; shift;;
     --skip-without-checkout) SKIP_MISSING=1; shift;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0;;
     *) args+=("$1"); shift;;
   esac
 done
@@ -50,7 +53,7 @@ if ((${#args[@]} == 0)) && ((SKIP_MISSING)); then
   args=("$SIMPLER_CHECKOUT" "$PTO_ISA_CHECKOUT")
 fi
 if ((${#args[@]} != 2)); then
-  echo "usage: $0 [options] <simpler-checkout> <pto-isa-checkout>  (--help)" >&2
+  echo "usage: VENV=<venv> $0 [options] <simpler-checkout> <pto-isa-checkout>  (--help)" >&2
   exit 2
 fi
 REF=$(cd "${args[0]}" && pwd)
@@ -267,6 +270,7 @@ TEST[pa1032]=$PA; CASE[pa1032]=fp16_1032; EXTRA[pa1032]=
 # process, so both see the same machine load. The reference's bind-phase
 # breakdown (main) is switched on; older commits ignore the variable.
 export SIMPLER_HBG_BIND_BREAKDOWN_ENABLE=1
+STAMP_LEANRT=$(git -C "$LEANRT_ROOT" describe --always --dirty 2>/dev/null || echo unknown)
 FAIL=0
 IFS=, read -r -a WANT <<< "$ONLY"
 for w in "${WANT[@]}"; do
@@ -279,9 +283,14 @@ for w in "${WANT[@]}"; do
     for v in "${VARIANTS[@]}"; do
       cp "$WORK/$v/libhost_runtime.so" "$LIBDIR/"
       log=$WORK/logs/$w.$v.$p.log
+      # The log's first line says what made it (the reference's phase tool
+      # echoes it above its table).
+      cmd="python ${TEST[$w]} -p a2a3sim --rounds $ROUNDS --log-level info${CASE[$w]:+ --case ${CASE[$w]}}${EXTRA[$w]:+ ${EXTRA[$w]}}"
+      printf '[stamp] %s; simpler %s, %s runtime%s\n' "$cmd" "${HEAD:0:9}" "$v" \
+        "$([ "$v" = leanrt ] && echo ", leanrt $STAMP_LEANRT")" > "$log"
       # shellcheck disable=SC2086
       if (cd "$(dirname "${TEST[$w]}")" && python "${TEST[$w]}" -p a2a3sim --rounds "$ROUNDS" \
-            --log-level info ${CASE[$w]:+--case ${CASE[$w]}} ${EXTRA[$w]}) > "$log" 2>&1 &&
+            --log-level info ${CASE[$w]:+--case ${CASE[$w]}} ${EXTRA[$w]}) >> "$log" 2>&1 &&
          grep -q ' PASSED' "$log" && ! grep -q ' FAILED' "$log"; then
         echo "$w $v process $p: golden passed ($ROUNDS rounds)"
       else
@@ -296,7 +305,9 @@ say "bind, median of warm rounds (ms; the first round of each process dropped; t
 python - "$WORK/logs" "$ROUNDS" "$ONLY" "${VARIANTS[@]}" <<'PY'
 import glob, re, statistics, subprocess, sys
 logs, rounds, only, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4:]
-SPAN = re.compile(r"\[STRACE\].* inv=(\d+) hid=0 depth=1 name=(?:simpler_run|chip\.run)\.bind ts=\d+ dur=(\d+)")
+# The bind span, at any commit: main names it chip.run.bind, #1659 and
+# before simpler_run.bind; its dur is in ns (the TIMING lines are whole ms).
+SPAN = re.compile(r"\[STRACE\].* name=(?:simpler_run|chip\.run)\.bind ts=\d+ dur=(\d+)")
 TIMING = re.compile(r"TIMING: (\w+) = (\d+)ms")
 PHASE = re.compile(r"bind phase=(\w+) start_ns=(\d+) dur_ns=(\d+)")
 
@@ -321,7 +332,7 @@ def warm(log):
                 cur_p["sm_part"] = (int(m[2]) + int(m[3]) - cur_p.pop("_sm_start")) / 1e6
         m = SPAN.search(line)
         if m:
-            rounds_.append((int(m[2]) / 1e6, cur_t, cur_p))
+            rounds_.append((int(m[1]) / 1e6, cur_t, cur_p))
             cur_t, cur_p = {}, {}
     return rounds_[1:]
 
@@ -341,23 +352,29 @@ for w in only:
         continue
     print(f"\n{names.get(w, w)}")
     keys_t = sorted({k for rs in per.values() for r in rs for k in r[1]})
-    keys_p = sorted({k for rs in per.values() for r in rs for k in r[2] if not k.startswith("_")})
+    keys_p = sorted({k for rs in per.values() for r in rs for k in r[2]
+                     if not k.startswith("_") and k != "sm_part"})
     print(f"  {'':28}" + "".join(f"{v:>12}" for v in per))
     line = lambda label, f: print(f"  {label:28}" + "".join(f"{f(rs):12.3f}" for rs in per.values()))
-    line("bind span", lambda rs: med([r[0] for r in rs]))
+    line("bind ([STRACE] span)", lambda rs: med([r[0] for r in rs]))
     for k in keys_t:
-        line("TIMING " + k, lambda rs, k=k: med([r[1][k] for r in rs if k in r[1]]))
+        line("TIMING " + k + " (whole ms)", lambda rs, k=k: med([r[1][k] for r in rs if k in r[1]]))
     for k in keys_p:
         line("phase " + k, lambda rs, k=k: med([r[2][k] for r in rs if k in r[2]]))
     if keys_p:
-        line("phase shared_mem+arena_h2d",
+        line("phases shared_mem + arena_h2d",
              lambda rs: med([r[2].get("shared_mem", 0) + r[2].get("arena_h2d", 0) for r in rs]))
+        line("run.sh: shared-memory part",
+             lambda rs: med([r[2]["sm_part"] for r in rs if "sm_part" in r[2]]))
     print("  warm rounds: " + ", ".join(f"{v} {len(rs)}" for v, rs in per.items()))
     rows.append((names.get(w, w), {v: med([r[0] for r in rs]) for v, rs in per.items()},
                  {v: med([r[2]["sm_part"] for r in rs if "sm_part" in r[2]]) for v, rs in per.items()}))
 if len(variants) > 1 and rows:
     nan = float("nan")
-    for title, k in (("bind span", 1), ("shared-memory part (shared_mem start to arena_h2d end)", 2)):
+    for title, k in (("bind (the reference's [STRACE] bind span)", 1),
+                     ("shared-memory part (run.sh's span from the shared_mem phase's start to the "
+                      "arena_h2d phase's end:\n  not one of the reference's phases; it also covers the "
+                      "stock path's untimed framing and compaction)", 2)):
         if all(all(x != x for x in r[k].values()) for r in rows):
             continue  # a commit without the bind phases
         print(f"\nsummary: {title}, median ms")
@@ -370,9 +387,10 @@ PY
 # main's own per-phase summary, where the reference has the tool
 if python -c 'import simpler_setup.tools.hbg_bind_phases' 2>/dev/null; then
   say "the reference's hbg_bind_phases summary, per log"
-  for f in "$WORK"/logs/*.*.[0-9]*.log; do
+  for w in "${WANT[@]}"; do for f in "$WORK/logs/$w".*.[0-9]*.log; do
+    [ -e "$f" ] || continue
     echo "-- $(basename "$f")"
     python -m simpler_setup.tools.hbg_bind_phases "$f" --rounds "$ROUNDS" || true
-  done
+  done; done
 fi
 ((FAIL == 0)) && echo "every golden passed" || { echo "some runs FAILED"; exit 1; }

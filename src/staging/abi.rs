@@ -39,9 +39,12 @@ pub enum lrt_upload_policy {
     /// them, else measured once at create (the fastest of five 64-byte
     /// copies and one copy and one gather of up to 1 MiB into the not yet
     /// meaningful device image). lrt_upload_report.path says which ran.
-    /// A LRT_LAYOUT_V2 maker chooses per upload between its one framed
-    /// copy and copying the parts straight from the mirror
-    /// (lrt_runtime_maker_v2_upload_frame), measured at its first upload.
+    /// A LRT_LAYOUT_V2 maker chooses per upload, for a run the host wrote
+    /// itself, between its one framed copy (path COMPACT) and the split
+    /// route (path BOUNDED: the per-task part gathered and shipped in one
+    /// copy, each used pool copied straight from the mirror), measured at
+    /// its first upload (the latency as the median of small copies where
+    /// the pool copies go).
     LRT_UPLOAD_AUTO = 3,
 }
 
@@ -59,7 +62,7 @@ pub enum lrt_layout {
     /// The reference at 6ebaf7715: lrt_v2_sm_header, lrt_v2_task_payload,
     /// lrt_v2_task_slot_state and the three argument pools; the
     /// lrt_runtime_maker_v2_* calls, the compact image in one framed copy
-    /// (under LRT_UPLOAD_AUTO: or its parts copied straight from the
+    /// (under LRT_UPLOAD_AUTO: or its pools copied straight from the
     /// mirror).
     LRT_LAYOUT_V2 = 1,
 }
@@ -316,6 +319,7 @@ pub struct lrt_upload_report {
     /// The layout shipped: LRT_UPLOAD_FULL, LRT_UPLOAD_BOUNDED or
     /// LRT_UPLOAD_COMPACT (under LRT_UPLOAD_AUTO, the one it chose). A v2
     /// upload: LRT_UPLOAD_COMPACT for the one framed copy,
-    /// LRT_UPLOAD_BOUNDED for the parts copied straight from the mirror.
+    /// LRT_UPLOAD_BOUNDED for the split route (its pools copied straight
+    /// from the mirror).
     pub path: lrt_upload_policy,
 }

@@ -254,8 +254,8 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_image_segments(
 /// re-taken for the image's pools (unbound ones stay 0), padding zeroed.
 /// The mirror is not changed. The report says what shipped: copies 1, the
 /// framed bytes, path LRT_UPLOAD_COMPACT. Under LRT_UPLOAD_AUTO the upload
-/// may instead copy the parts straight from the mirror, as
-/// lrt_runtime_maker_v2_upload_frame describes.
+/// may instead take the split route (its pools copied straight from the
+/// mirror), as lrt_runtime_maker_v2_upload_frame describes.
 ///
 /// `maker` must be NULL or a live maker; `before` / `after` must be
 /// readable for their lengths (NULL only with length 0); `report` may be
@@ -375,14 +375,15 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_set_core_counts(
 ///
 /// How: under LRT_UPLOAD_AUTO, per upload, either the one framed copy or
 /// (for a run not claimed into its image, e.g. one the host wrote itself)
-/// each part copied straight from the mirror and the caller's frames, up to
-/// nine copies and no gather, whichever the cost model says is cheaper; it
-/// is measured at the maker's first v2 upload, into that upload's
-/// destination before anything else is written there. The direct copies
-/// do not write the padding between the image's segments (the device reads
-/// none of it), and leave each live slot state's payload/task naming its
-/// own payload and descriptor in the mirror; the mirror is otherwise
-/// unchanged. Under the other policies, the one framed copy. A frame longer
+/// the split route: the frame before and the image's per-task part (header
+/// and slot segments, checked and re-taken as they are gathered) in one
+/// copy, each used pool copied straight from the mirror, the frame after
+/// on its own, up to five copies; whichever the cost model says is
+/// cheaper. The model is measured at the maker's first v2 upload, into
+/// that upload's destination before anything else is written there (the
+/// latency as the median of small copies where the pool copies go). The
+/// split route does not write the padding after each pool (the device
+/// reads none of it); neither route changes the mirror. Under the other policies, the one framed copy. A frame longer
 /// than its room (lrt_maker_config.frame_before / frame_after) travels as
 /// a copy of its own. The report says what shipped (copies, the framed
 /// bytes, path LRT_UPLOAD_COMPACT or LRT_UPLOAD_BOUNDED).

@@ -45,39 +45,63 @@ impl CostModel {
 
 impl MakerCore {
     /// Sets AUTO's cost model: the device's own figures if it gives them,
-    /// else the fastest of five 64-byte copies for the latency and one copy
-    /// of `len` bytes (at most 1 MiB, at least 64) for the bandwidth, from
-    /// the mirror's start to `dst`; and one host gather of the same size
-    /// into `gather` (None, or one shorter than that: the fallback's gather
+    /// else measured from the mirror into `dst` (`len` bytes, at most
+    /// 1 MiB, at least 64, for the bandwidth: one copy); and one host
+    /// gather of the same size into `gather` (with spots, after one that
+    /// warms it; None, or one shorter than that: the fallback's gather
+    /// figure). The latency
+    /// is the median of 64-byte copies made where the small copies of an
+    /// upload go: from each of `spots`' mirror offsets to its offset from
+    /// `dst` (the pools of a v2 image), before anything else is written
+    /// there, so that each pays what a copy of an upload pays (a call
+    /// through the device, cold lines at both ends); without spots, the
+    /// fastest of five 64-byte copies from the mirror's start (v1's
     /// figure). A failed measurement falls back to [`CostModel::FALLBACK`]
     /// with a warning.
     ///
     /// # Safety
     /// `dst` must be device memory writable for `len` bytes (at least 64)
-    /// whose contents do not matter; `gather` is distinct from the mirror.
+    /// whose contents do not matter, every spot's destination + 64 within
+    /// them and its source + 64 within the mirror; `gather` is distinct
+    /// from the mirror.
     pub(crate) unsafe fn measure_model(
         &mut self,
         dst: *mut u8,
         len: usize,
+        spots: &[(u64, u64)],
         gather: Option<&Mapping>,
     ) {
         let len = len.min(MEASURE_MAX_BYTES).min(self.mirror.len()).max(64);
         let src = self.mirror.as_ptr();
-        let timed = |bytes: usize| -> Result<f64> {
+        let timed = |to: u64, from: u64, bytes: usize| -> Result<f64> {
             let t0 = Instant::now();
-            // SAFETY: the mirror holds at least `len` bytes (above) and
-            // `dst` is writable for them (the caller's contract).
-            unsafe { self.device.copy_to(dst, src, bytes) }?;
+            // SAFETY: the source lies in the mirror and the destination in
+            // `dst`'s writable bytes (the caller's contract, and `len`
+            // above for the bandwidth copy).
+            unsafe {
+                self.device
+                    .copy_to(dst.add(to as usize), src.add(from as usize), bytes)
+            }?;
             Ok(elapsed_ns(t0) as f64)
         };
         let copy: Result<CopyCost> = match self.device.copy_cost() {
             Some(c) => Ok(c),
             None => (|| {
-                let mut latency = f64::MAX;
-                for _ in 0..5 {
-                    latency = latency.min(timed(64)?);
-                }
-                let big = timed(len)?;
+                let latency = if spots.is_empty() {
+                    let mut fastest = f64::MAX;
+                    for _ in 0..5 {
+                        fastest = fastest.min(timed(0, 0, 64)?);
+                    }
+                    fastest
+                } else {
+                    let mut each = Vec::with_capacity(spots.len());
+                    for &(to, from) in spots {
+                        each.push(timed(to, from, 64)?);
+                    }
+                    each.sort_by(f64::total_cmp);
+                    each[each.len() / 2]
+                };
+                let big = timed(0, 0, len)?;
                 Ok(CopyCost {
                     latency_ns: latency,
                     bytes_per_ns: len as f64 / (big - latency).max(1.0),
@@ -96,11 +120,16 @@ impl MakerCore {
         };
         let gather_bytes_per_ns = match gather {
             Some(buf) if buf.len() >= len => {
-                let t0 = Instant::now();
-                // SAFETY: both mappings hold at least len bytes and are
-                // distinct (the caller's contract).
-                unsafe { std::ptr::copy_nonoverlapping(src, buf.as_ptr(), len) };
-                len as f64 / (elapsed_ns(t0) as f64).max(1.0)
+                // v1 keeps its one cold gather; v2 times a warm one.
+                let mut ns = 0;
+                for _ in 0..if spots.is_empty() { 1 } else { 2 } {
+                    let t0 = Instant::now();
+                    // SAFETY: both mappings hold at least len bytes and
+                    // are distinct (the caller's contract).
+                    unsafe { std::ptr::copy_nonoverlapping(src, buf.as_ptr(), len) };
+                    ns = elapsed_ns(t0);
+                }
+                len as f64 / (ns as f64).max(1.0)
             }
             _ => CostModel::FALLBACK.gather_bytes_per_ns,
         };

@@ -146,7 +146,7 @@ impl MakerV1 {
         let dst = core.region.base();
         // SAFETY: the device image holds seg.end >= len bytes, and nothing
         // meaningful yet; the staging buffer is distinct from the mirror.
-        unsafe { core.measure_model(dst, len, self.staging.as_ref()) };
+        unsafe { core.measure_model(dst, len, &[], self.staging.as_ref()) };
     }
 
     /// Segment offsets of the full image.

@@ -121,6 +121,27 @@ impl V2Run {
         n: u64,
         out: *mut u8,
     ) -> Result<lrt_v2_segments> {
+        // SAFETY: the caller's contract.
+        unsafe { self.compact(m, b, n, out, true) }
+    }
+
+    /// `compact_into` (`pools`), or only the image's per-task part (not
+    /// `pools`): the header and the four slot segments with their padding,
+    /// `[0, fanin_pool)` of the image, every check and re-take made, the
+    /// pools not copied (what the split route gathers).
+    ///
+    /// # Safety
+    /// `out` must be valid for writes of the image's bytes up to its end
+    /// (`pools`) or its fanin pool (not `pools`), not overlapping `m` or
+    /// `b`'s image.
+    pub(super) unsafe fn compact(
+        &self,
+        m: &Mapping,
+        b: *mut u8,
+        n: u64,
+        out: *mut u8,
+        pools: bool,
+    ) -> Result<lrt_v2_segments> {
         if n > self.window {
             return Err(Error::out_of_range(format!(
                 "total_tasks (current_task_index) {n} is outside [0, {}]",
@@ -135,8 +156,8 @@ impl V2Run {
             // mirror (n <= W, the cursors within the capacities) or inside
             // the image buffer's guessed image (below the pitch, inside a
             // pool's split), and its destination `to + len <= next segment
-            // <= c.end` inside `out`, per the caller's contract; they do not
-            // overlap.
+            // <= c.end` (`c.fanin_pool` without the pools) inside `out`,
+            // per the caller's contract; they do not overlap.
             unsafe { std::ptr::copy_nonoverlapping(src, out.add(to as usize), len as usize) }
         };
         let zero = |from: u64, to: u64| {
@@ -195,7 +216,7 @@ impl V2Run {
             s.task = (task0 + i * (Seg::Descriptors.size() as i64 - state_size)) as i32;
         }
         let ends = [c.tensor_pool, c.scalar_pool, c.end];
-        for (pool, next) in Pool::ALL.into_iter().zip(ends) {
+        for (pool, next) in Pool::ALL.into_iter().zip(ends).filter(|_| pools) {
             let used = pool.of(&u);
             let split = self.spec.map_or(0, |s| pool.of(&s.split).min(used));
             let e = pool.elem();

@@ -9,24 +9,34 @@
 //!   (`lrt_maker_config.frame_before` / `frame_after`; only
 //!   `upload_frame` accepts one) travels as a copy of its own, straight
 //!   from the caller's memory.
-//! * **direct** (LRT_UPLOAD_AUTO, for a run read from the mirror alone):
-//!   each part copied straight from where it is to its place in the compact
-//!   image: the header with the descriptors, the payloads, the slot states,
-//!   the flags and the three pools from the mirror, the frames from the
-//!   caller; up to nine copies and no gather. For the length of the copies
-//!   the mirror's header says what the image's does (pointers NULL,
-//!   `orchestrator_done` 1) and its live slots hold the image's offsets: a
-//!   region keeps its place in its pool, so a payload's bound offset moves
-//!   by one constant per pool (the pool's shift minus the payloads'), and
-//!   each slot state's `payload`/`task` is re-taken for its element in the
-//!   image. Afterwards the header is put back and every slot state names
-//!   its own payload and descriptor in the mirror again. The device gets
-//!   the bytes the one copy ships, except the padding between segments,
-//!   which it never reads and this route does not write.
+//! * **split** (LRT_UPLOAD_AUTO, for a run read from the mirror alone):
+//!   the image's per-task part (`[before | header | descriptors |
+//!   payloads | slot states | flags]`, `[0, fanin_pool)` of the image) is
+//!   gathered into the staging buffer as for the one copy, with every
+//!   region checked and every offset re-taken in that same pass over the
+//!   lines the orchestrator just wrote, and shipped in one copy; each used
+//!   pool (fanin ids, tensors, scalars: position-independent bytes, most
+//!   of a large image) is copied straight from the mirror to its place; the
+//!   frame after travels on its own. At most five copies, the mirror is
+//!   never written, and the device gets the bytes the one copy ships except
+//!   the padding after each pool, which it never reads.
 //!
-//! AUTO picks per upload by the cost model (`CostModel`, the core's): the
-//! device's own figures, or measured at the maker's first v2 upload into
-//! that upload's destination (before anything else is written there).
+//! Why AUTO chooses what it chooses. Both routes gather the per-task part
+//! and pay every byte over the device's bandwidth once; they differ by the
+//! pools alone: the one copy gathers them too (bytes over the host's gather
+//! bandwidth), the split route pays one more copy per used pool (its fixed
+//! latency). So AUTO takes the split route when the pools' bytes cost more
+//! to gather than a copy's latency per pool, by the cost model
+//! (`CostModel`, the core's): the device's own figures, or measured at the
+//! maker's first v2 upload into that upload's destination (before
+//! anything else is written there), the latency as the median of small
+//! copies made where the pool copies go and the gather into the warmed
+//! staging buffer. A small image (pools of a few KiB) is one framed copy,
+//! as the reference ships it; a large one, whose pools are most of its
+//! bytes, skips gathering them. A device whose copy costs microseconds
+//! (CUDA from pageable memory) keeps the one copy up to pools of tens of
+//! KiB.
+//!
 //! Every check an upload makes runs before its first copy; a rejected
 //! upload copies nothing and leaves the run open.
 use std::mem::size_of;
@@ -34,11 +44,9 @@ use std::time::Instant;
 
 use super::super::abi::{lrt_upload_policy, lrt_upload_report};
 use super::super::maker::{device_kind, elapsed_ns};
-use super::image::{check_payload, shipped_header};
-use super::layout::{
-    lrt_v2_segments, lrt_v2_sm_header, lrt_v2_task_payload, lrt_v2_task_slot_state,
-};
-use super::run::{Pool, Seg, V2Run};
+use super::image::shipped_header;
+use super::layout::lrt_v2_sm_header;
+use super::run::{Pool, V2Run};
 use super::MakerV2;
 use crate::{Error, ErrorKind, Result};
 
@@ -145,7 +153,7 @@ impl MakerV2 {
         let t0 = Instant::now();
         let in_place = self.run.exact(n);
         let auto = self.core.policy == lrt_upload_policy::LRT_UPLOAD_AUTO;
-        let direct = if auto && !in_place && self.run.spec.is_none() {
+        let split = auto && !in_place && self.run.spec.is_none() && {
             if !self.measured {
                 // The measurement writes to the destination: only once
                 // every region is known good.
@@ -153,15 +161,9 @@ impl MakerV2 {
                     .check_regions(&self.core.mirror, std::ptr::null_mut(), n)?;
                 self.measure_model(f, n);
             }
-            let (c, parts) = self.direct_parts(n, f);
-            self.direct_is_cheaper(&c, &parts, f).then_some((c, parts))
-        } else {
-            None
+            self.split_is_cheaper(n, f)
         };
-        let shipped = match direct {
-            Some((c, parts)) => self.ship_direct(n, f.image, &c, &parts, t0)?,
-            None => self.ship_one(n, f, in_place, t0)?,
-        };
+        let shipped = self.ship_gathered(n, f, in_place, split, t0)?;
         self.run.remember(n);
         // Shipped or failed, the run is over for the device and the image.
         self.core.end_upload(f.image, shipped.copied.is_ok());
@@ -178,68 +180,80 @@ impl MakerV2 {
     }
 
     /// AUTO's model for v2, measured once, into this upload's destination
-    /// (the image and the frame after it are written next anyway).
+    /// (the image and the frame after it are written next anyway), with the
+    /// split route's pool parts as the small copies whose latency counts.
     fn measure_model(&mut self, f: &V2Frame<'_>, n: u64) {
-        let len = self.run.image_segments(n).end + f.after.len() as u64;
+        let c = self.run.image_segments(n);
+        let len = c.end + f.after.len() as u64;
+        let ms = self.run.segments();
+        let u = self.run.used;
+        // Where the split route's pool copies go, from where they come.
+        let spots: Vec<(u64, u64)> = Pool::ALL
+            .iter()
+            .filter(|p| p.of(&u) > 0)
+            .map(|p| (p.start(&c), p.start(&ms)))
+            .collect();
         // SAFETY: the destination holds `len <= f.room` writable bytes from
-        // f.image on (checked by the caller), not yet meaningful; the
+        // f.image on (checked by the caller), not yet meaningful, and every
+        // spot is inside the image there and inside the mirror; the
         // staging buffer is distinct from the mirror.
         unsafe {
             self.core
-                .measure_model(f.image, len as usize, Some(&self.staging))
+                .measure_model(f.image, len as usize, &spots, Some(&self.staging))
         };
         self.measured = true;
     }
 
-    /// The parts the direct route would copy for `n` tasks, in the image's
-    /// order (empty ones left out).
-    fn direct_parts(&self, n: u64, f: &V2Frame<'_>) -> (lrt_v2_segments, Vec<Part>) {
+    /// The split route's copies besides the gathered one: the used part of
+    /// each pool, straight from the mirror (empty ones left out).
+    fn pool_parts_direct(&self, n: u64) -> Vec<Part> {
         let (ms, c, u) = (
             self.run.segments(),
             self.run.image_segments(n),
             self.run.used,
         );
-        let from = |off: u64| V2Run::at::<u8>(&self.core.mirror, off).cast_const();
-        // The header and the descriptors are adjacent in both layouts (the
-        // descriptors start at the header's size rounded to 64, whatever
-        // the pitch), so they are one part.
-        debug_assert_eq!(ms.descriptors, c.descriptors);
-        let mut parts: Vec<Part> = vec![(0, from(0), c.descriptors + n * Seg::Descriptors.size())];
-        for which in [Seg::Payloads, Seg::SlotStates, Seg::Flags] {
-            parts.push((
-                which.start(&c) as i64,
-                from(which.start(&ms)),
-                n * which.size(),
-            ));
-        }
-        for pool in Pool::ALL {
-            parts.push((
-                pool.start(&c) as i64,
-                from(pool.start(&ms)),
-                pool.of(&u) * pool.elem(),
-            ));
-        }
-        parts.push((
-            -(f.before.len() as i64),
-            f.before.as_ptr(),
-            f.before.len() as u64,
-        ));
-        parts.push((c.end as i64, f.after.as_ptr(), f.after.len() as u64));
-        parts.retain(|p| p.2 > 0);
-        (c, parts)
+        Pool::ALL
+            .into_iter()
+            .map(|pool| {
+                (
+                    pool.start(&c) as i64,
+                    V2Run::at::<u8>(&self.core.mirror, pool.start(&ms)).cast_const(),
+                    pool.of(&u) * pool.elem(),
+                )
+            })
+            .filter(|p| p.2 > 0)
+            .collect()
     }
 
-    /// Whether the direct route costs less than the one copy, by the model.
-    fn direct_is_cheaper(&self, c: &lrt_v2_segments, parts: &[Part], f: &V2Frame<'_>) -> bool {
-        let bytes = parts.iter().map(|p| p.2).sum::<u64>();
+    /// Whether the split route costs less than the one copy, by the model
+    /// (module docs): both gather the per-task part and pay the bytes over
+    /// the device's bandwidth; the one copy also gathers the pools (and a
+    /// staged frame after), the split route pays a copy per used pool (and
+    /// the frame after travels on its own).
+    fn split_is_cheaper(&self, n: u64, f: &V2Frame<'_>) -> bool {
+        let c = self.run.image_segments(n);
         let (own, staged) = self.frames_apart(f);
-        let direct = self.core.model.cost(parts.len() as u32, bytes, 0);
-        let one = self.core.model.cost(
-            1 + own,
-            c.end + f.before.len() as u64 + f.after.len() as u64,
-            c.end + staged,
+        let frames = f.before.len() as u64 + f.after.len() as u64;
+        let one = self
+            .core
+            .model
+            .cost(1 + own, c.end + frames, c.end + staged);
+        let pools = self.pool_parts_direct(n);
+        let pool_bytes = pools.iter().map(|p| p.2).sum::<u64>();
+        let before_staged = f.before.len() as u64 <= self.frame_before;
+        let split_copies =
+            1 + pools.len() as u32 + u32::from(!before_staged) + u32::from(!f.after.is_empty());
+        let split = self.core.model.cost(
+            split_copies,
+            c.fanin_pool + pool_bytes + frames,
+            c.fanin_pool
+                + if before_staged {
+                    f.before.len() as u64
+                } else {
+                    0
+                },
         );
-        direct < one
+        split < one
     }
 
     /// For the one copy: how many frames travel on their own (longer than
@@ -285,16 +299,18 @@ impl MakerV2 {
         (parts.len() as u32, Ok(()))
     }
 
-    /// The one-copy route (module docs). The regions are checked as the
-    /// image is assembled; a bad one is `InvalidArgument` before any copy.
-    fn ship_one(
+    /// Both routes (module docs): the one copy (`split` false) or the
+    /// split route (`split`, a run read from the mirror alone). The
+    /// regions are checked as the image is gathered; a bad one is
+    /// `InvalidArgument` before any copy.
+    fn ship_gathered(
         &mut self,
         n: u64,
         f: &V2Frame<'_>,
         in_place: bool,
+        split: bool,
         t0: Instant,
     ) -> Result<Shipped> {
-        let (own, _) = self.frames_apart(f);
         let b = self.image_start();
         // A run claimed in place is in the image buffer (`exact` holds only
         // with one); any other is gathered into the staging buffer.
@@ -319,6 +335,9 @@ impl MakerV2 {
                 shipped_header(&mut *out.cast::<lrt_v2_sm_header>());
             }
             seg
+        } else if split {
+            // SAFETY: as below, for the image's first c.fanin_pool bytes.
+            unsafe { self.run.compact(&self.core.mirror, b, n, out, false) }?
         } else {
             // SAFETY: the staging buffer holds stage_off + the reference's
             // mirror size + frame_after bytes, no compact image is larger
@@ -327,13 +346,16 @@ impl MakerV2 {
             // image buffer.
             unsafe { self.run.compact_into(&self.core.mirror, b, n, out) }?
         };
-        // Frames that fit their rooms join the one copy; a longer one is a
-        // part of its own.
+        // The gathered part: the whole image, or its per-task part.
+        let gathered = if split { seg.fanin_pool } else { seg.end } as usize;
+        // Frames that fit their rooms join the gathered copy (the frame
+        // after only when the whole image is gathered: it follows the
+        // pools); a longer one is a part of its own.
         let (bl, al) = (f.before.len(), f.after.len());
         let staged_before = bl as u64 <= self.frame_before;
-        let staged_after = al as u64 <= self.frame_after;
+        let staged_after = !split && al as u64 <= self.frame_after;
         let start = at - if staged_before { bl } else { 0 };
-        let end = at + seg.end as usize + if staged_after { al } else { 0 };
+        let end = at + gathered + if staged_after { al } else { 0 };
         // SAFETY: a staged frame fits its room in the buffer (checked just
         // above); the caller's slices do not overlap the maker's buffers.
         unsafe {
@@ -342,25 +364,24 @@ impl MakerV2 {
                 std::ptr::copy_nonoverlapping(f.before.as_ptr(), base.add(start), bl);
             }
             if staged_after {
-                std::ptr::copy_nonoverlapping(
-                    f.after.as_ptr(),
-                    base.add(at + seg.end as usize),
-                    al,
-                );
+                std::ptr::copy_nonoverlapping(f.after.as_ptr(), base.add(at + gathered), al);
             }
         }
-        let mut parts: Vec<Part> = vec![(
+        let mut parts: Vec<Part> = Vec::with_capacity(6);
+        if !staged_before {
+            parts.push((-(bl as i64), f.before.as_ptr(), bl as u64));
+        }
+        parts.push((
             start as i64 - at as i64,
             buf.as_ptr().wrapping_add(start).cast_const(),
             (end - start) as u64,
-        )];
-        if !staged_before {
-            parts.insert(0, (-(bl as i64), f.before.as_ptr(), bl as u64));
+        ));
+        if split {
+            parts.extend(self.pool_parts_direct(n));
         }
-        if !staged_after {
+        if !staged_after && al > 0 {
             parts.push((seg.end as i64, f.after.as_ptr(), al as u64));
         }
-        debug_assert_eq!(parts.len() as u32, 1 + own);
         let relocate_ns = elapsed_ns(t0);
         let t1 = Instant::now();
         // Pinned as far as the runs use it, grown to the next power of two
@@ -368,111 +389,22 @@ impl MakerV2 {
         let pin_end = end.next_power_of_two().min(buf.len());
         let core = &mut self.core;
         core.pins.ensure(pins, &*core.device, 0, pin_end);
-        // SAFETY: the parts lie inside the buffer or the caller's frames;
-        // the destination holds the frame before below f.image and the
-        // image and the frame after from it on (the frame's contract).
+        // SAFETY: the parts lie inside the buffer, the mirror's used pools
+        // or the caller's frames; the destination holds the frame before
+        // below f.image and the image and the frame after from it on (the
+        // frame's contract).
         let (copies, copied) = unsafe { self.copy_parts(f.image, &parts) };
-        Ok(Shipped {
-            copies,
-            bytes: (bl + seg.end as usize + al) as u64,
-            relocate_ns,
-            copy_ns: elapsed_ns(t1),
-            path: lrt_upload_policy::LRT_UPLOAD_COMPACT,
-            copied,
-        })
-    }
-
-    /// The direct route (module docs), for a run read from the mirror alone:
-    /// `parts` (`direct_parts`) copied to the image at `image`.
-    /// Its regions are checked as its slots are re-taken: a bad one puts
-    /// the slots before it back and is `InvalidArgument`, before any copy.
-    fn ship_direct(
-        &mut self,
-        n: u64,
-        image: *mut u8,
-        c: &lrt_v2_segments,
-        parts: &[Part],
-        t0: Instant,
-    ) -> Result<Shipped> {
-        let ms = self.run.segments();
-        self.retake_in_mirror(n, &ms, c, true)?;
-        let h = V2Run::header(&self.core.mirror);
-        // SAFETY: the header is plain data at the mirror's start.
-        let saved = unsafe { *h };
-        // SAFETY: as above; no other reference to it is live.
-        unsafe { shipped_header(&mut *h) };
-        let relocate_ns = elapsed_ns(t0);
-        let t1 = Instant::now();
-        // SAFETY: the mirror parts lie inside the mirror (n <= W, the pools
-        // within their capacities), the frames are the caller's; the
-        // destination holds them (the frame's contract).
-        let (copies, copied) = unsafe { self.copy_parts(image, parts) };
-        let copy_ns = elapsed_ns(t1);
-        // SAFETY: as above.
-        unsafe { *h = saved };
-        // The way back cannot fail: no checks.
-        let _ = self.retake_in_mirror(n, c, &ms, false);
         Ok(Shipped {
             copies,
             bytes: parts.iter().map(|p| p.2).sum(),
             relocate_ns,
-            copy_ns,
-            path: lrt_upload_policy::LRT_UPLOAD_BOUNDED,
+            copy_ns: elapsed_ns(t1),
+            path: if split {
+                lrt_upload_policy::LRT_UPLOAD_BOUNDED
+            } else {
+                lrt_upload_policy::LRT_UPLOAD_COMPACT
+            },
             copied,
         })
-    }
-
-    /// Rewrites the mirror's live slots from the offsets of layout `from`
-    /// to those of `to` (the mirror's and the image's, either way): every
-    /// bound payload region moves by its pool's shift minus the payloads'
-    /// (regions keep their place in their pools), and every slot state's
-    /// `payload`/`task` names its element in `to`. An unbound region (0)
-    /// stays 0 both ways: a bound one is never 0 in either layout, its
-    /// field and its target being in different segments. With `check`
-    /// (the way out, from the mirror's offsets) each payload's regions are
-    /// checked first (`PoolPart::check`); at a bad one the slots already
-    /// rewritten are put back and its error returned.
-    fn retake_in_mirror(
-        &self,
-        n: u64,
-        from: &lrt_v2_segments,
-        to: &lrt_v2_segments,
-        check: bool,
-    ) -> Result<()> {
-        let ms = self.run.segments();
-        let parts = self.run.pool_parts(&self.core.mirror, std::ptr::null_mut());
-        let d_pay = to.payloads as i64 - from.payloads as i64;
-        // The payload's offset fields in memory order: tensors, scalars, fanin.
-        let shift = [Pool::Tensors, Pool::Scalars, Pool::Fanin]
-            .map(|p| (p.start(to) as i64 - p.start(from) as i64 - d_pay) as i32);
-        let state_size = size_of::<lrt_v2_task_slot_state>() as i64;
-        let pay0 = to.payloads as i64 - to.slot_states as i64 - 8;
-        let task0 = to.descriptors as i64 - to.slot_states as i64 - 12;
-        let pays = V2Run::at::<lrt_v2_task_payload>(&self.core.mirror, ms.payloads);
-        let states = V2Run::at::<lrt_v2_task_slot_state>(&self.core.mirror, ms.slot_states);
-        for i in 0..n as usize {
-            // SAFETY: slot i < n <= W of the mirror: a payload and a slot
-            // state, plain data, 64-aligned; nothing else refers to them.
-            let (p, s) = unsafe { (&mut *pays.add(i), &mut *states.add(i)) };
-            if check {
-                if let Err(e) = check_payload(&parts, i as u64, p) {
-                    let _ = self.retake_in_mirror(i as u64, to, from, false);
-                    return Err(e);
-                }
-            }
-            for (field, k) in [&mut p.tensors, &mut p.scalars, &mut p.fanin]
-                .into_iter()
-                .zip(shift)
-            {
-                if *field != 0 {
-                    *field = field.wrapping_add(k);
-                }
-            }
-            let i = i as i64;
-            // |delta| < the larger layout's size <= i32::MAX.
-            s.payload = (pay0 + i * (Seg::Payloads.size() as i64 - state_size)) as i32;
-            s.task = (task0 + i * (Seg::Descriptors.size() as i64 - state_size)) as i32;
-        }
-        Ok(())
     }
 }
