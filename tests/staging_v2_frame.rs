@@ -457,13 +457,8 @@ fn host_writes_tasks(m: &mut MakerV2, n: u64, dirty: bool) {
 }
 
 /// What a maker ships for its run: the bytes of the image a device reads
-/// (the whole image for the one copy, the live ranges for the direct one).
-fn shipped(
-    m: &mut MakerV2,
-    dev: &FakeDevice,
-    n: u64,
-    used: V2PoolUse,
-) -> (lrt_upload_policy, Vec<u8>) {
+/// (the whole image for the one copy, the split ranges for the split route).
+fn shipped(m: &mut MakerV2, dev: &FakeDevice, used: V2PoolUse) -> (lrt_upload_policy, Vec<u8>) {
     let (base, len) = region(dev, &[]);
     let c = m.image_segments();
     let r = m.upload_frame(&frame(base, len, &[], &[])).unwrap();
@@ -472,7 +467,7 @@ fn shipped(
             let image = &bytes[768..768 + c.end as usize];
             match r.path {
                 lrt_upload_policy::LRT_UPLOAD_COMPACT => image.to_vec(),
-                _ => live_ranges(&c, n, used)
+                _ => split_ranges(&c, used)
                     .iter()
                     .flat_map(|&(a, b)| image[a..b].to_vec())
                     .collect(),
@@ -507,7 +502,6 @@ fn the_shipped_image_does_not_depend_on_history() {
                     shipped(
                         &mut m,
                         &dev,
-                        50,
                         V2PoolUse {
                             fanin_ids: 16 * 49,
                             tensors: 50,
@@ -516,12 +510,11 @@ fn the_shipped_image_does_not_depend_on_history() {
                     );
                     m.begin_run().unwrap();
                     let used = claim_chain(&mut m, 30);
-                    shipped(&mut m, &dev, 30, used);
+                    shipped(&mut m, &dev, used);
                     host_writes_tasks(&mut m, 40, true);
                     shipped(
                         &mut m,
                         &dev,
-                        40,
                         V2PoolUse {
                             fanin_ids: 16 * 39,
                             tensors: 40,
@@ -541,7 +534,7 @@ fn the_shipped_image_does_not_depend_on_history() {
                         scalars: 8 * n,
                     }
                 };
-                let (p, bytes) = shipped(&mut m, &dev, n, used);
+                let (p, bytes) = shipped(&mut m, &dev, used);
                 if !claimed {
                     assert_eq!(p, path);
                 }
