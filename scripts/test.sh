@@ -50,6 +50,8 @@ command -v valgrind >/dev/null || need+=(valgrind)
 command -v nm >/dev/null && command -v readelf >/dev/null || need+=(binutils)
 command -v abidiff >/dev/null || need+=(abigail-tools)
 command -v lintian >/dev/null || need+=(lintian)
+# debootstrap makes the older userland of the last stage (it needs root)
+[ "$(id -u)" != 0 ] || command -v debootstrap >/dev/null || need+=(debootstrap)
 if ((${#need[@]})); then
   stage "installing ${need[*]}"
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
