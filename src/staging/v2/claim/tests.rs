@@ -477,6 +477,25 @@ fn the_largest_window_keeps_every_offset_in_reach() {
     assert_ne!(far, 0);
 }
 
+/// Claims a task whose only content is the producer list `fanins`.
+fn claim_producers(
+    run: &mut V2Run,
+    m: &Mapping,
+    fanins: &[i32],
+) -> crate::error::Result<lrt_v2_task_slot> {
+    run.claim(
+        m,
+        std::ptr::null_mut(),
+        &V2ClaimDesc {
+            task: ClaimDesc {
+                fanins,
+                ..ClaimDesc::default()
+            },
+            ..V2ClaimDesc::default()
+        },
+    )
+}
+
 /// A window of `w` slots with the reference's pools.
 fn run_of(w: u64) -> (V2Run, Mapping) {
     let run = V2Run::new(
@@ -512,53 +531,17 @@ fn producers_are_taken_as_the_reference_takes_them() {
     );
     // 130 ids, 100 distinct: taken, first-occurrence order.
     let ids: Vec<i32> = (0..100).chain(0..30).collect();
-    let s = run
-        .claim(
-            &m,
-            std::ptr::null_mut(),
-            &V2ClaimDesc {
-                task: ClaimDesc {
-                    fanins: &ids,
-                    ..ClaimDesc::default()
-                },
-                ..V2ClaimDesc::default()
-            },
-        )
-        .unwrap();
+    let s = claim_producers(&mut run, &m, &ids).unwrap();
     assert_eq!(fanin_of(&s), (0..100).collect::<Vec<_>>());
     // Ids not of this run (self, later, negative, past the window) dropped.
     let idx = s.index + 1;
     let odd = [-1, idx, idx + 5, 1000, 3, 3];
-    let s = run
-        .claim(
-            &m,
-            std::ptr::null_mut(),
-            &V2ClaimDesc {
-                task: ClaimDesc {
-                    fanins: &odd,
-                    ..ClaimDesc::default()
-                },
-                ..V2ClaimDesc::default()
-            },
-        )
-        .unwrap();
+    let s = claim_producers(&mut run, &m, &odd).unwrap();
     assert_eq!(fanin_of(&s), vec![3]);
     // 129 distinct producers: refused, nothing written.
     let before = snapshot(&run, &m);
     let ids: Vec<i32> = (0..129).chain(0..129).collect();
-    let e = run
-        .claim(
-            &m,
-            std::ptr::null_mut(),
-            &V2ClaimDesc {
-                task: ClaimDesc {
-                    fanins: &ids,
-                    ..ClaimDesc::default()
-                },
-                ..V2ClaimDesc::default()
-            },
-        )
-        .unwrap_err();
+    let e = claim_producers(&mut run, &m, &ids).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert_eq!(snapshot(&run, &m), before);
 }
