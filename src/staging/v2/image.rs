@@ -66,9 +66,20 @@ impl V2Run {
     /// Checks every live payload's regions (`PoolPart::check`) of a run
     /// whose regions all lie in one part: the image buffer of a run claimed
     /// in place (`exact`), or the mirror (no speculation, `b` NULL).
+    ///
+    /// One branch-free pass over the payloads' offset fields decides (the
+    /// common case: every region good, `WholePart::all_hold`); only a run
+    /// that fails it is walked again payload by payload for the first bad
+    /// region's message.
     pub(super) fn check_regions(&self, m: &Mapping, b: *mut u8, n: u64) -> Result<()> {
         let parts = self.pool_parts(m, b);
         let first: *mut lrt_v2_task_payload = self.elem(m, b, Seg::Payloads, 0);
+        // SAFETY: slots [0, n) of the run, all in the one part: live
+        // payloads, plain data.
+        let good = unsafe { WholePart::all_hold(&parts.map(|p| p.whole()), first, n as usize) };
+        if good {
+            return Ok(());
+        }
         for i in 0..n {
             // SAFETY: slot i < n of the run, all in the one part (the image
             // buffer or the mirror): a live payload, plain data.
@@ -301,7 +312,105 @@ pub(super) struct PoolPart {
     cap: u64,
 }
 
+/// The part `PoolPart::in_whole_part` checks against, its figures taken
+/// once (`check_regions`' pass over a whole run).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct WholePart {
+    base: usize,
+    hi: u64,
+    shift: u32,
+    cap: u64,
+}
+
+impl WholePart {
+    /// `PoolPart::in_whole_part`'s rule, without branches: a negative count
+    /// is above every cap as u32; `off >> shift` (shift >= 2) plus a count
+    /// below 2^32 cannot overflow.
+    #[inline(always)]
+    fn holds(&self, field: usize, delta: i32, count: i32) -> bool {
+        let n = u64::from(count as u32);
+        let off = ((field as isize).wrapping_add(delta as isize) as usize).wrapping_sub(self.base);
+        let bound =
+            (off & ((1usize << self.shift) - 1) == 0) & ((off >> self.shift) as u64 + n <= self.hi);
+        (n <= self.cap) & (((delta == 0) & (n == 0)) | ((delta != 0) & bound))
+    }
+}
+
+impl WholePart {
+    /// Whether every one of the `n` payloads from `first` on holds its three
+    /// regions (`holds`), decided in 32-bit lanes: each field's distance
+    /// to its pool, `a = field - base`, is linear in the slot and checked
+    /// once to fit an i32 (else false: the caller's payload-by-payload walk
+    /// decides), and a region's offset from the pool, `a + delta`, is taken
+    /// in i32 with its overflow rejected (every good offset is below the
+    /// pool's bytes, < 2^31).
+    ///
+    /// # Safety
+    /// `first` points to `n` consecutive readable payloads.
+    unsafe fn all_hold(
+        whole: &[WholePart; 3],
+        first: *const lrt_v2_task_payload,
+        n: usize,
+    ) -> bool {
+        if n == 0 {
+            return true;
+        }
+        let size = size_of::<lrt_v2_task_payload>() as i64;
+        let mut a0 = [0i32; 3];
+        for (k, w) in whole.iter().enumerate() {
+            let a = (first as usize + 12 + 4 * k) as i64 - w.base as i64;
+            let last = a + size * (n as i64 - 1);
+            match (i32::try_from(a), i32::try_from(last)) {
+                (Ok(a), Ok(_)) => a0[k] = a,
+                _ => return false,
+            }
+        }
+        let lane = whole.map(|w| {
+            (
+                ((1u32 << w.shift) - 1),
+                w.shift,
+                w.hi.min(u64::from(u32::MAX)) as u32,
+                w.cap as u32,
+            )
+        });
+        let holds = |k: usize, a: i32, delta: i32, count: i32| {
+            let (mask, shift, hi, cap) = lane[k];
+            let v = a.wrapping_add(delta);
+            let no_overflow = ((a ^ v) & (delta ^ v)) >= 0;
+            let (off, n) = (v as u32, count as u32);
+            let bound =
+                (v >= 0) & no_overflow & (off & mask == 0) & ((off >> shift).wrapping_add(n) <= hi);
+            (n <= cap) & (((delta == 0) & (n == 0)) | ((delta != 0) & bound))
+        };
+        let mut good = true;
+        for i in 0..n {
+            // SAFETY: payload i < n (the caller's contract).
+            let p = unsafe { &*first.add(i) };
+            // In range for every i < n (checked above).
+            let step = (size * i as i64) as i32;
+            good &= holds(0, a0[0] + step, p.tensors, p.tensor_count)
+                & holds(1, a0[1] + step, p.scalars, p.scalar_count)
+                & holds(2, a0[2] + step, p.fanin, p.fanin_count);
+        }
+        good
+    }
+}
+
 impl PoolPart {
+    /// The whole part's figures (`in_whole_part`).
+    fn whole(&self) -> WholePart {
+        let (base, hi) = match self.image {
+            0 => (self.mirror, self.used),
+            image => (image, self.split),
+        };
+        WholePart {
+            base,
+            hi,
+            shift: self.shift,
+            cap: self.cap,
+        }
+    }
+
     /// Whether the offset `delta` at host address `field` names a region of
     /// `count` elements inside the part that holds every region of a run
     /// claimed in place (the image buffer's `[0, split)`) or of a run with
@@ -310,15 +419,7 @@ impl PoolPart {
     /// and its message).
     #[inline]
     fn in_whole_part(&self, field: usize, delta: i32, count: i32) -> bool {
-        let (base, hi) = match self.image {
-            0 => (self.mirror, self.used),
-            image => (image, self.split),
-        };
-        let n = count as u64;
-        let off = ((field as isize).wrapping_add(delta as isize) as usize).wrapping_sub(base);
-        let on_elem = off & ((1usize << self.shift) - 1) == 0;
-        let bound = on_elem && (off >> self.shift) as u64 + n <= hi;
-        count >= 0 && n <= self.cap && if delta == 0 { count == 0 } else { bound }
+        self.whole().holds(field, delta, count)
     }
 
     /// Slot `i`'s region (offset `delta` at host address `field`, `count`
@@ -436,4 +537,91 @@ pub(super) fn shipped_header(h: &mut lrt_v2_sm_header) {
     h.slot_states = std::ptr::null_mut();
     h.completion_flags = std::ptr::null_mut();
     h.orchestrator_done = 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `all_hold`'s 32-bit lanes decide as `holds` (the rule in full width)
+    /// at the edges: offsets around the pool's ends and off an element,
+    /// sums that overflow an i32, counts around the cap and negative.
+    #[test]
+    fn the_lanes_decide_as_the_full_rule() {
+        // SAFETY: plain data, all-zero valid (every region unbound).
+        let zero: lrt_v2_task_payload = unsafe { std::mem::zeroed() };
+        let payloads = vec![zero; 3];
+        let first = payloads.as_ptr();
+        let at = first as usize;
+        // Pools after the payloads, of 4-, 8- and 128-byte elements.
+        let whole =
+            [(7, 100u64, 16u64), (3, 40, 16), (2, 300, 1024)].map(|(shift, hi, cap)| WholePart {
+                base: at + 4096 + (64 << shift),
+                hi,
+                shift,
+                cap,
+            });
+        let mut tried = 0;
+        for k in 0..3 {
+            let w = whole[k];
+            let elem = 1i64 << w.shift;
+            for slot in 0..3 {
+                let field = at + slot * size_of::<lrt_v2_task_payload>() + 12 + 4 * k;
+                let to_pool = w.base as i64 - field as i64;
+                let end = to_pool + w.hi as i64 * elem;
+                let deltas = [
+                    0,
+                    1,
+                    to_pool,
+                    to_pool + 1,
+                    to_pool - elem,
+                    end - elem,
+                    end,
+                    end - 2 * elem,
+                    i32::MAX as i64,
+                    i32::MIN as i64,
+                    i32::MIN as i64 + to_pool,
+                    -(1 << 31) + 4,
+                ];
+                for delta in deltas.map(|d| d.clamp(i32::MIN as i64, i32::MAX as i64) as i32) {
+                    for count in [
+                        0,
+                        1,
+                        2,
+                        w.cap as i32,
+                        w.cap as i32 + 1,
+                        -1,
+                        i32::MIN,
+                        i32::MAX,
+                    ] {
+                        let mut p = payloads.clone();
+                        let q = &mut p[slot];
+                        match k {
+                            0 => (q.tensors, q.tensor_count) = (delta, count),
+                            1 => (q.scalars, q.scalar_count) = (delta, count),
+                            _ => (q.fanin, q.fanin_count) = (delta, count),
+                        }
+                        // The field as it is in `p`'s own allocation.
+                        let field = p.as_ptr() as usize
+                            + slot * size_of::<lrt_v2_task_payload>()
+                            + 12
+                            + 4 * k;
+                        let moved = whole.map(|x| WholePart {
+                            base: x.base - at + p.as_ptr() as usize,
+                            ..x
+                        });
+                        let full = moved[k].holds(field, delta, count);
+                        // SAFETY: three payloads in `p`.
+                        let lanes = unsafe { WholePart::all_hold(&moved, p.as_ptr(), 3) };
+                        assert_eq!(
+                            lanes, full,
+                            "pool {k} slot {slot} delta {delta} count {count}"
+                        );
+                        tried += usize::from(full);
+                    }
+                }
+            }
+        }
+        assert!(tried > 0, "no good region was tried");
+    }
 }

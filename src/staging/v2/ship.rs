@@ -78,6 +78,29 @@ struct Shipped {
 /// the image's start + `to` (negative: the frame before it).
 type Part = (i64, *const u8, u64);
 
+/// An upload's parts, at most six, kept inline: an upload allocates nothing.
+#[derive(Clone, Copy)]
+struct Parts {
+    at: [Part; 6],
+    len: usize,
+}
+
+impl Parts {
+    const EMPTY: Parts = Parts {
+        at: [(0, std::ptr::null(), 0); 6],
+        len: 0,
+    };
+
+    fn push(&mut self, p: Part) {
+        self.at[self.len] = p;
+        self.len += 1;
+    }
+
+    fn as_slice(&self) -> &[Part] {
+        &self.at[..self.len]
+    }
+}
+
 impl MakerV2 {
     /// Ships the run to the maker's device region: `[before | compact image
     /// | after]`, the image at `device_image()` (the contract is
@@ -206,23 +229,24 @@ impl MakerV2 {
 
     /// The split route's copies besides the gathered one: the used part of
     /// each pool, straight from the mirror (empty ones left out).
-    fn pool_parts_direct(&self, n: u64) -> Vec<Part> {
+    fn pool_parts_direct(&self, n: u64) -> Parts {
         let (ms, c, u) = (
             self.run.segments(),
             self.run.image_segments(n),
             self.run.used,
         );
-        Pool::ALL
-            .into_iter()
-            .map(|pool| {
-                (
+        let mut parts = Parts::EMPTY;
+        for pool in Pool::ALL {
+            let len = pool.of(&u) * pool.elem();
+            if len > 0 {
+                parts.push((
                     pool.start(&c) as i64,
                     V2Run::at::<u8>(&self.core.mirror, pool.start(&ms)).cast_const(),
-                    pool.of(&u) * pool.elem(),
-                )
-            })
-            .filter(|p| p.2 > 0)
-            .collect()
+                    len,
+                ));
+            }
+        }
+        parts
     }
 
     /// Whether the split route costs less than the one copy, by the model
@@ -239,10 +263,10 @@ impl MakerV2 {
             .model
             .cost(1 + own, c.end + frames, c.end + staged);
         let pools = self.pool_parts_direct(n);
-        let pool_bytes = pools.iter().map(|p| p.2).sum::<u64>();
+        let pool_bytes = pools.as_slice().iter().map(|p| p.2).sum::<u64>();
         let before_staged = f.before.len() as u64 <= self.frame_before;
         let split_copies =
-            1 + pools.len() as u32 + u32::from(!before_staged) + u32::from(!f.after.is_empty());
+            1 + pools.len as u32 + u32::from(!before_staged) + u32::from(!f.after.is_empty());
         let split = self.core.model.cost(
             split_copies,
             c.fanin_pool + pool_bytes + frames,
@@ -367,7 +391,7 @@ impl MakerV2 {
                 std::ptr::copy_nonoverlapping(f.after.as_ptr(), base.add(at + gathered), al);
             }
         }
-        let mut parts: Vec<Part> = Vec::with_capacity(6);
+        let mut parts = Parts::EMPTY;
         if !staged_before {
             parts.push((-(bl as i64), f.before.as_ptr(), bl as u64));
         }
@@ -377,7 +401,9 @@ impl MakerV2 {
             (end - start) as u64,
         ));
         if split {
-            parts.extend(self.pool_parts_direct(n));
+            for &p in self.pool_parts_direct(n).as_slice() {
+                parts.push(p);
+            }
         }
         if !staged_after && al > 0 {
             parts.push((seg.end as i64, f.after.as_ptr(), al as u64));
@@ -393,10 +419,10 @@ impl MakerV2 {
         // or the caller's frames; the destination holds the frame before
         // below f.image and the image and the frame after from it on (the
         // frame's contract).
-        let (copies, copied) = unsafe { self.copy_parts(f.image, &parts) };
+        let (copies, copied) = unsafe { self.copy_parts(f.image, parts.as_slice()) };
         Ok(Shipped {
             copies,
-            bytes: parts.iter().map(|p| p.2).sum(),
+            bytes: parts.as_slice().iter().map(|p| p.2).sum(),
             relocate_ns,
             copy_ns: elapsed_ns(t1),
             path: if split {
