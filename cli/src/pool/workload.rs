@@ -223,15 +223,22 @@ pub fn inference_run(p: &dyn Peer, s: &Sizes) {
     p.end_run();
 }
 
-/// The same run entirely on the caller, without a runtime.
+/// The same run entirely on the caller, without a runtime. Each round's
+/// index is called through a loop body (`&dyn Fn(usize)`) as a pool calls
+/// it, so the baseline differs from a pool's inline loop by the
+/// scheduling alone, not by the compiler fusing the kernel into its loop.
 pub fn inference_run_serial(s: &Sizes) {
     let (r, kind, iters) = (&s.run, s.work, s.iters);
+    let body: &(dyn Fn(usize) + Sync) = &|i| index(kind, i as u64, iters);
     serial(kind, r.preamble_items, iters);
     for k in 0..r.rounds {
         if k > 0 {
             serial(kind, r.between_items, iters);
         }
-        serial(kind, r.round_items, iters);
+        let body = black_box(body);
+        for i in 0..r.round_items as usize {
+            body(i);
+        }
     }
 }
 

@@ -13,33 +13,72 @@
 //! callers run their loops inline (as one thread per caller would), and
 //! one caller alone still gets its helpers.
 //!
-//! State: one word, two counts packed (each `u32`):
-//! * `callers` — threads inside a parallel loop of a pool that takes part,
-//!   counted once per thread however deeply its loops nest (a pool's own
-//!   workers are never counted as callers: they are counted as helpers);
-//! * `busy` — workers running a share of some loop (between entering its
-//!   gate and leaving it).
+//! A caller occupies its CPU between its loops too (the serial operators
+//! of an inference run between two parallel ones), where it is in no loop.
+//! Counting only callers inside loops makes the count flicker: a caller
+//! between two loops looks absent, the other callers invite helpers for
+//! its CPU, and it comes back to a CPU a helper holds (two callers on two
+//! CPUs lost 12–28% of one thread each that way). So a caller's claim
+//! **lingers** after its loop ends, for one to two epochs of
+//! [`EPOCH_NS_LOG2`] (65.5–131 µs): a caller that starts loops more often
+//! than that is counted as present the whole time, one whose next loop is
+//! further away (a request gap) frees its CPU soon after.
 //!
-//! Protocol (every update one read-modify-write, `Relaxed`):
-//! * a caller's loop: `callers += 1` (one `fetch_add`; the value it
-//!   replaced, plus this caller, is what it sees), then invites
-//!   `min(wanted, cpus - callers - busy)` helpers (saturating at 0); none:
-//!   it runs the whole loop inline, publishing nothing; after the join,
-//!   `callers -= 1` (on unwind too: a guard).
+//! State:
+//! * one word, two counts packed (each `u32`): `callers` — threads inside
+//!   a parallel loop of a pool that takes part, counted once per thread
+//!   however deeply its loops nest (a pool's own workers are never counted
+//!   as callers: they are counted as helpers); `busy` — workers running a
+//!   share of some loop (between entering its gate and leaving it);
+//! * two linger buckets (epoch `e` uses bucket `e % 2`), each one word:
+//!   the epoch it counts (upper bits) and how many callers ended their
+//!   loop in that epoch and have not started one since (lower
+//!   [`LINGER_BITS`]). Lingering now, in epoch `e`, is the sum of the
+//!   buckets whose epoch is `e` or `e - 1` (or later: another thread's
+//!   clock read may be a little ahead of ours).
+//!
+//! Protocol (every update one read-modify-write, `Relaxed`; the epoch is
+//! the caller's, from the monotonic clock, passed in):
+//! * a caller's loop: if its previous loop left a linger in epoch `p`,
+//!   take it back: one CAS loop that decrements bucket `p % 2` only while
+//!   that bucket still counts epoch `p` (a bucket reused for a later epoch
+//!   no longer holds it); then `callers += 1` (one `fetch_add`); then it
+//!   invites `min(wanted, cpus - callers - busy - lingering)` helpers
+//!   (saturating at 0); none: it runs the whole loop inline, publishing
+//!   nothing.
+//! * its end (after the join, on unwind too: a guard): `callers -= 1`,
+//!   then linger in epoch `e`, one CAS loop on bucket `e % 2`: a bucket
+//!   still counting an older epoch is reset to `(e, 1)` (what it held has
+//!   expired), one counting `e` or later is incremented (the caller
+//!   records the epoch it counts, to take it back).
+//! * The order at both ends never counts a caller twice, even for a
+//!   moment: a worker that saw every CPU claimed would stop spinning and
+//!   sleep, and the next loop would pay a wake-up (one caller on two CPUs
+//!   lost 13% of its latency that way). Counted once too few for a moment
+//!   costs at most one spin check that lets a worker go on spinning.
 //! * a helper: `busy += 1` before its share, `busy -= 1` after it.
-//! * a worker between loops spins only while `callers + busy < cpus`; once
-//!   they claim every CPU it goes to its sleep path (`worker.rs`).
+//! * a worker between loops spins only while `callers + busy + lingering
+//!   < cpus`; once they claim every CPU it goes to its sleep path
+//!   (`worker.rs`).
 //!
 //! Invariants:
 //! * Exact counts: every increment is matched by one decrement of the same
 //!   count by the same thread, and each is one RMW, so the word is the
 //!   number of callers and busy helpers in its modification order, and 0
-//!   once they are all gone (loom: `cpu_share_*` in `tests/pool_loom.rs`,
-//!   with a twin whose updates are a load and a store, which loses them
-//!   and must fail).
-//! * A caller invites at most the CPUs free in the value its own
-//!   increment replaced (its view: callers and helpers that came later
-//!   see it in turn).
+//!   once they are all gone. A bucket counts exactly the lingers made in
+//!   its epoch and not taken back: a take-back decrements only the bucket
+//!   that still carries the epoch its linger was added in (the CAS
+//!   compares the epoch with the count), a reset discards only lingers of
+//!   an expired epoch, and a take-back after the reset finds a later
+//!   epoch and does nothing (loom: `cpu_share_*` and `linger_*` in
+//!   `tests/pool_loom.rs`, with a twin whose updates are a load and a
+//!   store, which loses them and must fail).
+//! * Expiry needs nobody: a linger stops counting when the clock leaves
+//!   its epoch's successor, whether or not its thread ever calls again (a
+//!   caller thread that exits leaves nothing behind).
+//! * A caller invites at most the CPUs free in its own view (the word its
+//!   increment replaced, the buckets it read after): callers and helpers
+//!   that came later see it in turn.
 //! * Advice only: the share decides how many helpers a loop invites and
 //!   whether an idle worker keeps spinning, never whether work is found.
 //!   A loop always completes on its caller; a worker that stops spinning
@@ -48,20 +87,44 @@
 //!   a stale read costs at most one helper too many or too few, or a spin
 //!   cut short.
 //!
-//! Cost: one RMW on one shared line per loop for the caller (two with its
-//! end) and two per helper share; a spinning worker reads the line
-//! (shared, not written, between loops).
-use super::sync::{AtomicU64, Ordering::Relaxed};
+//! Cost: per loop of a caller, two RMWs on the word and two CAS on a
+//! bucket line (uncontended: one pass of each loop), and two clock reads
+//! (the caller's, `shared.rs`); two RMWs per helper share; a spinning
+//! worker reads the three lines (shared, not written, between loops).
+use super::sync::{AtomicU64, CachePadded, Ordering::Relaxed};
 
 /// One caller, in the packed word.
 const CALLER: u64 = 1;
 /// One busy helper, in the packed word.
 const BUSY: u64 = 1 << 32;
+/// Bits of a linger bucket that count callers; the rest is the epoch.
+pub const LINGER_BITS: u32 = 24;
+/// An epoch is `2^EPOCH_NS_LOG2` ns of the monotonic clock (65.5 µs), so
+/// a caller's claim lingers 65.5–131 µs after its loop.
+pub const EPOCH_NS_LOG2: u32 = 16;
+const LINGER_COUNT: u64 = (1 << LINGER_BITS) - 1;
 
-/// The share: callers and busy helpers against the CPUs online.
+/// The share: callers, busy helpers and lingering callers against the
+/// CPUs online.
 pub struct CpuShare {
     word: AtomicU64,
+    lingering: [CachePadded<AtomicU64>; 2],
     cpus: u64,
+}
+
+/// Where a caller's linger is counted: the epoch of the bucket that holds
+/// it (keep it until the caller's next loop takes it back).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Linger(pub u64);
+
+fn bucket_epoch(w: u64) -> u64 {
+    w >> LINGER_BITS
+}
+
+/// Whether a bucket of epoch `b` still counts at epoch `now`: `b` is `now`
+/// or `now - 1`, or later (another thread's clock read ahead of ours).
+fn recent(b: u64, now: u64) -> bool {
+    (b.wrapping_sub(now) as i64) >= -1
 }
 
 impl CpuShare {
@@ -69,6 +132,10 @@ impl CpuShare {
     pub fn new(cpus: usize) -> CpuShare {
         CpuShare {
             word: AtomicU64::new(0),
+            lingering: [
+                CachePadded::new(AtomicU64::new(0)),
+                CachePadded::new(AtomicU64::new(0)),
+            ],
             cpus: cpus.max(1) as u64,
         }
     }
@@ -77,21 +144,76 @@ impl CpuShare {
         (word & (BUSY - 1)) + (word >> 32)
     }
 
-    /// A loop that wants `wanted` helpers starts: counts its caller (if
-    /// `count_caller`: the thread is not already counted) and returns how
-    /// many helpers to invite (0: run it inline).
-    pub fn claim(&self, count_caller: bool, wanted: usize) -> usize {
+    /// Callers lingering at epoch `now`.
+    pub fn lingering(&self, now: u64) -> u64 {
+        self.lingering
+            .iter()
+            .map(|b| b.load(Relaxed))
+            .filter(|&w| recent(bucket_epoch(w), now))
+            .map(|w| w & LINGER_COUNT)
+            .sum()
+    }
+
+    /// A loop that wants `wanted` helpers starts at epoch `now`: counts its
+    /// caller (if `count_caller`: the thread is not already counted),
+    /// takes back the linger its previous loop left (`back`), and returns
+    /// how many helpers to invite (0: run it inline).
+    pub fn claim(
+        &self,
+        count_caller: bool,
+        back: Option<Linger>,
+        now: u64,
+        wanted: usize,
+    ) -> usize {
+        // The linger goes first, the caller count after (and the reverse
+        // at the end): a caller is never counted twice, even for a moment,
+        // since a worker that saw every CPU claimed would stop spinning.
+        if let Some(l) = back {
+            self.take_back(l);
+        }
         let word = if count_caller {
             self.word.fetch_add(CALLER, Relaxed) + CALLER
         } else {
             self.word.load(Relaxed)
         };
-        (self.cpus.saturating_sub(Self::occupied(word)) as usize).min(wanted)
+        let occupied = Self::occupied(word) + self.lingering(now);
+        (self.cpus.saturating_sub(occupied) as usize).min(wanted)
     }
 
-    /// The end of a loop whose [`claim`](Self::claim) counted its caller.
-    pub fn unclaim(&self) {
+    /// The end, at epoch `now`, of a loop whose [`claim`](Self::claim)
+    /// counted its caller: the caller lingers; keep the result for its
+    /// next claim.
+    pub fn unclaim(&self, now: u64) -> Linger {
         self.word.fetch_sub(CALLER, Relaxed);
+        let bucket = &self.lingering[(now % 2) as usize];
+        let mut w = bucket.load(Relaxed);
+        let at = loop {
+            let b = bucket_epoch(w);
+            // Same parity: `b` is `now` (or later), or expired (`now - 2`
+            // or older).
+            let (at, new) = if (b.wrapping_sub(now) as i64) >= 0 {
+                (b, w + 1)
+            } else {
+                (now, (now << LINGER_BITS) | 1)
+            };
+            match bucket.compare_exchange_weak(w, new, Relaxed, Relaxed) {
+                Ok(_) => break at,
+                Err(seen) => w = seen,
+            }
+        };
+        Linger(at)
+    }
+
+    /// Takes back a linger if its bucket still counts its epoch.
+    fn take_back(&self, l: Linger) {
+        let bucket = &self.lingering[(l.0 % 2) as usize];
+        let mut w = bucket.load(Relaxed);
+        while bucket_epoch(w) == l.0 && w & LINGER_COUNT > 0 {
+            match bucket.compare_exchange_weak(w, w - 1, Relaxed, Relaxed) {
+                Ok(_) => return,
+                Err(seen) => w = seen,
+            }
+        }
     }
 
     /// A helper starts its share of a loop.
@@ -104,10 +226,10 @@ impl CpuShare {
         self.word.fetch_sub(BUSY, Relaxed);
     }
 
-    /// Whether callers and busy helpers occupy every CPU (an idle worker
-    /// should not spin).
-    pub fn full(&self) -> bool {
-        Self::occupied(self.word.load(Relaxed)) >= self.cpus
+    /// Whether callers, busy helpers and lingering callers occupy every
+    /// CPU at epoch `now` (an idle worker should not spin).
+    pub fn full(&self, now: u64) -> bool {
+        Self::occupied(self.word.load(Relaxed)) + self.lingering(now) >= self.cpus
     }
 
     /// (callers, busy helpers) now.
@@ -125,21 +247,62 @@ mod tests {
     fn callers_and_helpers_take_the_cpus() {
         let s = CpuShare::new(2);
         // One caller alone: one CPU left for a helper.
-        assert_eq!(s.claim(true, 5), 1);
+        assert_eq!(s.claim(true, None, 10, 5), 1);
         s.busy();
-        assert!(s.full());
+        assert!(s.full(10));
         // A second caller meanwhile: nothing free, inline.
-        assert_eq!(s.claim(true, 1), 0);
+        assert_eq!(s.claim(true, None, 10, 1), 0);
         // A nested loop of an already counted thread adds no caller.
-        assert_eq!(s.claim(false, 1), 0);
+        assert_eq!(s.claim(false, None, 10, 1), 0);
         assert_eq!(s.counts(), (2, 1));
         s.idle();
-        s.unclaim();
-        assert!(!s.full());
-        assert_eq!(s.claim(true, 1), 0, "two callers on two CPUs");
-        s.unclaim();
-        s.unclaim();
+        let first = s.unclaim(10);
+        assert_eq!(first, Linger(10));
+        // The first caller lingers: still two CPUs occupied.
+        assert!(s.full(10));
+        assert_eq!(
+            s.claim(true, Some(first), 10, 1),
+            0,
+            "two callers on two CPUs"
+        );
+        assert_eq!(s.lingering(10), 0, "its next loop took the linger back");
+        let a = s.unclaim(10);
+        let b = s.unclaim(11);
+        assert_eq!((a, b), (Linger(10), Linger(11)));
         assert_eq!(s.counts(), (0, 0));
-        assert_eq!(CpuShare::new(0).claim(true, 3), 0, "one CPU at least");
+        assert_eq!(s.lingering(11), 2);
+        assert!(s.full(11));
+        assert_eq!(
+            CpuShare::new(0).claim(true, None, 0, 3),
+            0,
+            "one CPU at least"
+        );
+    }
+
+    #[test]
+    fn lingers_expire_with_their_epoch_successor() {
+        let s = CpuShare::new(2);
+        s.claim(true, None, 100, 1);
+        let l = s.unclaim(100);
+        assert_eq!(s.lingering(100), 1);
+        assert_eq!(s.lingering(101), 1, "still counted in the next epoch");
+        assert_eq!(s.lingering(102), 0, "expired two epochs on, nobody called");
+        // A caller back after its linger expired: one CPU for a helper.
+        assert_eq!(s.claim(true, Some(l), 102, 1), 1);
+        // Another caller ends in epoch 102: bucket 0 reused, 100's linger
+        // discarded; a late take-back of epoch 100 must not touch it.
+        s.claim(true, None, 102, 1);
+        let m = s.unclaim(102);
+        s.take_back(l);
+        assert_eq!(s.lingering(102), 1);
+        assert_eq!(m, Linger(102));
+        let n = s.unclaim(103);
+        assert_eq!(s.lingering(103), 2);
+        s.take_back(n);
+        assert_eq!(s.lingering(103), 1);
+        // A clock read behind the bucket's epoch adds to the later epoch.
+        s.claim(true, None, 101, 1);
+        assert_eq!(s.unclaim(101), Linger(103));
+        assert_eq!(s.lingering(103), 2);
     }
 }

@@ -1,6 +1,7 @@
 //! Which pool the calling thread belongs to: its worker record (set by the
 //! worker loop for its whole life) and the pools it is inside right now (a
 //! loop or an inline task of theirs on its stack).
+use super::budget::Linger;
 use super::job::Job;
 use crossbeam_deque::Worker;
 use std::cell::{Cell, RefCell};
@@ -32,6 +33,9 @@ thread_local! {
     /// Whether this thread is counted in the CPU share now (`budget.rs`):
     /// a caller inside a loop, however deeply nested.
     static COUNTED: Cell<bool> = const { Cell::new(false) };
+    /// Where this thread's last counted loop left its linger in the CPU
+    /// share (`budget.rs`), for its next loop to take back.
+    static LINGER: Cell<Option<Linger>> = const { Cell::new(None) };
     /// This thread's worker record while `worker::main`, which owns it,
     /// runs here ([`become_worker`]); NULL elsewhere.
     static CURRENT: Cell<*const WorkerLocal> = const { Cell::new(std::ptr::null()) };
@@ -118,13 +122,17 @@ impl Drop for InUse {
 
 /// Marks this thread counted as a caller in the CPU share (`budget.rs`)
 /// unless it already is (a loop nested in one of its loops) or is a
-/// worker of some pool (counted as a busy helper instead). True: this call
-/// marked it, and [`uncount_caller`] must follow once its loop is done.
-pub(super) fn count_caller() -> bool {
-    CURRENT.with(Cell::get).is_null() && !COUNTED.with(|c| c.replace(true))
+/// worker of some pool (counted as a busy helper instead). Marked: the
+/// linger its previous counted loop left (if any, taken from the thread),
+/// and [`uncount_caller`] must follow once its loop is done.
+pub(super) fn count_caller() -> Option<Option<Linger>> {
+    (CURRENT.with(Cell::get).is_null() && !COUNTED.with(|c| c.replace(true)))
+        .then(|| LINGER.with(Cell::take))
 }
 
-/// Ends what a [`count_caller`] that returned true began.
-pub(super) fn uncount_caller() {
+/// Ends what a [`count_caller`] that marked the thread began; `linger` is
+/// where its loop's end left the thread's linger.
+pub(super) fn uncount_caller(linger: Linger) {
+    LINGER.with(|l| l.set(Some(linger)));
     COUNTED.with(|c| c.set(false));
 }

@@ -36,7 +36,7 @@ use super::job::{Job, LoopJob, QueuedLoop, Work};
 use super::membership::{self, current};
 use super::pool::{ThreadPool, QUEUE_CAPACITY};
 use super::section;
-use super::shared::{cpu_share, CASCADE};
+use super::shared::{cpu_share, share_epoch, CASCADE};
 use super::trace::{self, Ev};
 use crate::pool::cpu;
 use std::panic::resume_unwind;
@@ -60,17 +60,20 @@ struct Claim {
 
 impl Claim {
     fn new(wanted: usize) -> Claim {
-        let counted = membership::count_caller();
-        let helpers = cpu_share().claim(counted, wanted);
-        Claim { counted, helpers }
+        let marked = membership::count_caller();
+        let back = marked.flatten();
+        let helpers = cpu_share().claim(marked.is_some(), back, share_epoch(), wanted);
+        Claim {
+            counted: marked.is_some(),
+            helpers,
+        }
     }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
         if self.counted {
-            cpu_share().unclaim();
-            membership::uncount_caller();
+            membership::uncount_caller(cpu_share().unclaim(share_epoch()));
         }
     }
 }

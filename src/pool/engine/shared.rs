@@ -2,7 +2,7 @@
 //! queues, the parallel sections, the spin control and the profiling
 //! counters, beside the broadcast slot and the general event count.
 use super::adaptive::Adaptive;
-use super::budget::CpuShare;
+use super::budget::{CpuShare, EPOCH_NS_LOG2};
 use super::job::{Job, LoopJob};
 use super::profile::Profiling;
 use super::sleep::EventCount;
@@ -21,6 +21,14 @@ pub(super) const CASCADE: usize = 2;
 pub(super) fn cpu_share() -> &'static CpuShare {
     static SHARE: std::sync::OnceLock<CpuShare> = std::sync::OnceLock::new();
     SHARE.get_or_init(|| CpuShare::new(crate::pool::cpu::logical_cores()))
+}
+
+/// The CPU share's epoch now (`budget.rs`): the monotonic clock since
+/// the process's first call, in units of `2^EPOCH_NS_LOG2` ns.
+pub(super) fn share_epoch() -> u64 {
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let origin = ORIGIN.get_or_init(std::time::Instant::now);
+    (origin.elapsed().as_nanos() as u64) >> EPOCH_NS_LOG2
 }
 
 /// State shared by the pool handle and its workers.
@@ -143,15 +151,16 @@ impl Shared {
     /// Whether an idle worker may keep spinning now: spinning enabled, no
     /// shutdown, and with `force_spinning_stop` a loop or a request (an
     /// unmatched `enable_spinning`) in progress. With the CPU budget, also
-    /// only while callers and busy helpers leave a CPU free (`budget.rs`).
-    pub(super) fn may_spin(&self) -> bool {
+    /// only while callers, busy helpers and lingering callers leave a CPU
+    /// free at the share's epoch `now` (`budget.rs`, [`share_epoch`]).
+    pub(super) fn may_spin(&self, now: u64) -> bool {
         let spin = &self.spin;
         spin.enabled.load(Ordering::Relaxed)
             && !self.shutdown.load(Ordering::Relaxed)
             && (!spin.force_stop
                 || spin.loops_active.load(Ordering::Relaxed) > 0
                 || spin.requests.load(Ordering::Relaxed) > 0)
-            && !(self.cpu_budget && cpu_share().full())
+            && !(self.cpu_budget && cpu_share().full(now))
     }
 
     /// Runs a helper's share `f`, counted busy in the CPU share when this

@@ -45,7 +45,7 @@
 use super::job::Job;
 use super::membership::{self, WorkerLocal};
 use super::profile::{bump, Counters};
-use super::shared::{Shared, CASCADE};
+use super::shared::{share_epoch, Shared, CASCADE};
 use super::sleep::{EventCount, Ticket};
 use super::trace::{self, Ev};
 use crate::pool::affinity;
@@ -395,7 +395,10 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
     // A microsecond budget is wall-clock time, not only pauses: the polls
     // between the pauses cost time too (see `SpinPolicy`).
     let deadline = deadline_ns.map(|ns| (Instant::now(), Duration::from_nanos(ns)));
-    while spent < budget && shared.may_spin() {
+    // The CPU share's epoch, read with the deadline (a stale one at most
+    // delays by one check when a linger stops counting).
+    let mut epoch = share_epoch();
+    while spent < budget && shared.may_spin(epoch) {
         if found() {
             hit = true;
             break;
@@ -416,9 +419,12 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
         }
         spent += u64::from(backoff.pause());
         iterations += 1;
-        if let Some((start, limit)) = deadline {
-            if iterations % DEADLINE_CHECK_EVERY == 0 && start.elapsed() >= limit {
+        if iterations % DEADLINE_CHECK_EVERY == 0 {
+            if deadline.is_some_and(|(start, limit)| start.elapsed() >= limit) {
                 break;
+            }
+            if shared.cpu_budget {
+                epoch = share_epoch();
             }
         }
     }
