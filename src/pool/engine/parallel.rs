@@ -61,12 +61,9 @@ struct Claim {
 impl Claim {
     fn new(wanted: usize) -> Claim {
         let marked = membership::count_caller();
-        let back = marked.flatten();
-        let helpers = cpu_share().claim(marked.is_some(), back, share_epoch(), wanted);
-        Claim {
-            counted: marked.is_some(),
-            helpers,
-        }
+        let counted = marked.is_some();
+        let helpers = cpu_share().claim(counted, marked.flatten(), share_epoch(), wanted);
+        Claim { counted, helpers }
     }
 }
 

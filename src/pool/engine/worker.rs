@@ -396,8 +396,9 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
     // between the pauses cost time too (see `SpinPolicy`).
     let deadline = deadline_ns.map(|ns| (Instant::now(), Duration::from_nanos(ns)));
     // The CPU share's epoch, read with the deadline (a stale one at most
-    // delays by one check when a linger stops counting).
-    let mut epoch = share_epoch();
+    // delays by one check when a linger stops counting); no clock read
+    // for a pool outside the share.
+    let mut epoch = if shared.cpu_budget { share_epoch() } else { 0 };
     while spent < budget && shared.may_spin(epoch) {
         if found() {
             hit = true;
