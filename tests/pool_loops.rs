@@ -103,7 +103,7 @@ fn partition_is_orts() {
 
 #[test]
 fn helpers_take_part_and_thread_ids_are_sane() {
-    let p = pool_support::pool(4).unwrap();
+    let p = pool_support::helping_pool(4);
     assert_eq!(p.num_threads(), 3);
     assert_eq!(p.current_thread_id(), -1);
     let ids = Mutex::new(HashSet::new());
@@ -507,7 +507,8 @@ mod custom_thread_fns {
 
     #[test]
     fn called_n_minus_1_times_and_joined() {
-        let mut o = PoolOptions::default();
+        // Asserts that workers help: outside the process-wide CPU share.
+        let mut o = pool_support::helping_options();
         o.set_num_threads(4).unwrap();
         // SAFETY: `create` starts a thread that runs the worker once and
         // returns its handle; `join` joins it; both live for the test.

@@ -5,6 +5,7 @@
 //! part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+use leanrt::pool::abi::LRT_POOL_KEY_CPU_BUDGET;
 use leanrt::pool::{PoolOptions, ThreadPool};
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -15,6 +16,25 @@ pub fn pool(threads: i32) -> Option<ThreadPool> {
     o.set_num_threads(threads).unwrap();
     o.set_spin_duration_us(50).unwrap();
     ThreadPool::create(&o).unwrap()
+}
+
+/// A pool of `threads` threads outside the process-wide CPU share
+/// (`leanrt.intra_op.cpu_budget` = 0), for a test that asserts workers
+/// help: the share is process-wide, and the binary's other tests run
+/// loops at the same time, which may leave no CPU free (a loop then runs
+/// inline by design, `src/pool/engine/budget.rs`).
+pub fn helping_pool(threads: i32) -> ThreadPool {
+    let mut o = helping_options();
+    o.set_num_threads(threads).unwrap();
+    o.set_spin_duration_us(50).unwrap();
+    ThreadPool::create(&o).unwrap().unwrap()
+}
+
+/// Options outside the CPU share (see [`helping_pool`]).
+pub fn helping_options() -> PoolOptions {
+    let mut o = PoolOptions::default();
+    o.set_config(LRT_POOL_KEY_CPU_BUDGET, "0").unwrap();
+    o
 }
 
 /// How often each index of a loop ran.
