@@ -172,7 +172,16 @@ fn a_worker_spinning_on_its_callers_cpu_yields_it() {
     // Pin this thread to one CPU first: the workers inherit it.
     let cpu = leanrt::pool::affinity::allowed_cpus()[0];
     assert!(leanrt::pool::affinity::pin_current_thread(&[cpu]));
-    let p = pool(1000, &[(LRT_POOL_KEY_FORCE_SPINNING_STOP, "1")]);
+    // Outside the CPU share: the share is process-wide, and this binary's
+    // other tests (their loops, their callers lingering after them) may
+    // claim every CPU, when a worker does not spin by design.
+    let p = pool(
+        1000,
+        &[
+            (LRT_POOL_KEY_FORCE_SPINNING_STOP, "1"),
+            (LRT_POOL_KEY_CPU_BUDGET, "0"),
+        ],
+    );
     p.start_profiling().unwrap();
     p.enable_spinning();
     loop_once(&p, 64);
