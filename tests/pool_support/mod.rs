@@ -12,7 +12,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// A pool of `threads` threads (1: `None`, the serial NULL pool). Short
 /// spins keep the 2-core CI box responsive.
 pub fn pool(threads: i32) -> Option<ThreadPool> {
-    let mut o = PoolOptions::default();
+    pool_from(PoolOptions::default(), threads)
+}
+
+/// A pool of `threads` threads from `o`, with [`pool`]'s short spins.
+fn pool_from(mut o: PoolOptions, threads: i32) -> Option<ThreadPool> {
     o.set_num_threads(threads).unwrap();
     o.set_spin_duration_us(50).unwrap();
     ThreadPool::create(&o).unwrap()
@@ -24,10 +28,7 @@ pub fn pool(threads: i32) -> Option<ThreadPool> {
 /// loops at the same time, which may leave no CPU free (a loop then runs
 /// inline by design, `src/pool/engine/budget.rs`).
 pub fn helping_pool(threads: i32) -> ThreadPool {
-    let mut o = helping_options();
-    o.set_num_threads(threads).unwrap();
-    o.set_spin_duration_us(50).unwrap();
-    ThreadPool::create(&o).unwrap().unwrap()
+    pool_from(helping_options(), threads).unwrap()
 }
 
 /// Options outside the CPU share (see [`helping_pool`]).
