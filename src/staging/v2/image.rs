@@ -162,6 +162,7 @@ impl V2Run {
         let c = self.image_segments(n);
         let u = self.used;
         let parts = self.pool_parts(m, b);
+        let shifts = self.mirror_shifts(m, &parts, &c, n);
         let copy = |src: *const u8, to: u64, len: u64| {
             // SAFETY: (every copy below) a source part lies inside the
             // mirror (n <= W, the cursors within the capacities) or inside
@@ -202,8 +203,13 @@ impl V2Run {
                         which.start(&c) + first * z,
                         (last - first) * z,
                     );
-                    for i in first..last {
-                        Self::retake_payload(&parts, &c, out, host(i), i)?;
+                    match shifts {
+                        Some(k) => Self::shift_payloads(&c, out, first, last, k),
+                        None => {
+                            for i in first..last {
+                                Self::retake_payload(&parts, &c, out, host(i), i)?;
+                            }
+                        }
                     }
                 }
             }
@@ -242,6 +248,61 @@ impl V2Run {
         // SAFETY: out holds at least the 256-byte header, 64-aligned.
         shipped_header(unsafe { &mut *out.cast::<lrt_v2_sm_header>() });
         Ok(c)
+    }
+
+    /// For a run whose slots and regions all lie in the mirror (no
+    /// speculation) and whose regions all hold (`WholePart::all_hold`, one
+    /// branch-free pass): what each pool's bound offsets move by in the
+    /// image `c`. A region at element `idx` of its pool is, from its field
+    /// at payload `i`, `pool + idx*e - (payloads + i*s + off)` away in the
+    /// image and `mpool + idx*e - (mpayloads + i*s + off)` in the mirror:
+    /// the two differ by `(pool - mpool) - (payloads - mpayloads)`, the
+    /// same for every slot and region of that pool. None: re-take each
+    /// region by `locate` (a speculative run, or a bad region to name).
+    fn mirror_shifts(
+        &self,
+        m: &Mapping,
+        parts: &[PoolPart; 3],
+        c: &lrt_v2_segments,
+        n: u64,
+    ) -> Option<[i64; 3]> {
+        if self.spec.is_some() {
+            return None;
+        }
+        let first: *mut lrt_v2_task_payload = self.elem(m, std::ptr::null_mut(), Seg::Payloads, 0);
+        // SAFETY: slots [0, n) of the mirror (no speculation), n <= W:
+        // live payloads, plain data.
+        let good = unsafe { WholePart::all_hold(&parts.map(|p| p.whole()), first, n as usize) };
+        good.then(|| {
+            parts.map(|p| {
+                (p.pool.start(c) as i64 - p.mirror as i64)
+                    - (c.payloads as i64 - first as usize as i64)
+            })
+        })
+    }
+
+    /// Moves the bound offsets of the image's payloads `[first, last)` (in
+    /// `out`, copied from the mirror) by their pools' `shift`s
+    /// (`mirror_shifts`, tensors, scalars, fanin); unbound ones stay 0.
+    fn shift_payloads(c: &lrt_v2_segments, out: *mut u8, first: u64, last: u64, shift: [i64; 3]) {
+        let size = Seg::Payloads.size() as usize;
+        for i in first..last {
+            let at = c.payloads as usize + i as usize * size;
+            // SAFETY: payload i of the image in `out` (the caller's
+            // contract), 64-aligned, plain data.
+            let p = unsafe { &mut *out.add(at).cast::<lrt_v2_task_payload>() };
+            // A bound offset is not 0 (all_hold); |new| < image size <= i32::MAX.
+            let moved = |d: i32, k: usize| {
+                if d == 0 {
+                    0
+                } else {
+                    (d as i64 + shift[k]) as i32
+                }
+            };
+            p.tensors = moved(p.tensors, 0);
+            p.scalars = moved(p.scalars, 1);
+            p.fanin = moved(p.fanin, 2);
+        }
     }
 
     /// Re-takes payload i's three region offsets for the image `c` in
