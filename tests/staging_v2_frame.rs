@@ -14,7 +14,7 @@ use leanrt::staging::{
     MakerConfig, MakerV2, TensorRecord, V2ClaimDesc, V2Frame, V2PoolUse,
 };
 use leanrt::ErrorKind;
-use staging_support::FakeDevice;
+use staging_support::{FakeDevice, Op};
 use std::sync::Arc;
 
 const W: u64 = 64;
@@ -159,9 +159,10 @@ fn a_host_written_run_ships_the_claimed_image_by_either_route() {
     let before = vec![0x11u8; BEFORE];
     let after = vec![0x22u8; AFTER];
     for (cost, path, copies) in [
-        // The per-task part with the frame before, three pools, the frame
-        // after.
-        (FREE_COPIES, lrt_upload_policy::LRT_UPLOAD_BOUNDED, 5),
+        // The per-task part with the frame before up to the payloads, the
+        // payloads from the mirror, the rest of the per-task part, three
+        // pools, the frame after.
+        (FREE_COPIES, lrt_upload_policy::LRT_UPLOAD_BOUNDED, 7),
         (DEAR_COPIES, lrt_upload_policy::LRT_UPLOAD_COMPACT, 1),
     ] {
         let dev = FakeDevice::new();
@@ -341,7 +342,28 @@ fn what_the_host_written_calls_refuse_changes_and_copies_nothing() {
     unsafe { (*p).tensors = saved };
     assert!(mirror_bytes(at, len_m) == mirror_before);
     let r = m.upload_frame(&frame(base, len, &before, &after)).unwrap();
-    assert_eq!(r.path, lrt_upload_policy::LRT_UPLOAD_BOUNDED);
+    assert_eq!(
+        (r.path, r.copies),
+        (lrt_upload_policy::LRT_UPLOAD_BOUNDED, 7)
+    );
+
+    // A copy that fails after the payloads left the mirror (their offsets
+    // moved there for the image): `Device`, the mirror as the host wrote it.
+    for failing in [2, 3, 7] {
+        let (used, _, at) = host_writes(&mut m, 10);
+        m.set_pool_use(used).unwrap();
+        let written = mirror_bytes(at, len_m);
+        dev.fail_at(Op::ToDevice, dev.calls(Op::ToDevice) + failing);
+        assert_eq!(
+            kind(m.upload_frame(&frame(base, len, &before, &after))),
+            ErrorKind::Device,
+            "copy {failing} failing"
+        );
+        assert!(
+            mirror_bytes(at, len_m) == written,
+            "copy {failing} failing: the mirror changed"
+        );
+    }
 
     // Claims first, then set_pool_use: refused.
     m.begin_run().unwrap();

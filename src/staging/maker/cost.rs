@@ -13,6 +13,21 @@ use crate::Result;
 /// The largest copy a measurement makes from the mirror.
 pub(crate) const MEASURE_MAX_BYTES: usize = 1 << 20;
 
+/// The fewest bytes a gather measurement copies (below, the clock's
+/// resolution would count).
+const GATHER_MIN_BYTES: usize = 4096;
+
+/// Which bytes the gather figure of [`MakerCore::measure_model`] is timed on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Gathered {
+    /// The mirror's first bytes, however the host left them (v1, at create).
+    MirrorStart,
+    /// `bytes` (at least 4 KiB, at most 1 MiB) from mirror offset `from`,
+    /// which the host just wrote, into the warmed buffer: what an upload's
+    /// gather reads (v2, at its first upload).
+    HostWritten { from: u64, bytes: u64 },
+}
+
 /// What AUTO decides with: the device's per-copy cost and the host's gather
 /// bandwidth.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -47,8 +62,8 @@ impl MakerCore {
     /// Sets AUTO's cost model: the device's own figures if it gives them,
     /// else measured from the mirror into `dst` (`len` bytes, at most
     /// 1 MiB, at least 64, for the bandwidth: one copy); and one host
-    /// gather of the same size into `gather` (with spots, after one that
-    /// warms it; None, or one shorter than that: the fallback's gather
+    /// gather into `gather`'s buffer of the bytes `Gathered` names (None, or
+    /// for `MirrorStart` a buffer shorter than `len`: the fallback's gather
     /// figure). The latency
     /// is the median of 64-byte copies made where the small copies of an
     /// upload go: from each of `spots`' mirror offsets to its offset from
@@ -62,14 +77,14 @@ impl MakerCore {
     /// # Safety
     /// `dst` must be device memory writable for `len` bytes (at least 64)
     /// whose contents do not matter, every spot's destination + 64 within
-    /// them and its source + 64 within the mirror; `gather` is distinct
+    /// them and its source + 64 within the mirror; `gather`'s buffer is distinct
     /// from the mirror.
     pub(crate) unsafe fn measure_model(
         &mut self,
         dst: *mut u8,
         len: usize,
         spots: &[(u64, u64)],
-        gather: Option<&Mapping>,
+        gather: Option<(&Mapping, Gathered)>,
     ) {
         let len = len.min(MEASURE_MAX_BYTES).min(self.mirror.len()).max(64);
         let src = self.mirror.as_ptr();
@@ -119,17 +134,30 @@ impl MakerCore {
             }
         };
         let gather_bytes_per_ns = match gather {
-            Some(buf) if buf.len() >= len => {
-                // v1 keeps its one cold gather; v2 times a warm one.
-                let mut ns = 0;
-                for _ in 0..if spots.is_empty() { 1 } else { 2 } {
-                    let t0 = Instant::now();
-                    // SAFETY: both mappings hold at least len bytes and
-                    // are distinct (the caller's contract).
-                    unsafe { std::ptr::copy_nonoverlapping(src, buf.as_ptr(), len) };
-                    ns = elapsed_ns(t0);
-                }
-                len as f64 / (ns as f64).max(1.0)
+            Some((buf, Gathered::MirrorStart)) if buf.len() >= len => {
+                // v1's one cold gather.
+                let t0 = Instant::now();
+                // SAFETY: both mappings hold at least len bytes and are
+                // distinct (the caller's contract).
+                unsafe { std::ptr::copy_nonoverlapping(src, buf.as_ptr(), len) };
+                len as f64 / (elapsed_ns(t0) as f64).max(1.0)
+            }
+            Some((buf, Gathered::HostWritten { from, bytes })) => {
+                let bytes = (bytes as usize)
+                    .clamp(GATHER_MIN_BYTES, MEASURE_MAX_BYTES)
+                    .min(buf.len())
+                    .min(self.mirror.len().saturating_sub(from as usize));
+                // The staging buffer's pages faulted in first: an upload's
+                // gather writes a warm buffer.
+                // SAFETY: inside the buffer (`bytes <= buf.len()`).
+                unsafe { std::ptr::write_bytes(buf.as_ptr(), 0, bytes) };
+                let t0 = Instant::now();
+                // SAFETY: `from + bytes` lies inside the mirror and `bytes`
+                // inside the buffer (above); the mappings are distinct.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(src.add(from as usize), buf.as_ptr(), bytes)
+                };
+                bytes as f64 / (elapsed_ns(t0) as f64).max(1.0)
             }
             _ => CostModel::FALLBACK.gather_bytes_per_ns,
         };

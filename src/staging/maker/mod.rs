@@ -62,7 +62,7 @@ pub(crate) use claim::SUBTASK_BITS;
 pub(crate) use config::Resolved;
 pub use config::{MakerConfig, HEAP_SIZE_ENV, TASK_WINDOW_ENV};
 pub use cost::CostModel;
-pub(crate) use cost::MEASURE_MAX_BYTES;
+pub(crate) use cost::{Gathered, MEASURE_MAX_BYTES};
 pub use region::BorrowedImage;
 pub(crate) use region::{DeviceRegion, Placement};
 

@@ -23,8 +23,8 @@ use std::time::Instant;
 
 use super::abi::{lrt_layout, lrt_task_slot, lrt_upload_policy, lrt_upload_report};
 use super::maker::{
-    elapsed_ns, BorrowedImage, DeviceRegion, Generation, Maker, MakerConfig, MakerCore, Placement,
-    StatusWords, MEASURE_MAX_BYTES,
+    elapsed_ns, BorrowedImage, DeviceRegion, Gathered, Generation, Maker, MakerConfig, MakerCore,
+    Placement, StatusWords, MEASURE_MAX_BYTES,
 };
 use super::mirror::Mapping;
 use super::pin::MakerPins;
@@ -146,7 +146,14 @@ impl MakerV1 {
         let dst = core.region.base();
         // SAFETY: the device image holds seg.end >= len bytes, and nothing
         // meaningful yet; the staging buffer is distinct from the mirror.
-        unsafe { core.measure_model(dst, len, &[], self.staging.as_ref()) };
+        unsafe {
+            core.measure_model(
+                dst,
+                len,
+                &[],
+                self.staging.as_ref().map(|b| (b, Gathered::MirrorStart)),
+            )
+        };
     }
 
     /// Segment offsets of the full image.

@@ -26,6 +26,20 @@ use crate::{Error, Result};
 /// The chunk of payloads copied and then re-taken while hot.
 const PATCH_CHUNK: usize = 128;
 
+/// What `V2Run::compact` writes of the image into its output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Gather {
+    /// The whole image (the one copy).
+    Whole,
+    /// The per-task part, `[0, fanin_pool)`: the header and the four slot
+    /// segments with their padding (the split route, when the payloads
+    /// are gathered too).
+    PerTask,
+    /// The per-task part but the payloads' bytes, which the split route
+    /// ships straight from the mirror (`MovedPayloads`).
+    AroundPayloads,
+}
+
 impl V2Run {
     /// The compact image of this run's `n` tasks as the pools stand.
     pub(crate) fn image_segments(&self, n: u64) -> lrt_v2_segments {
@@ -133,17 +147,16 @@ impl V2Run {
         out: *mut u8,
     ) -> Result<lrt_v2_segments> {
         // SAFETY: the caller's contract.
-        unsafe { self.compact(m, b, n, out, true) }
+        unsafe { self.compact(m, b, n, out, Gather::Whole) }
     }
 
-    /// `compact_into` (`pools`), or only the image's per-task part (not
-    /// `pools`): the header and the four slot segments with their padding,
-    /// `[0, fanin_pool)` of the image, every check and re-take made, the
-    /// pools not copied (what the split route gathers).
+    /// `compact_into` (`Gather::Whole`), or what `what` names of it (the
+    /// split route's gathers, `Gather`); every check and re-take of what is
+    /// written made.
     ///
     /// # Safety
     /// `out` must be valid for writes of the image's bytes up to its end
-    /// (`pools`) or its fanin pool (not `pools`), not overlapping `m` or
+    /// (`Whole`) or its fanin pool (the others), not overlapping `m` or
     /// `b`'s image.
     pub(super) unsafe fn compact(
         &self,
@@ -151,7 +164,7 @@ impl V2Run {
         b: *mut u8,
         n: u64,
         out: *mut u8,
-        pools: bool,
+        what: Gather,
     ) -> Result<lrt_v2_segments> {
         if n > self.window {
             return Err(Error::out_of_range(format!(
@@ -162,7 +175,10 @@ impl V2Run {
         let c = self.image_segments(n);
         let u = self.used;
         let parts = self.pool_parts(m, b);
-        let shifts = self.mirror_shifts(m, &parts, &c, n);
+        let shifts = match what {
+            Gather::AroundPayloads => None,
+            _ => self.mirror_shifts(m, &parts, &c, n),
+        };
         let copy = |src: *const u8, to: u64, len: u64| {
             // SAFETY: (every copy below) a source part lies inside the
             // mirror (n <= W, the cursors within the capacities) or inside
@@ -194,6 +210,9 @@ impl V2Run {
                     copy(src, to, (hi - lo) * z);
                     continue;
                 }
+                if what == Gather::AroundPayloads {
+                    continue;
+                }
                 // Payloads: copied and re-taken a chunk at a time, while hot.
                 for first in (lo..hi).step_by(PATCH_CHUNK) {
                     let last = (first + PATCH_CHUNK as u64).min(hi);
@@ -204,7 +223,15 @@ impl V2Run {
                         (last - first) * z,
                     );
                     match shifts {
-                        Some(k) => Self::shift_payloads(&c, out, first, last, k),
+                        // SAFETY: payloads [first, last) of the image in
+                        // `out`, just copied there, 64-aligned.
+                        Some(k) => unsafe {
+                            Self::shift_payloads(
+                                out.add((which.start(&c) + first * z) as usize).cast(),
+                                (last - first) as usize,
+                                k,
+                            )
+                        },
                         None => {
                             for i in first..last {
                                 Self::retake_payload(&parts, &c, out, host(i), i)?;
@@ -233,7 +260,11 @@ impl V2Run {
             s.task = (task0 + i * (Seg::Descriptors.size() as i64 - state_size)) as i32;
         }
         let ends = [c.tensor_pool, c.scalar_pool, c.end];
-        for (pool, next) in Pool::ALL.into_iter().zip(ends).filter(|_| pools) {
+        for (pool, next) in Pool::ALL
+            .into_iter()
+            .zip(ends)
+            .filter(|_| what == Gather::Whole)
+        {
             let used = pool.of(&u);
             let split = self.spec.map_or(0, |s| pool.of(&s.split).min(used));
             let e = pool.elem();
@@ -259,7 +290,7 @@ impl V2Run {
     /// the two differ by `(pool - mpool) - (payloads - mpayloads)`, the
     /// same for every slot and region of that pool. None: re-take each
     /// region by `locate` (a speculative run, or a bad region to name).
-    fn mirror_shifts(
+    pub(super) fn mirror_shifts(
         &self,
         m: &Mapping,
         parts: &[PoolPart; 3],
@@ -281,27 +312,53 @@ impl V2Run {
         })
     }
 
-    /// Moves the bound offsets of the image's payloads `[first, last)` (in
-    /// `out`, copied from the mirror) by their pools' `shift`s
-    /// (`mirror_shifts`, tensors, scalars, fanin); unbound ones stay 0.
-    fn shift_payloads(c: &lrt_v2_segments, out: *mut u8, first: u64, last: u64, shift: [i64; 3]) {
-        let size = Seg::Payloads.size() as usize;
-        for i in first..last {
-            let at = c.payloads as usize + i as usize * size;
-            // SAFETY: payload i of the image in `out` (the caller's
-            // contract), 64-aligned, plain data.
-            let p = unsafe { &mut *out.add(at).cast::<lrt_v2_task_payload>() };
-            // A bound offset is not 0 (all_hold); |new| < image size <= i32::MAX.
-            let moved = |d: i32, k: usize| {
-                if d == 0 {
-                    0
-                } else {
-                    (d as i64 + shift[k]) as i32
-                }
-            };
+    /// Moves the bound offsets of the `count` payloads from `first` on by
+    /// their pools' `shift`s (`mirror_shifts`: tensors, scalars, fanin), in
+    /// 32-bit wrapping arithmetic (so that moving by `-shift` undoes it);
+    /// unbound ones stay 0. A bound offset is not 0 before (`all_hold`)
+    /// nor after (a pool lies after the payloads in the image, and
+    /// `|offset| < image size <= i32::MAX`).
+    ///
+    /// # Safety
+    /// `first` points to `count` consecutive writable payloads.
+    unsafe fn shift_payloads(first: *mut lrt_v2_task_payload, count: usize, shift: [i64; 3]) {
+        let moved = |d: i32, k: usize| {
+            if d == 0 {
+                0
+            } else {
+                d.wrapping_add(shift[k] as i32)
+            }
+        };
+        for i in 0..count {
+            // SAFETY: payload i < count (the caller's contract), plain data.
+            let p = unsafe { &mut *first.add(i) };
             p.tensors = moved(p.tensors, 0);
             p.scalars = moved(p.scalars, 1);
             p.fanin = moved(p.fanin, 2);
+        }
+    }
+
+    /// The split route's payloads, shipped straight from the mirror: their
+    /// bound offsets moved in place by `shift` (`mirror_shifts` of the
+    /// image of `n` tasks: every region checked) until the returned guard
+    /// is dropped, which moves them back.
+    pub(super) fn move_payloads<'m>(
+        &self,
+        m: &'m Mapping,
+        n: u64,
+        shift: [i64; 3],
+    ) -> MovedPayloads<'m> {
+        debug_assert!(self.spec.is_none() && n <= self.window);
+        let first: *mut lrt_v2_task_payload = Self::at(m, self.seg.payloads);
+        // SAFETY: slots [0, n) of the mirror's payloads (n <= W), plain
+        // data; the maker's exclusive borrow for the upload keeps every
+        // other access out.
+        unsafe { Self::shift_payloads(first, n as usize, shift) };
+        MovedPayloads {
+            first,
+            count: n as usize,
+            shift,
+            _mirror: std::marker::PhantomData,
         }
     }
 
@@ -586,6 +643,24 @@ impl MakerV2 {
             self.run
                 .compact_into(&self.core.mirror, self.image_start(), n, out.as_mut_ptr())
         }
+    }
+}
+
+/// The mirror's payloads with their offsets moved for the image
+/// (`V2Run::move_payloads`); dropping it moves them back, so that the
+/// mirror holds the same bytes when the upload returns, shipped or not.
+pub(super) struct MovedPayloads<'m> {
+    first: *mut lrt_v2_task_payload,
+    count: usize,
+    shift: [i64; 3],
+    _mirror: std::marker::PhantomData<&'m Mapping>,
+}
+
+impl Drop for MovedPayloads<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the payloads `move_payloads` moved, in the mirror this
+        // guard borrows; moving by -shift undoes the wrapping move.
+        unsafe { V2Run::shift_payloads(self.first, self.count, self.shift.map(|s| -s)) };
     }
 }
 

@@ -1,6 +1,7 @@
 //! Shipping a v2 run: to the maker's own device region (`upload`) or to
 //! a destination the caller names per upload (`upload_frame`, for a host
-//! whose device region moves or grows between runs), by one of two routes:
+//! whose device region moves or grows between runs), by one of three
+//! routes (`Route`):
 //!
 //! * **one copy**: `[before | compact image | after]` assembled in the
 //!   staging buffer (or the image buffer shipped as it is, when the run was
@@ -17,25 +18,35 @@
 //!   lines the orchestrator just wrote, and shipped in one copy; each used
 //!   pool (fanin ids, tensors, scalars: position-independent bytes, most
 //!   of a large image) is copied straight from the mirror to its place; the
-//!   frame after travels on its own. At most five copies, the mirror is
-//!   never written, and the device gets the bytes the one copy ships except
-//!   the padding after each pool, which it never reads.
+//!   frame after travels on its own. At most five copies, and the device
+//!   gets the bytes the one copy ships except the padding after each pool,
+//!   which it never reads.
+//! * **split, payloads from the mirror** (as split, for a run with tasks
+//!   whose regions all pass the branch-free check): the payloads (most of
+//!   the per-task part) are not gathered. Their bound offsets are moved in
+//!   place by one shift per pool (`V2Run::mirror_shifts`), the payload
+//!   segment is copied straight from the mirror, and the guard
+//!   (`MovedPayloads`) moves them back once the copies are over, failed or
+//!   not; the rest of the per-task part is gathered and goes in two copies,
+//!   before and after the payloads. At most seven copies.
 //!
-//! Why AUTO chooses what it chooses. Both routes gather the per-task part
-//! and pay every byte over the device's bandwidth once; they differ by the
-//! pools alone: the one copy gathers them too (bytes over the host's gather
-//! bandwidth), the split route pays one more copy per used pool (its fixed
-//! latency). So AUTO takes the split route when the pools' bytes cost more
-//! to gather than a copy's latency per pool, by the cost model
-//! (`CostModel`, the core's): the device's own figures, or measured at the
-//! maker's first v2 upload into that upload's destination (before
-//! anything else is written there), the latency as the median of small
-//! copies made where the pool copies go and the gather into the warmed
-//! staging buffer. A small image (pools of a few KiB) is one framed copy,
-//! as the reference ships it; a large one, whose pools are most of its
-//! bytes, skips gathering them. A device whose copy costs microseconds
-//! (CUDA from pageable memory) keeps the one copy up to pools of tens of
-//! KiB.
+//! The mirror holds the same bytes when an upload returns, by every route.
+//!
+//! Why AUTO chooses what it chooses. Every route pays every byte over the
+//! device's bandwidth once; they differ by what is gathered and by how many
+//! copies pay a fixed latency: the one copy gathers everything; the split
+//! route pays one more copy per used pool to gather only the per-task part;
+//! the payloads from the mirror pay two more copies to leave the payloads
+//! out of the gather too. AUTO takes the cheapest (`choose_route`) by the
+//! cost model (`CostModel`, the core's): the device's own figures, or
+//! measured at the maker's first v2 upload into that upload's destination
+//! (before anything else is written there), the latency as the median of
+//! small copies made where the copies from the mirror go and the gather
+//! from the payloads the host just wrote into the warmed staging buffer. A
+//! small image (pools of a few KiB) is one framed copy, as the reference
+//! ships it; a large one, whose pools and payloads are most of its bytes,
+//! skips gathering them. A device whose copy costs microseconds (CUDA from
+//! pageable memory) keeps the one copy up to pools of tens of KiB.
 //!
 //! Every check an upload makes runs before its first copy; a rejected
 //! upload copies nothing and leaves the run open.
@@ -43,10 +54,10 @@ use std::mem::size_of;
 use std::time::Instant;
 
 use super::super::abi::{lrt_upload_policy, lrt_upload_report};
-use super::super::maker::{device_kind, elapsed_ns};
-use super::image::shipped_header;
+use super::super::maker::{device_kind, elapsed_ns, CostModel, Gathered};
+use super::image::{shipped_header, Gather};
 use super::layout::lrt_v2_sm_header;
-use super::run::{Pool, V2Run};
+use super::run::{Pool, Seg, V2Run};
 use super::MakerV2;
 use crate::{Error, ErrorKind, Result};
 
@@ -61,6 +72,34 @@ pub struct V2Frame<'a> {
     pub before: &'a [u8],
     /// Shipped to `image + image size`.
     pub after: &'a [u8],
+}
+
+/// The cheapest of `routes` (route, copies, bytes gathered) by `model`:
+/// the one copy ships `one_bytes`, a split route `split_bytes` (it leaves
+/// out the padding after each pool); the payloads go from the mirror only
+/// with `payloads` (a run with tasks). Ties keep the earlier route.
+fn choose_route(
+    model: &CostModel,
+    routes: [(Route, u32, u64); 3],
+    one_bytes: u64,
+    split_bytes: u64,
+    payloads: bool,
+) -> Route {
+    let mut best = (Route::OneCopy, f64::INFINITY);
+    for (route, copies, gathered) in routes {
+        if route == Route::SplitPayloads && !payloads {
+            continue;
+        }
+        let bytes = match route {
+            Route::OneCopy => one_bytes,
+            _ => split_bytes,
+        };
+        let cost = model.cost(copies, bytes, gathered);
+        if cost < best.1 {
+            best = (route, cost);
+        }
+    }
+    best.0
 }
 
 /// What a route did, once its checks passed.
@@ -78,16 +117,29 @@ struct Shipped {
 /// the image's start + `to` (negative: the frame before it).
 type Part = (i64, *const u8, u64);
 
-/// An upload's parts, at most six, kept inline: an upload allocates nothing.
+/// An upload's parts, at most eight, kept inline: an upload allocates
+/// nothing.
 #[derive(Clone, Copy)]
 struct Parts {
-    at: [Part; 6],
+    at: [Part; 8],
     len: usize,
+}
+
+/// How an upload ships its image (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    /// `[before | image | after]` in one copy.
+    OneCopy,
+    /// The per-task part gathered, each used pool from the mirror.
+    Split,
+    /// As `Split`, and the payloads from the mirror too, their offsets
+    /// moved there for the copy and back.
+    SplitPayloads,
 }
 
 impl Parts {
     const EMPTY: Parts = Parts {
-        at: [(0, std::ptr::null(), 0); 6],
+        at: [(0, std::ptr::null(), 0); 8],
         len: 0,
     };
 
@@ -176,7 +228,7 @@ impl MakerV2 {
         let t0 = Instant::now();
         let in_place = self.run.exact(n);
         let auto = self.core.policy == lrt_upload_policy::LRT_UPLOAD_AUTO;
-        let split = auto && !in_place && self.run.spec.is_none() && {
+        let route = if auto && !in_place && self.run.spec.is_none() {
             if !self.measured {
                 // The measurement writes to the destination: only once
                 // every region is known good.
@@ -184,9 +236,11 @@ impl MakerV2 {
                     .check_regions(&self.core.mirror, std::ptr::null_mut(), n)?;
                 self.measure_model(f, n);
             }
-            self.split_is_cheaper(n, f)
+            self.cheapest_route(n, f)
+        } else {
+            Route::OneCopy
         };
-        let shipped = self.ship_gathered(n, f, in_place, split, t0)?;
+        let shipped = self.ship_gathered(n, f, in_place, route, t0)?;
         self.run.remember(n);
         // Shipped or failed, the run is over for the device and the image.
         self.core.end_upload(f.image, shipped.copied.is_ok());
@@ -210,19 +264,35 @@ impl MakerV2 {
         let len = c.end + f.after.len() as u64;
         let ms = self.run.segments();
         let u = self.run.used;
-        // Where the split route's pool copies go, from where they come.
-        let spots: Vec<(u64, u64)> = Pool::ALL
-            .iter()
-            .filter(|p| p.of(&u) > 0)
-            .map(|p| (p.start(&c), p.start(&ms)))
+        // Where the split route's copies from the mirror go (the payloads,
+        // each used pool), from where they come.
+        let payloads = (n > 0).then_some((c.payloads, ms.payloads));
+        let spots: Vec<(u64, u64)> = payloads
+            .into_iter()
+            .chain(
+                Pool::ALL
+                    .iter()
+                    .filter(|p| p.of(&u) > 0)
+                    .map(|p| (p.start(&c), p.start(&ms))),
+            )
             .collect();
+        // The gather figure from the payloads the host just wrote (most of
+        // what a gather reads).
+        let gathered = Gathered::HostWritten {
+            from: ms.payloads,
+            bytes: n * Seg::Payloads.size(),
+        };
         // SAFETY: the destination holds `len <= f.room` writable bytes from
         // f.image on (checked by the caller), not yet meaningful, and every
         // spot is inside the image there and inside the mirror; the
         // staging buffer is distinct from the mirror.
         unsafe {
-            self.core
-                .measure_model(f.image, len as usize, &spots, Some(&self.staging))
+            self.core.measure_model(
+                f.image,
+                len as usize,
+                &spots,
+                Some((&self.staging, gathered)),
+            )
         };
         self.measured = true;
     }
@@ -249,35 +319,44 @@ impl MakerV2 {
         parts
     }
 
-    /// Whether the split route costs less than the one copy, by the model
-    /// (module docs): both gather the per-task part and pay the bytes over
-    /// the device's bandwidth; the one copy also gathers the pools (and a
-    /// staged frame after), the split route pays a copy per used pool (and
-    /// the frame after travels on its own).
-    fn split_is_cheaper(&self, n: u64, f: &V2Frame<'_>) -> bool {
+    /// The route that costs least by the model (module docs): every route
+    /// pays the image's bytes over the device's bandwidth; the one copy
+    /// gathers the whole image (and a staged frame after); the split route
+    /// gathers the per-task part and pays a copy per used pool (and the
+    /// frame after travels on its own); with the payloads from the mirror
+    /// too, it gathers the per-task part less the payloads and pays two
+    /// copies more (the payloads, and the slot states after them).
+    fn cheapest_route(&self, n: u64, f: &V2Frame<'_>) -> Route {
         let c = self.run.image_segments(n);
         let (own, staged) = self.frames_apart(f);
         let frames = f.before.len() as u64 + f.after.len() as u64;
-        let one = self
-            .core
-            .model
-            .cost(1 + own, c.end + frames, c.end + staged);
         let pools = self.pool_parts_direct(n);
         let pool_bytes = pools.as_slice().iter().map(|p| p.2).sum::<u64>();
         let before_staged = f.before.len() as u64 <= self.frame_before;
         let split_copies =
             1 + pools.len as u32 + u32::from(!before_staged) + u32::from(!f.after.is_empty());
-        let split = self.core.model.cost(
-            split_copies,
-            c.fanin_pool + pool_bytes + frames,
-            c.fanin_pool
-                + if before_staged {
-                    f.before.len() as u64
-                } else {
-                    0
-                },
-        );
-        split < one
+        let split_gathered = c.fanin_pool
+            + if before_staged {
+                f.before.len() as u64
+            } else {
+                0
+            };
+        let payload_bytes = n * Seg::Payloads.size();
+        choose_route(
+            &self.core.model,
+            [
+                (Route::OneCopy, 1 + own, c.end + staged),
+                (Route::Split, split_copies, split_gathered),
+                (
+                    Route::SplitPayloads,
+                    split_copies + 2,
+                    split_gathered - payload_bytes,
+                ),
+            ],
+            c.end + frames,
+            pool_bytes + c.fanin_pool + frames,
+            n > 0,
+        )
     }
 
     /// For the one copy: how many frames travel on their own (longer than
@@ -323,18 +402,31 @@ impl MakerV2 {
         (parts.len() as u32, Ok(()))
     }
 
-    /// Both routes (module docs): the one copy (`split` false) or the
-    /// split route (`split`, a run read from the mirror alone). The
-    /// regions are checked as the image is gathered; a bad one is
-    /// `InvalidArgument` before any copy.
+    /// Every route (module docs); a split one only for a run read from the
+    /// mirror alone. The regions are checked as the image is gathered (or,
+    /// for payloads shipped from the mirror, before they are moved there);
+    /// a bad one is `InvalidArgument` before any copy.
     fn ship_gathered(
         &mut self,
         n: u64,
         f: &V2Frame<'_>,
         in_place: bool,
-        split: bool,
+        route: Route,
         t0: Instant,
     ) -> Result<Shipped> {
+        let split = route != Route::OneCopy;
+        // Payloads from the mirror only when every region holds (one
+        // branch-free pass, `mirror_shifts`); else they are gathered, which
+        // names a bad region.
+        let shifts = match route {
+            Route::SplitPayloads if n > 0 => {
+                let c = self.run.image_segments(n);
+                let m = &self.core.mirror;
+                self.run
+                    .mirror_shifts(m, &self.run.pool_parts(m, std::ptr::null_mut()), &c, n)
+            }
+            _ => None,
+        };
         let b = self.image_start();
         // A run claimed in place is in the image buffer (`exact` holds only
         // with one); any other is gathered into the staging buffer.
@@ -360,8 +452,12 @@ impl MakerV2 {
             }
             seg
         } else if split {
+            let what = match shifts {
+                Some(_) => Gather::AroundPayloads,
+                None => Gather::PerTask,
+            };
             // SAFETY: as below, for the image's first c.fanin_pool bytes.
-            unsafe { self.run.compact(&self.core.mirror, b, n, out, false) }?
+            unsafe { self.run.compact(&self.core.mirror, b, n, out, what) }?
         } else {
             // SAFETY: the staging buffer holds stage_off + the reference's
             // mirror size + frame_after bytes, no compact image is larger
@@ -395,11 +491,28 @@ impl MakerV2 {
         if !staged_before {
             parts.push((-(bl as i64), f.before.as_ptr(), bl as u64));
         }
-        parts.push((
-            start as i64 - at as i64,
-            buf.as_ptr().wrapping_add(start).cast_const(),
-            (end - start) as u64,
-        ));
+        let staged = |from: usize, to: usize| -> Part {
+            (
+                from as i64 - at as i64,
+                buf.as_ptr().wrapping_add(from).cast_const(),
+                (to - from) as u64,
+            )
+        };
+        let payloads = (seg.payloads as usize, seg.slot_states as usize);
+        match shifts {
+            // Up to the payloads, the payloads (from the mirror, once
+            // moved: `MovedPayloads`), the rest of the per-task part.
+            Some(_) => {
+                parts.push(staged(start, at + payloads.0));
+                parts.push((
+                    payloads.0 as i64,
+                    V2Run::at::<u8>(&self.core.mirror, self.run.segments().payloads).cast_const(),
+                    n * Seg::Payloads.size(),
+                ));
+                parts.push(staged(at + payloads.1, end));
+            }
+            None => parts.push(staged(start, end)),
+        }
         if split {
             for &p in self.pool_parts_direct(n).as_slice() {
                 parts.push(p);
@@ -415,11 +528,15 @@ impl MakerV2 {
         let pin_end = end.next_power_of_two().min(buf.len());
         let core = &mut self.core;
         core.pins.ensure(pins, &*core.device, 0, pin_end);
-        // SAFETY: the parts lie inside the buffer, the mirror's used pools
-        // or the caller's frames; the destination holds the frame before
-        // below f.image and the image and the frame after from it on (the
-        // frame's contract).
+        // The payloads moved for the image until the copies are made, and
+        // moved back whatever they did (the guard's drop).
+        let moved = shifts.map(|k| self.run.move_payloads(&self.core.mirror, n, k));
+        // SAFETY: the parts lie inside the buffer, the mirror's payloads
+        // and used pools or the caller's frames; the destination holds the
+        // frame before below f.image and the image and the frame after
+        // from it on (the frame's contract).
         let (copies, copied) = unsafe { self.copy_parts(f.image, parts.as_slice()) };
+        drop(moved);
         Ok(Shipped {
             copies,
             bytes: parts.as_slice().iter().map(|p| p.2).sum(),
@@ -432,5 +549,65 @@ impl MakerV2 {
             },
             copied,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::CopyCost;
+
+    fn model(latency_ns: f64, gather_bytes_per_ns: f64) -> CostModel {
+        CostModel {
+            copy: CopyCost {
+                latency_ns,
+                bytes_per_ns: 10.0,
+            },
+            gather_bytes_per_ns,
+        }
+    }
+
+    /// A 100 kB image: 80 kB of pools, 5 kB of payloads in its 20 kB
+    /// per-task part; the split routes pay 4 and 6 copies.
+    fn choose(m: &CostModel, payloads: bool) -> Route {
+        choose_route(
+            m,
+            [
+                (Route::OneCopy, 1, 100_000),
+                (Route::Split, 4, 20_000),
+                (Route::SplitPayloads, 6, 15_000),
+            ],
+            100_000,
+            99_000,
+            payloads,
+        )
+    }
+
+    /// Each route is the cheapest somewhere: dear copies keep the one
+    /// copy; copies dearer than the payloads' gather but cheaper than the
+    /// pools' keep the payloads gathered; cheap copies ship them from the
+    /// mirror, unless the run has no task.
+    #[test]
+    fn each_route_wins_where_the_model_says() {
+        assert_eq!(choose(&model(1e6, 10.0), true), Route::OneCopy);
+        // Pools' gather 8 us > 3 more copies (3 us); payloads' 0.5 us < 2 us.
+        assert_eq!(choose(&model(1000.0, 10.0), true), Route::Split);
+        assert_eq!(choose(&model(10.0, 10.0), true), Route::SplitPayloads);
+        assert_eq!(choose(&model(10.0, 10.0), false), Route::Split);
+        // A tie keeps the earlier route.
+        assert_eq!(
+            choose_route(
+                &model(0.0, 1.0),
+                [
+                    (Route::OneCopy, 1, 10),
+                    (Route::Split, 1, 10),
+                    (Route::SplitPayloads, 1, 10)
+                ],
+                5,
+                5,
+                true
+            ),
+            Route::OneCopy
+        );
     }
 }
