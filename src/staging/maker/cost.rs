@@ -69,7 +69,9 @@ impl MakerCore {
     /// upload go: from each of `spots`' mirror offsets to its offset from
     /// `dst` (the pools of a v2 image), before anything else is written
     /// there, so that each pays what a copy of an upload pays (a call
-    /// through the device, cold lines at both ends); without spots, the
+    /// through the device, cold lines at both ends; not the first touch of
+    /// a page, which an untimed copy to another line of it pays first, as
+    /// an untimed bandwidth copy does before the timed one); without spots, the
     /// fastest of five 64-byte copies from the mirror's start (v1's
     /// figure). A failed measurement falls back to [`CostModel::FALLBACK`]
     /// with a warning.
@@ -86,6 +88,7 @@ impl MakerCore {
         spots: &[(u64, u64)],
         gather: Option<(&Mapping, Gathered)>,
     ) {
+        let room = len;
         let len = len.min(MEASURE_MAX_BYTES).min(self.mirror.len()).max(64);
         let src = self.mirror.as_ptr();
         let timed = |to: u64, from: u64, bytes: usize| -> Result<f64> {
@@ -109,6 +112,21 @@ impl MakerCore {
                     }
                     fastest
                 } else {
+                    // A first touch of the destination's pages is paid
+                    // once, not by every upload: an untimed pass first
+                    // faults in each spot's page through another line of
+                    // it, 2 KiB away, so that the timed copy still meets
+                    // cold lines.
+                    for &(to, _) in spots {
+                        let other = if to % 4096 < 2048 {
+                            to + 2048
+                        } else {
+                            to - 2048
+                        };
+                        if other as usize + 64 <= room {
+                            timed(other, 0, 64)?;
+                        }
+                    }
                     let mut each = Vec::with_capacity(spots.len());
                     for &(to, from) in spots {
                         each.push(timed(to, from, 64)?);
@@ -116,6 +134,8 @@ impl MakerCore {
                     each.sort_by(f64::total_cmp);
                     each[each.len() / 2]
                 };
+                // As for the spots: the pages faulted in untimed first.
+                timed(0, 0, len)?;
                 let big = timed(0, 0, len)?;
                 Ok(CopyCost {
                     latency_ns: latency,
