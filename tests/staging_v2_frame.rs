@@ -142,8 +142,27 @@ fn split_ranges(c: &lrt_v2_segments, used: V2PoolUse) -> Vec<(usize, usize)> {
     ]
 }
 
-/// Copies cost nothing: AUTO takes the split route (the pools straight
-/// from the mirror).
+/// The bytes the direct route ships of the image `c` of `n` tasks: the
+/// header, each slot segment's live part and each pool's used part (the
+/// padding after each excluded): every byte a device reads.
+fn live_ranges(c: &lrt_v2_segments, used: V2PoolUse, n: u64) -> Vec<(usize, usize)> {
+    let mut ranges = vec![(0, 256)];
+    for (at, size) in [
+        (c.descriptors, 40),
+        (c.payloads, 192),
+        (c.slot_states, 64),
+        (c.completion_flags, 1),
+    ] {
+        ranges.push((at as usize, (at + n * size) as usize));
+    }
+    ranges.extend_from_slice(&split_ranges(c, used)[1..]);
+    ranges
+}
+
+/// Copies cost nothing: AUTO takes the direct route (everything but the
+/// header straight from the mirror), or the split route (the pools
+/// straight from the mirror) when the slots are not bound as claims bind
+/// them.
 const FREE_COPIES: CopyCost = CopyCost {
     latency_ns: 0.0,
     bytes_per_ns: 10.0,
@@ -158,12 +177,15 @@ const DEAR_COPIES: CopyCost = CopyCost {
 fn a_host_written_run_ships_the_claimed_image_by_either_route() {
     let before = vec![0x11u8; BEFORE];
     let after = vec![0x22u8; AFTER];
-    for (cost, path, copies) in [
-        // The per-task part with the frame before up to the payloads, the
-        // payloads from the mirror, the rest of the per-task part, three
+    for (cost, unbound, path, copies) in [
+        // The header with the frame before, the four slot segments, three
         // pools, the frame after.
-        (FREE_COPIES, lrt_upload_policy::LRT_UPLOAD_BOUNDED, 7),
-        (DEAR_COPIES, lrt_upload_policy::LRT_UPLOAD_COMPACT, 1),
+        (FREE_COPIES, false, lrt_upload_policy::LRT_UPLOAD_BOUNDED, 9),
+        // The per-task part with the frame before, three pools, the frame
+        // after: one slot state not bound as a claim binds it (the image
+        // binds it all the same).
+        (FREE_COPIES, true, lrt_upload_policy::LRT_UPLOAD_BOUNDED, 5),
+        (DEAR_COPIES, false, lrt_upload_policy::LRT_UPLOAD_COMPACT, 1),
     ] {
         let dev = FakeDevice::new();
         let mut m = regionless(
@@ -176,6 +198,11 @@ fn a_host_written_run_ships_the_claimed_image_by_either_route() {
         // each, and nothing is guessed from one run for the next.
         for n in [50u64, 7, 50] {
             let (used, expected, at) = host_writes(&mut m, n);
+            if unbound {
+                let state = at.wrapping_add(m.mirror_segments().slot_states as usize + 64 * 3);
+                // SAFETY: slot state 3's `payload` field in the live mirror.
+                unsafe { *state.add(8).cast::<i32>() = 0 };
+            }
             m.set_pool_use(used).unwrap();
             let c = m.image_segments();
             assert_eq!(c.end as usize, expected.len());
@@ -188,11 +215,13 @@ fn a_host_written_run_ships_the_claimed_image_by_either_route() {
                 "n = {n}"
             );
             // The one copy ships the padding after each pool, the split
-            // route does not.
-            let image_bytes = match path {
-                lrt_upload_policy::LRT_UPLOAD_COMPACT => expected.len(),
-                _ => split_ranges(&c, used).iter().map(|(a, b)| b - a).sum(),
+            // route does not, the direct route no padding at all.
+            let ranges = match (path, unbound) {
+                (lrt_upload_policy::LRT_UPLOAD_COMPACT, _) => vec![(0, c.end as usize)],
+                (_, true) => split_ranges(&c, used),
+                (_, false) => live_ranges(&c, used, n),
             };
+            let image_bytes: usize = ranges.iter().map(|(a, b)| b - a).sum();
             assert_eq!(r.bytes as usize, BEFORE + image_bytes + AFTER, "n = {n}");
             assert_eq!(dev.copies().len(), copies as usize);
             dev.with_alloc(base.cast(), |bytes| {
@@ -200,11 +229,7 @@ fn a_host_written_run_ships_the_claimed_image_by_either_route() {
                 assert!(bytes[768 - BEFORE..768].iter().all(|&b| b == 0x11));
                 let end = c.end as usize;
                 assert!(image[end..end + AFTER].iter().all(|&b| b == 0x22));
-                let ranges = match path {
-                    lrt_upload_policy::LRT_UPLOAD_COMPACT => vec![(0, end)],
-                    _ => split_ranges(&c, used),
-                };
-                for (a, b) in ranges {
+                for &(a, b) in &ranges {
                     assert!(
                         image[a..b] == expected[a..b],
                         "n = {n}: bytes [{a}, {b}) differ"
@@ -344,12 +369,12 @@ fn what_the_host_written_calls_refuse_changes_and_copies_nothing() {
     let r = m.upload_frame(&frame(base, len, &before, &after)).unwrap();
     assert_eq!(
         (r.path, r.copies),
-        (lrt_upload_policy::LRT_UPLOAD_BOUNDED, 7)
+        (lrt_upload_policy::LRT_UPLOAD_BOUNDED, 9)
     );
 
-    // A copy that fails after the payloads left the mirror (their offsets
+    // A copy that fails after the slots left the mirror (their offsets
     // moved there for the image): `Device`, the mirror as the host wrote it.
-    for failing in [2, 3, 7] {
+    for failing in [2, 3, 4, 9] {
         let (used, _, at) = host_writes(&mut m, 10);
         m.set_pool_use(used).unwrap();
         let written = mirror_bytes(at, len_m);
@@ -489,7 +514,7 @@ fn shipped(m: &mut MakerV2, dev: &FakeDevice, used: V2PoolUse) -> (lrt_upload_po
             let image = &bytes[768..768 + c.end as usize];
             match r.path {
                 lrt_upload_policy::LRT_UPLOAD_COMPACT => image.to_vec(),
-                _ => split_ranges(&c, used)
+                _ => live_ranges(&c, used, r.total_tasks as u64)
                     .iter()
                     .flat_map(|&(a, b)| image[a..b].to_vec())
                     .collect(),

@@ -32,12 +32,8 @@ pub(super) enum Gather {
     /// The whole image (the one copy).
     Whole,
     /// The per-task part, `[0, fanin_pool)`: the header and the four slot
-    /// segments with their padding (the split route, when the payloads
-    /// are gathered too).
+    /// segments with their padding (the split route).
     PerTask,
-    /// The per-task part but the payloads' bytes, which the split route
-    /// ships straight from the mirror (`MovedPayloads`).
-    AroundPayloads,
 }
 
 impl V2Run {
@@ -175,10 +171,7 @@ impl V2Run {
         let c = self.image_segments(n);
         let u = self.used;
         let parts = self.pool_parts(m, b);
-        let shifts = match what {
-            Gather::AroundPayloads => None,
-            _ => self.mirror_shifts(m, &parts, &c, n),
-        };
+        let shifts = self.mirror_shifts(m, &parts, &c, n);
         let copy = |src: *const u8, to: u64, len: u64| {
             // SAFETY: (every copy below) a source part lies inside the
             // mirror (n <= W, the cursors within the capacities) or inside
@@ -208,9 +201,6 @@ impl V2Run {
                 let to = which.start(&c) + lo * z;
                 if which != Seg::Payloads {
                     copy(src, to, (hi - lo) * z);
-                    continue;
-                }
-                if what == Gather::AroundPayloads {
                     continue;
                 }
                 // Payloads: copied and re-taken a chunk at a time, while hot.
@@ -338,28 +328,70 @@ impl V2Run {
         }
     }
 
-    /// The split route's payloads, shipped straight from the mirror: their
-    /// bound offsets moved in place by `shift` (`mirror_shifts` of the
-    /// image of `n` tasks: every region checked) until the returned guard
-    /// is dropped, which moves them back.
-    pub(super) fn move_payloads<'m>(
+    /// For a run in the mirror alone (no speculation) whose slots `[0, n)`
+    /// are each bound to payload i and descriptor i of the mirror, as a
+    /// claim binds them (one branch-free pass): what the slot states'
+    /// `payload` and `task` offsets move by in the image `c`. Both strides
+    /// are the same in the mirror and the image, so the move is one
+    /// constant per field: the change of the distance between the slot
+    /// segment and the payload (descriptor) segment. None: not bound so
+    /// (the gather binds them for the image whatever they hold).
+    pub(super) fn slot_shifts(&self, m: &Mapping, c: &lrt_v2_segments, n: u64) -> Option<[i64; 2]> {
+        if self.spec.is_some() {
+            return None;
+        }
+        let ms = &self.seg;
+        let state = size_of::<lrt_v2_task_slot_state>() as i64;
+        let (pay_step, task_step) = (
+            Seg::Payloads.size() as i64 - state,
+            Seg::Descriptors.size() as i64 - state,
+        );
+        let pay0 = ms.payloads as i64 - ms.slot_states as i64 - 8;
+        let task0 = ms.descriptors as i64 - ms.slot_states as i64 - 12;
+        let first: *const lrt_v2_task_slot_state = Self::at(m, ms.slot_states);
+        let mut good = true;
+        for i in 0..n as usize {
+            // SAFETY: slot state i < n <= W of the mirror, plain data.
+            let st = unsafe { &*first.add(i) };
+            let i = i as i64;
+            good &= (i64::from(st.payload) == pay0 + i * pay_step)
+                & (i64::from(st.task) == task0 + i * task_step);
+        }
+        good.then(|| {
+            let moved = |seg: u64, mseg: u64| {
+                (seg as i64 - c.slot_states as i64) - (mseg as i64 - ms.slot_states as i64)
+            };
+            [
+                moved(c.payloads, ms.payloads),
+                moved(c.descriptors, ms.descriptors),
+            ]
+        })
+    }
+
+    /// The direct route's slots `[0, n)`, shipped straight from the mirror:
+    /// each payload's bound region offsets and each slot state's
+    /// `payload`/`task` moved in place by `shifts` (`mirror_shifts` and
+    /// `slot_shifts` of the image of `n` tasks: every region and binding
+    /// checked) until the returned guard is dropped, which moves them back.
+    pub(super) fn move_slots<'m>(
         &self,
         m: &'m Mapping,
         n: u64,
-        shift: [i64; 3],
-    ) -> MovedPayloads<'m> {
+        shifts: MoveShifts,
+    ) -> MovedSlots<'m> {
         debug_assert!(self.spec.is_none() && n <= self.window);
-        let first: *mut lrt_v2_task_payload = Self::at(m, self.seg.payloads);
-        // SAFETY: slots [0, n) of the mirror's payloads (n <= W), plain
-        // data; the maker's exclusive borrow for the upload keeps every
-        // other access out.
-        unsafe { Self::shift_payloads(first, n as usize, shift) };
-        MovedPayloads {
-            first,
+        let moved = MovedSlots {
+            payloads: Self::at(m, self.seg.payloads),
+            states: Self::at(m, self.seg.slot_states),
             count: n as usize,
-            shift,
+            shifts,
             _mirror: std::marker::PhantomData,
-        }
+        };
+        // SAFETY: slots [0, n) of the mirror (n <= W), plain data; the
+        // maker's exclusive borrow for the upload keeps every other access
+        // out.
+        unsafe { moved.shift(1) };
+        moved
     }
 
     /// Re-takes payload i's three region offsets for the image `c` in
@@ -646,21 +678,52 @@ impl MakerV2 {
     }
 }
 
-/// The mirror's payloads with their offsets moved for the image
-/// (`V2Run::move_payloads`); dropping it moves them back, so that the
-/// mirror holds the same bytes when the upload returns, shipped or not.
-pub(super) struct MovedPayloads<'m> {
-    first: *mut lrt_v2_task_payload,
+/// What the direct route moves a run's slots by (`V2Run::move_slots`): each
+/// pool's bound region offsets (tensors, scalars, fanin), the slot states'
+/// `payload` and `task`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct MoveShifts {
+    pub(super) regions: [i64; 3],
+    pub(super) slots: [i64; 2],
+}
+
+/// The mirror's slots with their offsets moved for the image
+/// (`V2Run::move_slots`); dropping it moves them back, so that the mirror
+/// holds the same bytes when the upload returns, shipped or not.
+pub(super) struct MovedSlots<'m> {
+    payloads: *mut lrt_v2_task_payload,
+    states: *mut lrt_v2_task_slot_state,
     count: usize,
-    shift: [i64; 3],
+    shifts: MoveShifts,
     _mirror: std::marker::PhantomData<&'m Mapping>,
 }
 
-impl Drop for MovedPayloads<'_> {
+impl MovedSlots<'_> {
+    /// Moves every offset by `sign` x its shift, in 32-bit wrapping
+    /// arithmetic (so that -1 undoes +1).
+    ///
+    /// # Safety
+    /// The slots are the mirror's `[0, count)`, writable, with no other
+    /// access during the call.
+    unsafe fn shift(&self, sign: i64) {
+        let k = self.shifts;
+        // SAFETY: the caller's contract.
+        unsafe { V2Run::shift_payloads(self.payloads, self.count, k.regions.map(|s| sign * s)) };
+        let (pay, task) = ((sign * k.slots[0]) as i32, (sign * k.slots[1]) as i32);
+        for i in 0..self.count {
+            // SAFETY: slot state i < count (the caller's contract).
+            let st = unsafe { &mut *self.states.add(i) };
+            st.payload = st.payload.wrapping_add(pay);
+            st.task = st.task.wrapping_add(task);
+        }
+    }
+}
+
+impl Drop for MovedSlots<'_> {
     fn drop(&mut self) {
-        // SAFETY: the payloads `move_payloads` moved, in the mirror this
-        // guard borrows; moving by -shift undoes the wrapping move.
-        unsafe { V2Run::shift_payloads(self.first, self.count, self.shift.map(|s| -s)) };
+        // SAFETY: the slots `move_slots` moved, in the mirror this guard
+        // borrows; the upload still holds the maker exclusively.
+        unsafe { self.shift(-1) };
     }
 }
 

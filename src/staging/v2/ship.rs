@@ -21,14 +21,17 @@
 //!   frame after travels on its own. At most five copies, and the device
 //!   gets the bytes the one copy ships except the padding after each pool,
 //!   which it never reads.
-//! * **split, payloads from the mirror** (as split, for a run with tasks
-//!   whose regions all pass the branch-free check): the payloads (most of
-//!   the per-task part) are not gathered. Their bound offsets are moved in
-//!   place by one shift per pool (`V2Run::mirror_shifts`), the payload
-//!   segment is copied straight from the mirror, and the guard
-//!   (`MovedPayloads`) moves them back once the copies are over, failed or
-//!   not; the rest of the per-task part is gathered and goes in two copies,
-//!   before and after the payloads. At most seven copies.
+//! * **direct** (as split, for a run with tasks whose regions all pass
+//!   the branch-free check and whose slots are bound as a claim binds
+//!   them): only the header is gathered (with the frame before); the live
+//!   part of each slot segment (descriptors, payloads, slot states, flags)
+//!   is copied straight from the mirror, like the pools. The offsets in
+//!   them move by one constant each (`V2Run::mirror_shifts`,
+//!   `V2Run::slot_shifts`: the distances between segments are all that
+//!   differ between the mirror and the image), so they are moved in place
+//!   for the copies and back once they are over, failed or not (the guard,
+//!   `MovedSlots`). At most ten copies, the padding after each segment not
+//!   written.
 //!
 //! The mirror holds the same bytes when an upload returns, by every route.
 //!
@@ -36,16 +39,17 @@
 //! device's bandwidth once; they differ by what is gathered and by how many
 //! copies pay a fixed latency: the one copy gathers everything; the split
 //! route pays one more copy per used pool to gather only the per-task part;
-//! the payloads from the mirror pay two more copies to leave the payloads
-//! out of the gather too. AUTO takes the cheapest (`choose_route`) by the
+//! the direct route pays one more per live slot segment to gather only the
+//! header. AUTO takes the cheapest (`choose_route`) by the
 //! cost model (`CostModel`, the core's): the device's own figures, or
 //! measured at the maker's first v2 upload into that upload's destination
 //! (before anything else is written there), the latency as the median of
 //! small copies made where the copies from the mirror go and the gather
 //! from the payloads the host just wrote into the warmed staging buffer. A
 //! small image (pools of a few KiB) is one framed copy, as the reference
-//! ships it; a large one, whose pools and payloads are most of its bytes,
-//! skips gathering them. A device whose copy costs microseconds (CUDA from
+//! ships it, or on a device whose copies cost tens of nanoseconds (a
+//! `memcpy`), directly; a large one skips gathering its pools, and its
+//! slots where copies are cheap. A device whose copy costs microseconds (CUDA from
 //! pageable memory) keeps the one copy up to pools of tens of KiB.
 //!
 //! Every check an upload makes runs before its first copy; a rejected
@@ -55,7 +59,8 @@ use std::time::Instant;
 
 use super::super::abi::{lrt_upload_policy, lrt_upload_report};
 use super::super::maker::{device_kind, elapsed_ns, CostModel, Gathered};
-use super::image::{shipped_header, Gather};
+use super::super::mirror::Mapping;
+use super::image::{shipped_header, Gather, MoveShifts};
 use super::layout::lrt_v2_sm_header;
 use super::run::{Pool, Seg, V2Run};
 use super::MakerV2;
@@ -74,26 +79,11 @@ pub struct V2Frame<'a> {
     pub after: &'a [u8],
 }
 
-/// The cheapest of `routes` (route, copies, bytes gathered) by `model`:
-/// the one copy ships `one_bytes`, a split route `split_bytes` (it leaves
-/// out the padding after each pool); the payloads go from the mirror only
-/// with `payloads` (a run with tasks). Ties keep the earlier route.
-fn choose_route(
-    model: &CostModel,
-    routes: [(Route, u32, u64); 3],
-    one_bytes: u64,
-    split_bytes: u64,
-    payloads: bool,
-) -> Route {
+/// The cheapest of `routes` (route, copies, bytes over the device, bytes
+/// gathered) by `model`; a tie keeps the earlier route.
+fn choose_route(model: &CostModel, routes: &[(Route, u32, u64, u64)]) -> Route {
     let mut best = (Route::OneCopy, f64::INFINITY);
-    for (route, copies, gathered) in routes {
-        if route == Route::SplitPayloads && !payloads {
-            continue;
-        }
-        let bytes = match route {
-            Route::OneCopy => one_bytes,
-            _ => split_bytes,
-        };
+    for &(route, copies, bytes, gathered) in routes {
         let cost = model.cost(copies, bytes, gathered);
         if cost < best.1 {
             best = (route, cost);
@@ -117,11 +107,11 @@ struct Shipped {
 /// the image's start + `to` (negative: the frame before it).
 type Part = (i64, *const u8, u64);
 
-/// An upload's parts, at most eight, kept inline: an upload allocates
+/// An upload's parts, at most ten, kept inline: an upload allocates
 /// nothing.
 #[derive(Clone, Copy)]
 struct Parts {
-    at: [Part; 8],
+    at: [Part; 10],
     len: usize,
 }
 
@@ -132,14 +122,15 @@ enum Route {
     OneCopy,
     /// The per-task part gathered, each used pool from the mirror.
     Split,
-    /// As `Split`, and the payloads from the mirror too, their offsets
-    /// moved there for the copy and back.
-    SplitPayloads,
+    /// Only the header gathered (with the frame before); each slot
+    /// segment's live part and each used pool from the mirror, the slots'
+    /// offsets moved there for the copy and back.
+    Direct,
 }
 
 impl Parts {
     const EMPTY: Parts = Parts {
-        at: [(0, std::ptr::null(), 0); 8],
+        at: [(0, std::ptr::null(), 0); 10],
         len: 0,
     };
 
@@ -258,23 +249,17 @@ impl MakerV2 {
 
     /// AUTO's model for v2, measured once, into this upload's destination
     /// (the image and the frame after it are written next anyway), with the
-    /// split route's pool parts as the small copies whose latency counts.
+    /// direct route's copies from the mirror as the small copies whose
+    /// latency counts.
     fn measure_model(&mut self, f: &V2Frame<'_>, n: u64) {
         let c = self.run.image_segments(n);
         let len = c.end + f.after.len() as u64;
         let ms = self.run.segments();
-        let u = self.run.used;
-        // Where the split route's copies from the mirror go (the payloads,
-        // each used pool), from where they come.
-        let payloads = (n > 0).then_some((c.payloads, ms.payloads));
-        let spots: Vec<(u64, u64)> = payloads
-            .into_iter()
-            .chain(
-                Pool::ALL
-                    .iter()
-                    .filter(|p| p.of(&u) > 0)
-                    .map(|p| (p.start(&c), p.start(&ms))),
-            )
+        let spots: Vec<(u64, u64)> = self
+            .mirror_parts(n, true)
+            .as_slice()
+            .iter()
+            .map(|&(to, src, _)| (to as u64, src as u64 - self.core.mirror.as_ptr() as u64))
             .collect();
         // The gather figure from the payloads the host just wrote (most of
         // what a gather reads).
@@ -297,66 +282,71 @@ impl MakerV2 {
         self.measured = true;
     }
 
-    /// The split route's copies besides the gathered one: the used part of
-    /// each pool, straight from the mirror (empty ones left out).
-    fn pool_parts_direct(&self, n: u64) -> Parts {
+    /// The copies straight from the mirror of a split route: the live part
+    /// of each slot segment (with `slots`: the direct route) and the used
+    /// part of each pool, empty ones left out.
+    fn mirror_parts(&self, n: u64, slots: bool) -> Parts {
         let (ms, c, u) = (
             self.run.segments(),
             self.run.image_segments(n),
             self.run.used,
         );
         let mut parts = Parts::EMPTY;
-        for pool in Pool::ALL {
-            let len = pool.of(&u) * pool.elem();
+        let mut push = |to: u64, from: u64, len: u64| {
             if len > 0 {
                 parts.push((
-                    pool.start(&c) as i64,
-                    V2Run::at::<u8>(&self.core.mirror, pool.start(&ms)).cast_const(),
+                    to as i64,
+                    V2Run::at::<u8>(&self.core.mirror, from).cast_const(),
                     len,
                 ));
             }
+        };
+        if slots {
+            for seg in [Seg::Descriptors, Seg::Payloads, Seg::SlotStates, Seg::Flags] {
+                push(seg.start(&c), seg.start(&ms), n * seg.size());
+            }
+        }
+        for pool in Pool::ALL {
+            push(pool.start(&c), pool.start(&ms), pool.of(&u) * pool.elem());
         }
         parts
     }
 
     /// The route that costs least by the model (module docs): every route
-    /// pays the image's bytes over the device's bandwidth; the one copy
+    /// pays the bytes it ships over the device's bandwidth; the one copy
     /// gathers the whole image (and a staged frame after); the split route
     /// gathers the per-task part and pays a copy per used pool (and the
-    /// frame after travels on its own); with the payloads from the mirror
-    /// too, it gathers the per-task part less the payloads and pays two
-    /// copies more (the payloads, and the slot states after them).
+    /// frame after travels on its own); the direct route gathers the header
+    /// alone and pays a copy per live slot segment too.
     fn cheapest_route(&self, n: u64, f: &V2Frame<'_>) -> Route {
         let c = self.run.image_segments(n);
         let (own, staged) = self.frames_apart(f);
         let frames = f.before.len() as u64 + f.after.len() as u64;
-        let pools = self.pool_parts_direct(n);
-        let pool_bytes = pools.as_slice().iter().map(|p| p.2).sum::<u64>();
-        let before_staged = f.before.len() as u64 <= self.frame_before;
-        let split_copies =
-            1 + pools.len as u32 + u32::from(!before_staged) + u32::from(!f.after.is_empty());
-        let split_gathered = c.fanin_pool
-            + if before_staged {
-                f.before.len() as u64
-            } else {
-                0
-            };
-        let payload_bytes = n * Seg::Payloads.size();
-        choose_route(
-            &self.core.model,
-            [
-                (Route::OneCopy, 1 + own, c.end + staged),
-                (Route::Split, split_copies, split_gathered),
-                (
-                    Route::SplitPayloads,
-                    split_copies + 2,
-                    split_gathered - payload_bytes,
-                ),
-            ],
-            c.end + frames,
-            pool_bytes + c.fanin_pool + frames,
-            n > 0,
-        )
+        let bl = f.before.len() as u64;
+        let before_staged = bl <= self.frame_before;
+        let apart = u32::from(!before_staged) + u32::from(!f.after.is_empty());
+        let staged_before = if before_staged { bl } else { 0 };
+        let sum = |p: &Parts| p.as_slice().iter().map(|p| p.2).sum::<u64>();
+        let (pools, slots) = (self.mirror_parts(n, false), self.mirror_parts(n, true));
+        let header = size_of::<lrt_v2_sm_header>() as u64;
+        let routes = [
+            (Route::OneCopy, 1 + own, c.end + frames, c.end + staged),
+            (
+                Route::Split,
+                1 + pools.len as u32 + apart,
+                c.fanin_pool + sum(&pools) + frames,
+                c.fanin_pool + staged_before,
+            ),
+            (
+                Route::Direct,
+                1 + slots.len as u32 + apart,
+                header + sum(&slots) + frames,
+                header + staged_before,
+            ),
+        ];
+        // A run without tasks has no slot to ship from the mirror.
+        let usable = if n > 0 { 3 } else { 2 };
+        choose_route(&self.core.model, &routes[..usable])
     }
 
     /// For the one copy: how many frames travel on their own (longer than
@@ -404,8 +394,8 @@ impl MakerV2 {
 
     /// Every route (module docs); a split one only for a run read from the
     /// mirror alone. The regions are checked as the image is gathered (or,
-    /// for payloads shipped from the mirror, before they are moved there);
-    /// a bad one is `InvalidArgument` before any copy.
+    /// for the direct route, before the slots are moved in the mirror); a
+    /// bad one is `InvalidArgument` before any copy.
     fn ship_gathered(
         &mut self,
         n: u64,
@@ -414,19 +404,14 @@ impl MakerV2 {
         route: Route,
         t0: Instant,
     ) -> Result<Shipped> {
-        let split = route != Route::OneCopy;
-        // Payloads from the mirror only when every region holds (one
-        // branch-free pass, `mirror_shifts`); else they are gathered, which
-        // names a bad region.
-        let shifts = match route {
-            Route::SplitPayloads if n > 0 => {
-                let c = self.run.image_segments(n);
-                let m = &self.core.mirror;
-                self.run
-                    .mirror_shifts(m, &self.run.pool_parts(m, std::ptr::null_mut()), &c, n)
-            }
+        // The direct route only when every region holds and every slot is
+        // bound as a claim binds it (branch-free passes); else the per-task
+        // part is gathered (which names a bad region).
+        let direct = match route {
+            Route::Direct => self.direct_shifts(n),
             _ => None,
         };
+        let split = route != Route::OneCopy;
         let b = self.image_start();
         // A run claimed in place is in the image buffer (`exact` holds only
         // with one); any other is gathered into the staging buffer.
@@ -436,28 +421,20 @@ impl MakerV2 {
         };
         let at = self.stage_off as usize;
         let out = buf.as_ptr().wrapping_add(at);
-        let seg = if in_place {
-            self.run.check_regions(&self.core.mirror, b, n)?;
-            let seg = self.run.image_segments(n);
-            // SAFETY: the image buffer's image starts with room for the
-            // header, which the mirror's header is copied into (64-aligned,
-            // distinct mappings); the shipped header's pointers are NULL.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    V2Run::header(&self.core.mirror).cast::<u8>(),
-                    out,
-                    size_of::<lrt_v2_sm_header>(),
-                );
-                shipped_header(&mut *out.cast::<lrt_v2_sm_header>());
+        let seg = if in_place || direct.is_some() {
+            if in_place {
+                self.run.check_regions(&self.core.mirror, b, n)?;
             }
-            seg
+            // SAFETY: the buffer's image starts with room for the header
+            // (64-aligned, distinct from the mirror).
+            unsafe { stage_header(&self.core.mirror, out) };
+            self.run.image_segments(n)
         } else if split {
-            let what = match shifts {
-                Some(_) => Gather::AroundPayloads,
-                None => Gather::PerTask,
-            };
             // SAFETY: as below, for the image's first c.fanin_pool bytes.
-            unsafe { self.run.compact(&self.core.mirror, b, n, out, what) }?
+            unsafe {
+                self.run
+                    .compact(&self.core.mirror, b, n, out, Gather::PerTask)
+            }?
         } else {
             // SAFETY: the staging buffer holds stage_off + the reference's
             // mirror size + frame_after bytes, no compact image is larger
@@ -466,8 +443,13 @@ impl MakerV2 {
             // image buffer.
             unsafe { self.run.compact_into(&self.core.mirror, b, n, out) }?
         };
-        // The gathered part: the whole image, or its per-task part.
-        let gathered = if split { seg.fanin_pool } else { seg.end } as usize;
+        // The gathered part: the whole image, its per-task part, or its
+        // header.
+        let gathered = match (direct, split) {
+            (Some(_), _) => size_of::<lrt_v2_sm_header>() as u64,
+            (None, true) => seg.fanin_pool,
+            (None, false) => seg.end,
+        } as usize;
         // Frames that fit their rooms join the gathered copy (the frame
         // after only when the whole image is gathered: it follows the
         // pools); a longer one is a part of its own.
@@ -491,30 +473,13 @@ impl MakerV2 {
         if !staged_before {
             parts.push((-(bl as i64), f.before.as_ptr(), bl as u64));
         }
-        let staged = |from: usize, to: usize| -> Part {
-            (
-                from as i64 - at as i64,
-                buf.as_ptr().wrapping_add(from).cast_const(),
-                (to - from) as u64,
-            )
-        };
-        let payloads = (seg.payloads as usize, seg.slot_states as usize);
-        match shifts {
-            // Up to the payloads, the payloads (from the mirror, once
-            // moved: `MovedPayloads`), the rest of the per-task part.
-            Some(_) => {
-                parts.push(staged(start, at + payloads.0));
-                parts.push((
-                    payloads.0 as i64,
-                    V2Run::at::<u8>(&self.core.mirror, self.run.segments().payloads).cast_const(),
-                    n * Seg::Payloads.size(),
-                ));
-                parts.push(staged(at + payloads.1, end));
-            }
-            None => parts.push(staged(start, end)),
-        }
+        parts.push((
+            start as i64 - at as i64,
+            buf.as_ptr().wrapping_add(start).cast_const(),
+            (end - start) as u64,
+        ));
         if split {
-            for &p in self.pool_parts_direct(n).as_slice() {
+            for &p in self.mirror_parts(n, direct.is_some()).as_slice() {
                 parts.push(p);
             }
         }
@@ -528,10 +493,10 @@ impl MakerV2 {
         let pin_end = end.next_power_of_two().min(buf.len());
         let core = &mut self.core;
         core.pins.ensure(pins, &*core.device, 0, pin_end);
-        // The payloads moved for the image until the copies are made, and
-        // moved back whatever they did (the guard's drop).
-        let moved = shifts.map(|k| self.run.move_payloads(&self.core.mirror, n, k));
-        // SAFETY: the parts lie inside the buffer, the mirror's payloads
+        // The direct route's slots moved for the image until the copies
+        // are made, and moved back whatever they did (the guard's drop).
+        let moved = direct.map(|k| self.run.move_slots(&self.core.mirror, n, k));
+        // SAFETY: the parts lie inside the buffer, the mirror's live slots
         // and used pools or the caller's frames; the destination holds the
         // frame before below f.image and the image and the frame after
         // from it on (the frame's contract).
@@ -550,6 +515,36 @@ impl MakerV2 {
             copied,
         })
     }
+
+    /// The direct route's moves for a run of `n > 0` tasks read from the
+    /// mirror alone: None unless every region holds (`mirror_shifts`) and
+    /// every slot is bound as a claim binds it (`slot_shifts`).
+    fn direct_shifts(&self, n: u64) -> Option<MoveShifts> {
+        let (m, c) = (&self.core.mirror, self.run.image_segments(n));
+        let parts = self.run.pool_parts(m, std::ptr::null_mut());
+        Some(MoveShifts {
+            regions: self.run.mirror_shifts(m, &parts, &c, n)?,
+            slots: self.run.slot_shifts(m, &c, n)?,
+        })
+    }
+}
+
+/// Writes the mirror's header to `out` as it ships: its pointers NULL,
+/// `orchestrator_done` 1.
+///
+/// # Safety
+/// `out` is 64-aligned, writable for the header's 256 bytes, and does not
+/// overlap the mirror.
+unsafe fn stage_header(m: &Mapping, out: *mut u8) {
+    // SAFETY: the caller's contract; every bit pattern is a valid header.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            V2Run::header(m).cast::<u8>(),
+            out,
+            size_of::<lrt_v2_sm_header>(),
+        );
+        shipped_header(&mut *out.cast::<lrt_v2_sm_header>());
+    }
 }
 
 #[cfg(test)]
@@ -567,47 +562,33 @@ mod tests {
         }
     }
 
-    /// A 100 kB image: 80 kB of pools, 5 kB of payloads in its 20 kB
-    /// per-task part; the split routes pay 4 and 6 copies.
-    fn choose(m: &CostModel, payloads: bool) -> Route {
-        choose_route(
-            m,
-            [
-                (Route::OneCopy, 1, 100_000),
-                (Route::Split, 4, 20_000),
-                (Route::SplitPayloads, 6, 15_000),
-            ],
-            100_000,
-            99_000,
-            payloads,
-        )
+    /// A 100 kB image: 80 kB of pools in one, 20 kB of per-task part of
+    /// which 19 kB live in four segments (the direct route's four more
+    /// copies), the split routes leaving out 1 kB of padding.
+    fn choose(m: &CostModel, tasks: bool) -> Route {
+        let routes = [
+            (Route::OneCopy, 1, 100_000, 100_000),
+            (Route::Split, 4, 99_000, 20_000),
+            (Route::Direct, 8, 98_000, 256),
+        ];
+        choose_route(m, &routes[..if tasks { 3 } else { 2 }])
     }
 
     /// Each route is the cheapest somewhere: dear copies keep the one
-    /// copy; copies dearer than the payloads' gather but cheaper than the
-    /// pools' keep the payloads gathered; cheap copies ship them from the
-    /// mirror, unless the run has no task.
+    /// copy; copies dearer than the per-task part's gather but cheaper
+    /// than the pools' keep the per-task part gathered; cheap copies ship
+    /// everything but the header from the mirror, unless the run has no
+    /// task.
     #[test]
     fn each_route_wins_where_the_model_says() {
         assert_eq!(choose(&model(1e6, 10.0), true), Route::OneCopy);
-        // Pools' gather 8 us > 3 more copies (3 us); payloads' 0.5 us < 2 us.
+        // Pools' gather 8 us > 3 more copies (3 us); the per-task part's
+        // 2 us < 4 more copies (4 us).
         assert_eq!(choose(&model(1000.0, 10.0), true), Route::Split);
-        assert_eq!(choose(&model(10.0, 10.0), true), Route::SplitPayloads);
+        assert_eq!(choose(&model(10.0, 10.0), true), Route::Direct);
         assert_eq!(choose(&model(10.0, 10.0), false), Route::Split);
         // A tie keeps the earlier route.
-        assert_eq!(
-            choose_route(
-                &model(0.0, 1.0),
-                [
-                    (Route::OneCopy, 1, 10),
-                    (Route::Split, 1, 10),
-                    (Route::SplitPayloads, 1, 10)
-                ],
-                5,
-                5,
-                true
-            ),
-            Route::OneCopy
-        );
+        let tie = [(Route::OneCopy, 1, 5, 10), (Route::Split, 1, 5, 10)];
+        assert_eq!(choose_route(&model(0.0, 1.0), &tie), Route::OneCopy);
     }
 }
