@@ -1938,9 +1938,10 @@ enum lrt_status lrt_runtime_maker_v2_image_segments(const struct lrt_runtime_mak
  * re-taken for the image's pools (unbound ones stay 0), padding zeroed.
  * The mirror holds the same bytes when the call returns. The report says
  * what shipped: copies 1, the framed bytes, path LRT_UPLOAD_COMPACT.
- * Under LRT_UPLOAD_AUTO the upload may instead take a split route (its
- * pools, and maybe its payloads, copied straight from the mirror), as
- * lrt_runtime_maker_v2_upload_frame describes.
+ * Under LRT_UPLOAD_AUTO the upload may instead take the split or the
+ * direct route (its pools, or all its live bytes but the header, copied
+ * straight from the mirror), as lrt_runtime_maker_v2_upload_frame
+ * describes.
  *
  * `maker` must be NULL or a live maker; `before` / `after` must be
  * readable for their lengths (NULL only with length 0); `report` may be
@@ -2022,16 +2023,18 @@ enum lrt_status lrt_runtime_maker_v2_set_core_counts(struct lrt_runtime_maker *m
  * the split route: the frame before and the image's per-task part (header
  * and slot segments, checked and re-taken as they are gathered) in one
  * copy, each used pool copied straight from the mirror, the frame after
- * on its own, up to five copies; or the split route with the payloads
- * copied straight from the mirror too (every region checked first, their
+ * on its own, up to five copies; or the direct route: the frame before
+ * and the header in one copy, each slot segment's live part and each used
+ * pool straight from the mirror (every region checked, and every slot
+ * bound to its own payload and descriptor, else the split route; their
  * offsets moved there for the image and moved back before the call
- * returns), the per-task part then in two copies around them, up to seven
- * copies; whichever the cost model says is cheapest. The model is
+ * returns), up to ten copies; whichever the cost model says is cheapest. The model is
  * measured at the maker's first v2 upload, into that upload's destination
  * before anything else is written there (the latency as the median of
  * small copies where the copies from the mirror go, the gather from the
- * payloads the host wrote). The split routes do not write the padding
- * after each pool (the device reads none of it). Whatever the route and
+ * payloads the host wrote). The split route does not write the padding
+ * after each pool, the direct route none after any segment (the device
+ * reads none of it). Whatever the route and
  * its outcome, the mirror holds the same bytes when the call returns; it
  * must not be read or written by another thread during the call. Under
  * the other policies, the one framed copy. A frame longer

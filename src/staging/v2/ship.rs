@@ -47,10 +47,10 @@
 //! small copies made where the copies from the mirror go and the gather
 //! from the payloads the host just wrote into the warmed staging buffer. A
 //! small image (pools of a few KiB) is one framed copy, as the reference
-//! ships it, or on a device whose copies cost tens of nanoseconds (a
-//! `memcpy`), directly; a large one skips gathering its pools, and its
-//! slots where copies are cheap. A device whose copy costs microseconds (CUDA from
-//! pageable memory) keeps the one copy up to pools of tens of KiB.
+//! ships it, or, on a device whose copies cost tens of nanoseconds (a
+//! `memcpy`), direct; a large one skips gathering its pools, and its slots
+//! too where copies are cheap. A device whose copy costs microseconds (CUDA
+//! from pageable memory) keeps the one copy up to pools of tens of KiB.
 //!
 //! Every check an upload makes runs before its first copy; a rejected
 //! upload copies nothing and leaves the run open.
