@@ -597,3 +597,100 @@ fn the_shipped_image_does_not_depend_on_history() {
         }
     }
 }
+
+/// Seeded random host-written runs (random N, each run's slots and regions
+/// as claims make them, some broken: a region moved off its pool, a slot
+/// bound to another payload or descriptor), shipped under copies that cost
+/// nothing, a microsecond and a millisecond (every route AUTO has): a run
+/// with a bad region is refused with nothing copied; any other ships, on
+/// every byte a device reads, the image its claims make (a slot bound
+/// elsewhere is bound to its own payload and descriptor there); the mirror
+/// holds the same bytes after every upload.
+#[test]
+fn random_host_written_runs_ship_their_image_by_every_route() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut below = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    let mid = CopyCost {
+        latency_ns: 1000.0,
+        bytes_per_ns: 10.0,
+    };
+    let mut routes = std::collections::BTreeSet::new();
+    for cost in [FREE_COPIES, mid, DEAR_COPIES] {
+        let dev = FakeDevice::new();
+        let mut m = regionless(
+            &config(lrt_upload_policy::LRT_UPLOAD_AUTO),
+            dev.device_with_cost(cost),
+        );
+        let (base, len) = region(&dev, &[]);
+        for _ in 0..40 {
+            let n = below(W + 1);
+            let (used, expected, at) = host_writes(&mut m, n);
+            let s = m.mirror_segments();
+            // 0: as claimed; 1: a region off its pool; 2, 3: a slot's
+            // payload / task bound elsewhere.
+            let broken = if n == 0 { 0 } else { below(4) };
+            let i = if n == 0 { 0 } else { below(n) } as usize;
+            // SAFETY: fields of slot i < n of the live mirror.
+            unsafe {
+                match broken {
+                    1 => *at.add(s.payloads as usize + 192 * i + 12).cast::<i32>() += 8,
+                    2 => *at.add(s.slot_states as usize + 64 * i + 8).cast::<i32>() += 192,
+                    3 => *at.add(s.slot_states as usize + 64 * i + 12).cast::<i32>() -= 40,
+                    _ => {}
+                }
+            }
+            // A tensor region of a task without tensors stays unbound.
+            let region_bound = i as u64 * 2 < used.tensors;
+            m.set_pool_use(used).unwrap();
+            let c = m.image_segments();
+            let mirror = mirror_bytes(at, mirror_len(&m));
+            dev.reset_copies();
+            let r = m.upload_frame(&frame(base, len, &[], &[]));
+            assert!(
+                mirror_bytes(at, mirror_len(&m)) == mirror,
+                "n = {n}, broken {broken}: the mirror changed"
+            );
+            if broken == 1 && region_bound {
+                assert_eq!(kind(r), ErrorKind::InvalidArgument, "n = {n}");
+                assert!(dev.copies().is_empty(), "a refused upload copied");
+                m.begin_run().unwrap();
+                continue;
+            }
+            let r = r.unwrap();
+            routes.insert((r.path as i32, r.copies));
+            dev.with_alloc(base.cast(), |bytes| {
+                let image = &bytes[768..];
+                for (a, b) in live_ranges(&c, used, n) {
+                    assert!(
+                        image[a..b] == expected[a..b],
+                        "n = {n}, broken {broken}: bytes [{a}, {b}) differ"
+                    );
+                }
+            })
+            .unwrap();
+        }
+        // SAFETY: allocated above through this device, freed once.
+        unsafe { dev.device().free(base) };
+        drop(m);
+        dev.assert_clean("random host-written runs");
+    }
+    // Every route ran: the one copy, the split route (5 copies at most),
+    // the direct route (more).
+    let paths: std::collections::BTreeSet<_> = routes.iter().map(|r| r.0).collect();
+    assert_eq!(paths.len(), 2, "routes seen: {routes:?}");
+    assert!(
+        routes.iter().any(|r| r.1 > 5),
+        "no direct route: {routes:?}"
+    );
+    assert!(
+        routes
+            .iter()
+            .any(|r| r.0 == lrt_upload_policy::LRT_UPLOAD_BOUNDED as i32 && r.1 <= 5),
+        "no split route: {routes:?}"
+    );
+}
