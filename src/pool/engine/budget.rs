@@ -24,6 +24,18 @@
 //! than that is counted as present the whole time, one whose next loop is
 //! further away (a request gap) frees its CPU soon after.
 //!
+//! More request threads than CPUs is another matter. K callers with gaps
+//! between their requests (K > CPUs) leave CPUs free now and then, a loop
+//! then invites helpers for them, and the callers coming back from their
+//! gaps find those CPUs taken: four callers on two CPUs with 1 ms gaps ran
+//! at 0.88x one thread per caller that way. A linger long enough to cover
+//! the gaps would take helpers from two callers on two CPUs, whose gaps
+//! they use well (1.26x). So the share also keeps a **census**: how many
+//! distinct caller threads started a loop in the current or the previous
+//! census epoch (2^[`CENSUS_SHIFT`] epochs, 2.1–4.2 ms). While it exceeds
+//! the CPUs the process is crowded with callers: every loop runs inline
+//! (what one thread per caller does) and no idle worker spins.
+//!
 //! State:
 //! * one word, two counts packed (each `u32`): `callers` — threads inside
 //!   a parallel loop of a pool that takes part, counted once per thread
@@ -36,6 +48,10 @@
 //!   [`LINGER_BITS`]). Lingering now, in epoch `e`, is the sum of the
 //!   buckets whose epoch is `e` or `e - 1` (or later: another thread's
 //!   clock read may be a little ahead of ours).
+//! * two census buckets, the same words (`Buckets`) over census epochs
+//!   (`e >> CENSUS_SHIFT`): how many caller threads enlisted in that
+//!   census epoch. The census now is the larger of the two recent buckets
+//!   (a thread active in both is in both; their sum would count it twice).
 //!
 //! Protocol (every update one read-modify-write, `Relaxed`; the epoch is
 //! the caller's, from the monotonic clock, passed in):
@@ -56,10 +72,18 @@
 //!   sleep, and the next loop would pay a wake-up (one caller on two CPUs
 //!   lost 13% of its latency that way). Counted once too few for a moment
 //!   costs at most one spin check that lets a worker go on spinning.
+//! * a caller's first counted loop in a census epoch `c` (the thread
+//!   remembers the last `c` it enlisted in) enlists it first: one CAS loop
+//!   on census bucket `c % 2`, as a linger's end adds to its bucket
+//!   (reset an older epoch's, else increment); nothing takes it back.
+//!   Then, with the census above the CPUs, the loop invites no helper
+//!   (`claim`); a pool's loop (`parallel.rs`) then does not even count its
+//!   caller in the word, nor take its linger back (which expires by the
+//!   clock), so that a crowd's loops write no shared line.
 //! * a helper: `busy += 1` before its share, `busy -= 1` after it.
 //! * a worker between loops spins only while `callers + busy + lingering
-//!   < cpus`; once they claim every CPU it goes to its sleep path
-//!   (`worker.rs`).
+//!   < cpus` and the census is at most the CPUs; else it goes to its sleep
+//!   path (`worker.rs`).
 //!
 //! Invariants:
 //! * Exact counts: every increment is matched by one decrement of the same
@@ -70,11 +94,15 @@
 //!   that still carries the epoch its linger was added in (the CAS
 //!   compares the epoch with the count), a reset discards only lingers of
 //!   an expired epoch, and a take-back after the reset finds a later
-//!   epoch and does nothing (loom: `cpu_share_*` and `linger_*` in
-//!   `tests/pool_loom.rs`, with a twin whose updates are a load and a
-//!   store, which loses them and must fail).
+//!   epoch and does nothing. A census bucket counts exactly the threads
+//!   that enlisted in its epoch, each once: a thread enlists once per
+//!   census epoch, and a reset discards only an expired epoch's (loom:
+//!   `cpu_share_*`, `linger_*` and `census_*` in `tests/pool_loom.rs`, with
+//!   a twin whose updates are a load and a store, which loses them and
+//!   must fail).
 //! * Expiry needs nobody: a linger stops counting when the clock leaves
-//!   its epoch's successor, whether or not its thread ever calls again (a
+//!   its epoch's successor, an enlistment when the clock leaves its census
+//!   epoch's successor, whether or not its thread ever calls again (a
 //!   caller thread that exits leaves nothing behind).
 //! * A caller invites at most the CPUs free in its own view (the word its
 //!   increment replaced, the buckets it read after): callers and helpers
@@ -88,9 +116,11 @@
 //!   cut short.
 //!
 //! Cost: per loop of a caller, two RMWs on the word and two CAS on a
-//! bucket line (uncontended: one pass of each loop), and two clock reads
-//! (the caller's, `shared.rs`); two RMWs per helper share; a spinning
-//! worker reads the three lines (shared, not written, between loops).
+//! bucket line (uncontended: one pass of each loop), two reads of the
+//! census lines, and two clock reads (the caller's, `shared.rs`); one CAS
+//! more per caller thread and census epoch; two RMWs per helper share; a
+//! spinning worker reads the five lines (shared, not written, between
+//! loops).
 use super::sync::{AtomicU64, CachePadded, Ordering::Relaxed};
 
 /// One caller, in the packed word.
@@ -102,14 +132,74 @@ pub const LINGER_BITS: u32 = 24;
 /// An epoch is `2^EPOCH_NS_LOG2` ns of the monotonic clock (65.5 µs), so
 /// a caller's claim lingers 65.5–131 µs after its loop.
 pub const EPOCH_NS_LOG2: u32 = 16;
+/// A census epoch is `2^CENSUS_SHIFT` epochs (2.1 ms): longer than a
+/// request's gap between the loops of callers that crowd the CPUs.
+pub const CENSUS_SHIFT: u32 = 5;
 const LINGER_COUNT: u64 = (1 << LINGER_BITS) - 1;
 
 /// The share: callers, busy helpers and lingering callers against the
-/// CPUs online.
+/// CPUs online, and the census of caller threads.
 pub struct CpuShare {
     word: AtomicU64,
-    lingering: [CachePadded<AtomicU64>; 2],
+    lingering: Buckets,
+    census: Buckets,
     cpus: u64,
+}
+
+/// Two epoch-tagged counters (module docs: the linger and census
+/// buckets): epoch `e` counts in bucket `e % 2`.
+struct Buckets([CachePadded<AtomicU64>; 2]);
+
+impl Buckets {
+    fn new() -> Buckets {
+        Buckets([
+            CachePadded::new(AtomicU64::new(0)),
+            CachePadded::new(AtomicU64::new(0)),
+        ])
+    }
+
+    /// The counts of the buckets that still count at epoch `now`.
+    fn recent(&self, now: u64) -> impl Iterator<Item = u64> + '_ {
+        self.0
+            .iter()
+            .map(|b| b.load(Relaxed))
+            .filter(move |&w| recent(bucket_epoch(w), now))
+            .map(|w| w & LINGER_COUNT)
+    }
+
+    /// Counts one more in epoch `now`'s bucket (reset first if it still
+    /// counts an expired epoch); returns the epoch it is counted in (`now`,
+    /// or later when another thread's clock read was ahead).
+    fn add(&self, now: u64) -> u64 {
+        let bucket = &self.0[(now % 2) as usize];
+        let mut w = bucket.load(Relaxed);
+        loop {
+            let b = bucket_epoch(w);
+            // Same parity: `b` is `now` (or later), or expired (`now - 2`
+            // or older).
+            let (at, new) = if (b.wrapping_sub(now) as i64) >= 0 {
+                (b, w + 1)
+            } else {
+                (now, (now << LINGER_BITS) | 1)
+            };
+            match bucket.compare_exchange_weak(w, new, Relaxed, Relaxed) {
+                Ok(_) => return at,
+                Err(seen) => w = seen,
+            }
+        }
+    }
+
+    /// Takes one back from epoch `at`'s bucket if it still counts `at`.
+    fn take_back(&self, at: u64) {
+        let bucket = &self.0[(at % 2) as usize];
+        let mut w = bucket.load(Relaxed);
+        while bucket_epoch(w) == at && w & LINGER_COUNT > 0 {
+            match bucket.compare_exchange_weak(w, w - 1, Relaxed, Relaxed) {
+                Ok(_) => return,
+                Err(seen) => w = seen,
+            }
+        }
+    }
 }
 
 /// Where a caller's linger is counted: the epoch of the bucket that holds
@@ -132,10 +222,8 @@ impl CpuShare {
     pub fn new(cpus: usize) -> CpuShare {
         CpuShare {
             word: AtomicU64::new(0),
-            lingering: [
-                CachePadded::new(AtomicU64::new(0)),
-                CachePadded::new(AtomicU64::new(0)),
-            ],
+            lingering: Buckets::new(),
+            census: Buckets::new(),
             cpus: cpus.max(1) as u64,
         }
     }
@@ -146,12 +234,25 @@ impl CpuShare {
 
     /// Callers lingering at epoch `now`.
     pub fn lingering(&self, now: u64) -> u64 {
-        self.lingering
-            .iter()
-            .map(|b| b.load(Relaxed))
-            .filter(|&w| recent(bucket_epoch(w), now))
-            .map(|w| w & LINGER_COUNT)
-            .sum()
+        self.lingering.recent(now).sum()
+    }
+
+    /// The census at epoch `now`: distinct caller threads that enlisted in
+    /// its census epoch or the one before (the larger count).
+    pub fn census(&self, now: u64) -> u64 {
+        self.census.recent(now >> CENSUS_SHIFT).max().unwrap_or(0)
+    }
+
+    /// Enlists the calling thread in the census at epoch `now`; returns
+    /// the census epoch it is counted in (the thread calls again only in a
+    /// later one).
+    pub fn enlist(&self, now: u64) -> u64 {
+        self.census.add(now >> CENSUS_SHIFT)
+    }
+
+    /// Whether more caller threads than CPUs are about at epoch `now`.
+    pub fn crowded(&self, now: u64) -> bool {
+        self.census(now) > self.cpus
     }
 
     /// A loop that wants `wanted` helpers starts at epoch `now`: counts its
@@ -176,6 +277,9 @@ impl CpuShare {
         } else {
             self.word.load(Relaxed)
         };
+        if self.crowded(now) {
+            return 0;
+        }
         let occupied = Self::occupied(word) + self.lingering(now);
         (self.cpus.saturating_sub(occupied) as usize).min(wanted)
     }
@@ -185,35 +289,12 @@ impl CpuShare {
     /// next claim.
     pub fn unclaim(&self, now: u64) -> Linger {
         self.word.fetch_sub(CALLER, Relaxed);
-        let bucket = &self.lingering[(now % 2) as usize];
-        let mut w = bucket.load(Relaxed);
-        let at = loop {
-            let b = bucket_epoch(w);
-            // Same parity: `b` is `now` (or later), or expired (`now - 2`
-            // or older).
-            let (at, new) = if (b.wrapping_sub(now) as i64) >= 0 {
-                (b, w + 1)
-            } else {
-                (now, (now << LINGER_BITS) | 1)
-            };
-            match bucket.compare_exchange_weak(w, new, Relaxed, Relaxed) {
-                Ok(_) => break at,
-                Err(seen) => w = seen,
-            }
-        };
-        Linger(at)
+        Linger(self.lingering.add(now))
     }
 
     /// Takes back a linger if its bucket still counts its epoch.
     fn take_back(&self, l: Linger) {
-        let bucket = &self.lingering[(l.0 % 2) as usize];
-        let mut w = bucket.load(Relaxed);
-        while bucket_epoch(w) == l.0 && w & LINGER_COUNT > 0 {
-            match bucket.compare_exchange_weak(w, w - 1, Relaxed, Relaxed) {
-                Ok(_) => return,
-                Err(seen) => w = seen,
-            }
-        }
+        self.lingering.take_back(l.0);
     }
 
     /// A helper starts its share of a loop.
@@ -227,9 +308,11 @@ impl CpuShare {
     }
 
     /// Whether callers, busy helpers and lingering callers occupy every
-    /// CPU at epoch `now` (an idle worker should not spin).
+    /// CPU at epoch `now`, or the census exceeds the CPUs (an idle worker
+    /// should not spin).
     pub fn full(&self, now: u64) -> bool {
         Self::occupied(self.word.load(Relaxed)) + self.lingering(now) >= self.cpus
+            || self.crowded(now)
     }
 
     /// (callers, busy helpers) now.
@@ -277,6 +360,35 @@ mod tests {
             0,
             "one CPU at least"
         );
+    }
+
+    #[test]
+    fn a_crowd_of_callers_runs_inline() {
+        let s = CpuShare::new(2);
+        let e = 7 << CENSUS_SHIFT;
+        // Two callers enlisted: not crowded, a lone loop gets its helper.
+        assert_eq!(s.enlist(e), 7);
+        assert_eq!(s.enlist(e + 1), 7);
+        assert_eq!(s.census(e), 2);
+        assert_eq!(s.claim(true, None, e, 1), 1);
+        let l = s.unclaim(e);
+        // A third: every loop inline, no worker spins, with CPUs free.
+        s.enlist(e + 2);
+        assert_eq!(s.census(e + 2), 3);
+        assert!(s.full(e + 2), "crowded: no worker spins");
+        assert_eq!(s.claim(true, Some(l), e + 2, 1), 0, "crowded: inline");
+        s.unclaim(e + 2);
+        // The next census epoch still counts the last one's three (the
+        // larger bucket), one enlisting again there is not counted twice.
+        let next = e + (1 << CENSUS_SHIFT);
+        assert_eq!(s.enlist(next), 8);
+        assert_eq!(s.census(next), 3);
+        // Two census epochs on, only who enlisted since counts: 1.
+        let later = e + (2 << CENSUS_SHIFT);
+        assert_eq!(s.census(later), 1);
+        assert!(!s.full(later + 2));
+        assert_eq!(s.claim(true, None, later + 2, 1), 1);
+        s.unclaim(later + 2);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Which pool the calling thread belongs to: its worker record (set by the
 //! worker loop for its whole life) and the pools it is inside right now (a
 //! loop or an inline task of theirs on its stack).
-use super::budget::Linger;
+use super::budget::{CpuShare, Linger, CENSUS_SHIFT};
 use super::job::Job;
 use crossbeam_deque::Worker;
 use std::cell::{Cell, RefCell};
@@ -36,6 +36,9 @@ thread_local! {
     /// Where this thread's last counted loop left its linger in the CPU
     /// share (`budget.rs`), for its next loop to take back.
     static LINGER: Cell<Option<Linger>> = const { Cell::new(None) };
+    /// The census epoch this thread last enlisted in (`budget.rs`);
+    /// `u64::MAX`: none yet.
+    static ENLISTED: Cell<u64> = const { Cell::new(u64::MAX) };
     /// This thread's worker record while `worker::main`, which owns it,
     /// runs here ([`become_worker`]); NULL elsewhere.
     static CURRENT: Cell<*const WorkerLocal> = const { Cell::new(std::ptr::null()) };
@@ -128,6 +131,26 @@ impl Drop for InUse {
 pub(super) fn count_caller() -> Option<Option<Linger>> {
     (CURRENT.with(Cell::get).is_null() && !COUNTED.with(|c| c.replace(true)))
         .then(|| LINGER.with(Cell::take))
+}
+
+/// Enlists this (counted) caller thread in the CPU share's census at epoch
+/// `now` unless it already did in that census epoch or a later one (a
+/// bucket another thread's clock had moved on counts it there;
+/// `budget.rs`).
+pub(super) fn enlist_caller(share: &CpuShare, now: u64) {
+    let census = now >> CENSUS_SHIFT;
+    let last = ENLISTED.with(Cell::get);
+    if last == u64::MAX || census > last {
+        ENLISTED.with(|e| e.set(share.enlist(now)));
+    }
+}
+
+/// Undoes a [`count_caller`] that marked the thread when its loop does not
+/// claim after all (a crowd, `budget.rs`): the linger it took (`back`)
+/// goes back to the thread.
+pub(super) fn unmark_caller(back: Option<Linger>) {
+    LINGER.with(|l| l.set(back));
+    COUNTED.with(|c| c.set(false));
 }
 
 /// Ends what a [`count_caller`] that marked the thread began; `linger` is

@@ -60,9 +60,22 @@ struct Claim {
 
 impl Claim {
     fn new(wanted: usize) -> Claim {
+        let (share, now) = (cpu_share(), share_epoch());
         let marked = membership::count_caller();
         let counted = marked.is_some();
-        let helpers = cpu_share().claim(counted, marked.flatten(), share_epoch(), wanted);
+        if counted {
+            membership::enlist_caller(share, now);
+            // A crowd of callers (`budget.rs`): inline, and the caller not
+            // counted in the word, so that no loop writes a shared line.
+            if share.crowded(now) {
+                membership::unmark_caller(marked.flatten());
+                return Claim {
+                    counted: false,
+                    helpers: 0,
+                };
+            }
+        }
+        let helpers = share.claim(counted, marked.flatten(), now, wanted);
         Claim { counted, helpers }
     }
 }
