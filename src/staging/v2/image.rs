@@ -233,9 +233,6 @@ impl V2Run {
             zero(which.start(&c) + n * z, next);
         }
         // Slot states: bound to element i of the image.
-        let state_size = size_of::<lrt_v2_task_slot_state>() as i64;
-        let pay0 = c.payloads as i64 - c.slot_states as i64 - 8;
-        let task0 = c.descriptors as i64 - c.slot_states as i64 - 12;
         // SAFETY: slot states [0, n) of the image in `out`, 64-aligned.
         let states = unsafe {
             out.add(c.slot_states as usize)
@@ -244,10 +241,9 @@ impl V2Run {
         for i in 0..n as usize {
             // SAFETY: as above.
             let s = unsafe { &mut *states.add(i) };
-            let i = i as i64;
+            let (payload, task) = slot_binding(&c, i as u64);
             // |delta| < image size <= i32::MAX.
-            s.payload = (pay0 + i * (Seg::Payloads.size() as i64 - state_size)) as i32;
-            s.task = (task0 + i * (Seg::Descriptors.size() as i64 - state_size)) as i32;
+            (s.payload, s.task) = (payload as i32, task as i32);
         }
         let ends = [c.tensor_pool, c.scalar_pool, c.end];
         for (pool, next) in Pool::ALL
@@ -341,30 +337,17 @@ impl V2Run {
             return None;
         }
         let ms = &self.seg;
-        let state = size_of::<lrt_v2_task_slot_state>() as i64;
-        let (pay_step, task_step) = (
-            Seg::Payloads.size() as i64 - state,
-            Seg::Descriptors.size() as i64 - state,
-        );
-        let pay0 = ms.payloads as i64 - ms.slot_states as i64 - 8;
-        let task0 = ms.descriptors as i64 - ms.slot_states as i64 - 12;
         let first: *const lrt_v2_task_slot_state = Self::at(m, ms.slot_states);
         let mut good = true;
         for i in 0..n as usize {
             // SAFETY: slot state i < n <= W of the mirror, plain data.
             let st = unsafe { &*first.add(i) };
-            let i = i as i64;
-            good &= (i64::from(st.payload) == pay0 + i * pay_step)
-                & (i64::from(st.task) == task0 + i * task_step);
+            let (payload, task) = slot_binding(ms, i as u64);
+            good &= (i64::from(st.payload) == payload) & (i64::from(st.task) == task);
         }
         good.then(|| {
-            let moved = |seg: u64, mseg: u64| {
-                (seg as i64 - c.slot_states as i64) - (mseg as i64 - ms.slot_states as i64)
-            };
-            [
-                moved(c.payloads, ms.payloads),
-                moved(c.descriptors, ms.descriptors),
-            ]
+            let (image, mirror) = (slot_binding(c, 0), slot_binding(ms, 0));
+            [image.0 - mirror.0, image.1 - mirror.1]
         })
     }
 
@@ -676,6 +659,18 @@ impl MakerV2 {
                 .compact_into(&self.core.mirror, self.image_start(), n, out.as_mut_ptr())
         }
     }
+}
+
+/// The `payload` and `task` offsets of slot state `i` in layout `s` bound
+/// to payload i and descriptor i (self-relative, from its fields at +8 and
+/// +12). The strides are the same in every layout, so two layouts' bindings
+/// differ by one constant per field.
+fn slot_binding(s: &lrt_v2_segments, i: u64) -> (i64, i64) {
+    let at = (s.slot_states + i * size_of::<lrt_v2_task_slot_state>() as u64) as i64;
+    (
+        (s.payloads + i * Seg::Payloads.size()) as i64 - (at + 8),
+        (s.descriptors + i * Seg::Descriptors.size()) as i64 - (at + 12),
+    )
 }
 
 /// What the direct route moves a run's slots by (`V2Run::move_slots`): each

@@ -326,21 +326,31 @@ impl MakerV2 {
         let before_staged = bl <= self.frame_before;
         let apart = u32::from(!before_staged) + u32::from(!f.after.is_empty());
         let staged_before = if before_staged { bl } else { 0 };
-        let sum = |p: &Parts| p.as_slice().iter().map(|p| p.2).sum::<u64>();
-        let (pools, slots) = (self.mirror_parts(n, false), self.mirror_parts(n, true));
+        // The direct route's copies from the mirror; the split route's are
+        // those into the pools.
+        let direct = self.mirror_parts(n, true);
+        let (mut pool_copies, mut pool_bytes, mut slot_bytes) = (0, 0, 0);
+        for &(to, _, len) in direct.as_slice() {
+            if to as u64 >= c.fanin_pool {
+                pool_copies += 1;
+                pool_bytes += len;
+            } else {
+                slot_bytes += len;
+            }
+        }
         let header = size_of::<lrt_v2_sm_header>() as u64;
         let routes = [
             (Route::OneCopy, 1 + own, c.end + frames, c.end + staged),
             (
                 Route::Split,
-                1 + pools.len as u32 + apart,
-                c.fanin_pool + sum(&pools) + frames,
+                1 + pool_copies + apart,
+                c.fanin_pool + pool_bytes + frames,
                 c.fanin_pool + staged_before,
             ),
             (
                 Route::Direct,
-                1 + slots.len as u32 + apart,
-                header + sum(&slots) + frames,
+                1 + direct.len as u32 + apart,
+                header + slot_bytes + pool_bytes + frames,
                 header + staged_before,
             ),
         ];
