@@ -76,10 +76,10 @@
 //!   remembers the last `c` it enlisted in) enlists it first: one CAS loop
 //!   on census bucket `c % 2`, as a linger's end adds to its bucket
 //!   (reset an older epoch's, else increment); nothing takes it back.
-//!   Then, with the census above the CPUs, the loop invites no helper
-//!   (`claim`); a pool's loop (`parallel.rs`) then does not even count its
-//!   caller in the word, nor take its linger back (which expires by the
-//!   clock), so that a crowd's loops write no shared line.
+//!   Then, with the census above the CPUs, the loop runs inline, and its
+//!   claim counts nothing in the word and takes no linger back (the linger
+//!   expires by the clock, or the caller's next uncrowded loop takes it), so
+//!   that a crowd's loops write no shared line.
 //! * a helper: `busy += 1` before its share, `busy -= 1` after it.
 //! * a worker between loops spins only while `callers + busy + lingering
 //!   < cpus` and the census is at most the CPUs; else it goes to its sleep
@@ -251,21 +251,27 @@ impl CpuShare {
     }
 
     /// Whether more caller threads than CPUs are about at epoch `now`.
-    pub fn crowded(&self, now: u64) -> bool {
+    fn crowded(&self, now: u64) -> bool {
         self.census(now) > self.cpus
     }
 
     /// A loop that wants `wanted` helpers starts at epoch `now`: counts its
     /// caller (if `count_caller`: the thread is not already counted),
     /// takes back the linger its previous loop left (`back`), and returns
-    /// how many helpers to invite (0: run it inline).
+    /// how many helpers to invite (0: run it inline). None: a crowd (the
+    /// census above the CPUs): run it inline; nothing was counted nor taken
+    /// back, so no [`unclaim`](Self::unclaim) follows and `back` stays the
+    /// caller's.
     pub fn claim(
         &self,
         count_caller: bool,
         back: Option<Linger>,
         now: u64,
         wanted: usize,
-    ) -> usize {
+    ) -> Option<usize> {
+        if self.crowded(now) {
+            return None;
+        }
         // The linger goes first, the caller count after (and the reverse
         // at the end): a caller is never counted twice, even for a moment,
         // since a worker that saw every CPU claimed would stop spinning.
@@ -277,11 +283,8 @@ impl CpuShare {
         } else {
             self.word.load(Relaxed)
         };
-        if self.crowded(now) {
-            return 0;
-        }
         let occupied = Self::occupied(word) + self.lingering(now);
-        (self.cpus.saturating_sub(occupied) as usize).min(wanted)
+        Some((self.cpus.saturating_sub(occupied) as usize).min(wanted))
     }
 
     /// The end, at epoch `now`, of a loop whose [`claim`](Self::claim)
@@ -330,13 +333,13 @@ mod tests {
     fn callers_and_helpers_take_the_cpus() {
         let s = CpuShare::new(2);
         // One caller alone: one CPU left for a helper.
-        assert_eq!(s.claim(true, None, 10, 5), 1);
+        assert_eq!(s.claim(true, None, 10, 5), Some(1));
         s.busy();
         assert!(s.full(10));
         // A second caller meanwhile: nothing free, inline.
-        assert_eq!(s.claim(true, None, 10, 1), 0);
+        assert_eq!(s.claim(true, None, 10, 1), Some(0));
         // A nested loop of an already counted thread adds no caller.
-        assert_eq!(s.claim(false, None, 10, 1), 0);
+        assert_eq!(s.claim(false, None, 10, 1), Some(0));
         assert_eq!(s.counts(), (2, 1));
         s.idle();
         let first = s.unclaim(10);
@@ -345,7 +348,7 @@ mod tests {
         assert!(s.full(10));
         assert_eq!(
             s.claim(true, Some(first), 10, 1),
-            0,
+            Some(0),
             "two callers on two CPUs"
         );
         assert_eq!(s.lingering(10), 0, "its next loop took the linger back");
@@ -357,7 +360,7 @@ mod tests {
         assert!(s.full(11));
         assert_eq!(
             CpuShare::new(0).claim(true, None, 0, 3),
-            0,
+            Some(0),
             "one CPU at least"
         );
     }
@@ -370,14 +373,14 @@ mod tests {
         assert_eq!(s.enlist(e), 7);
         assert_eq!(s.enlist(e + 1), 7);
         assert_eq!(s.census(e), 2);
-        assert_eq!(s.claim(true, None, e, 1), 1);
+        assert_eq!(s.claim(true, None, e, 1), Some(1));
         let l = s.unclaim(e);
         // A third: every loop inline, no worker spins, with CPUs free.
         s.enlist(e + 2);
         assert_eq!(s.census(e + 2), 3);
         assert!(s.full(e + 2), "crowded: no worker spins");
-        assert_eq!(s.claim(true, Some(l), e + 2, 1), 0, "crowded: inline");
-        s.unclaim(e + 2);
+        assert_eq!(s.claim(true, Some(l), e + 2, 1), None, "crowded: inline");
+        assert_eq!(s.counts(), (0, 0), "a crowd's claim counts nobody");
         // The next census epoch still counts the last one's three (the
         // larger bucket), one enlisting again there is not counted twice.
         let next = e + (1 << CENSUS_SHIFT);
@@ -387,7 +390,7 @@ mod tests {
         let later = e + (2 << CENSUS_SHIFT);
         assert_eq!(s.census(later), 1);
         assert!(!s.full(later + 2));
-        assert_eq!(s.claim(true, None, later + 2, 1), 1);
+        assert_eq!(s.claim(true, None, later + 2, 1), Some(1));
         s.unclaim(later + 2);
     }
 
@@ -400,7 +403,7 @@ mod tests {
         assert_eq!(s.lingering(101), 1, "still counted in the next epoch");
         assert_eq!(s.lingering(102), 0, "expired two epochs on, nobody called");
         // A caller back after its linger expired: one CPU for a helper.
-        assert_eq!(s.claim(true, Some(l), 102, 1), 1);
+        assert_eq!(s.claim(true, Some(l), 102, 1), Some(1));
         // Another caller ends in epoch 102: bucket 0 reused, 100's linger
         // discarded; a late take-back of epoch 100 must not touch it.
         s.claim(true, None, 102, 1);

@@ -65,18 +65,20 @@ impl Claim {
         let counted = marked.is_some();
         if counted {
             membership::enlist_caller(share, now);
-            // A crowd of callers (`budget.rs`): inline, and the caller not
-            // counted in the word, so that no loop writes a shared line.
-            if share.crowded(now) {
-                membership::unmark_caller(marked.flatten());
-                return Claim {
+        }
+        match share.claim(counted, marked.flatten(), now, wanted) {
+            Some(helpers) => Claim { counted, helpers },
+            // A crowd of callers (`budget.rs`): inline, nothing counted.
+            None => {
+                if counted {
+                    membership::unmark_caller(marked.flatten());
+                }
+                Claim {
                     counted: false,
                     helpers: 0,
-                };
+                }
             }
         }
-        let helpers = share.claim(counted, marked.flatten(), now, wanted);
-        Claim { counted, helpers }
     }
 }
 
