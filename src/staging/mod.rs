@@ -15,6 +15,7 @@
 //! * `window`, `align`: the task window's one check, the segment rounding.
 //! * `mirror`: the untouched, reusable anonymous host mirror.
 //! * `pin`: page-locking that follows the runs, for every host buffer.
+//! * `prefetch`: the lines an upload's copies use, asked for before them.
 //! * [`one_call`]: one call at a time on a shared value (the C handle's
 //!   guard).
 pub mod abi;
@@ -23,6 +24,7 @@ mod maker;
 mod mirror;
 pub mod one_call;
 mod pin;
+mod prefetch;
 mod runtime_maker;
 mod v1;
 mod v2;

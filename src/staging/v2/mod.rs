@@ -73,6 +73,11 @@ pub struct MakerV2 {
     frame_after: u64,
     /// AUTO's cost model has been measured (at the first upload).
     measured: bool,
+    /// The route planned at `set_pool_use` for this run (`ship.rs`).
+    planned: Option<ship::Plan>,
+    /// The frames' lengths (before, after) of the last upload: the plan's
+    /// guess of this one's.
+    last_frames: (u64, u64),
 }
 
 impl Generation for MakerV2 {
@@ -197,6 +202,8 @@ impl MakerV2 {
             frame_before: cfg.frame_before,
             frame_after: cfg.frame_after,
             measured: false,
+            planned: None,
+            last_frames: (0, 0),
         })
     }
 
@@ -223,6 +230,7 @@ impl MakerV2 {
             // The kept mirror reads as a fresh one (fresh.rs).
             self.run.reset_kept(&self.core.mirror);
         }
+        self.planned = None;
         let b = self.image_start();
         let h = self.run.begin(&self.core.mirror, b, self.core.heap_size);
         self.core.begin(elapsed_ns(t0));
@@ -257,7 +265,9 @@ impl MakerV2 {
     pub fn set_pool_use(&mut self, used: V2PoolUse) -> Result<()> {
         self.core
             .require_open("v2_set_pool_use before v2_begin_run")?;
-        self.run.set_host_use(used)
+        self.run.set_host_use(used)?;
+        self.planned = self.plan_route();
+        Ok(())
     }
 
     /// The run's cores, which a sync_start claim is checked against

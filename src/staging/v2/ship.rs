@@ -60,8 +60,9 @@ use std::time::Instant;
 use super::super::abi::{lrt_upload_policy, lrt_upload_report};
 use super::super::maker::{device_kind, elapsed_ns, CostModel, Gathered};
 use super::super::mirror::Mapping;
+use super::super::prefetch;
 use super::image::{shipped_header, Gather, MoveShifts};
-use super::layout::lrt_v2_sm_header;
+use super::layout::{lrt_v2_sm_header, V2PoolUse};
 use super::run::{Pool, Seg, V2Run};
 use super::MakerV2;
 use crate::{Error, ErrorKind, Result};
@@ -113,6 +114,17 @@ type Part = (i64, *const u8, u64);
 struct Parts {
     at: [Part; 10],
     len: usize,
+}
+
+/// The route planned for a run when the host declared it written
+/// (`MakerV2::plan_route`), and what it was planned for.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Plan {
+    n: u64,
+    used: V2PoolUse,
+    /// The frames' lengths (before, after).
+    frames: (u64, u64),
+    route: Route,
 }
 
 /// How an upload ships its image (module docs).
@@ -219,6 +231,9 @@ impl MakerV2 {
         let t0 = Instant::now();
         let in_place = self.run.exact(n);
         let auto = self.core.policy == lrt_upload_policy::LRT_UPLOAD_AUTO;
+        let frames = (f.before.len() as u64, f.after.len() as u64);
+        let planned = self.planned.take();
+        self.last_frames = frames;
         let route = if auto && !in_place && self.run.spec.is_none() {
             if !self.measured {
                 // The measurement writes to the destination: only once
@@ -227,7 +242,10 @@ impl MakerV2 {
                     .check_regions(&self.core.mirror, std::ptr::null_mut(), n)?;
                 self.measure_model(f, n);
             }
-            self.cheapest_route(n, f)
+            match planned {
+                Some(p) if p.n == n && p.used == self.run.used && p.frames == frames => p.route,
+                _ => self.cheapest_route(n, frames),
+            }
         } else {
             Route::OneCopy
         };
@@ -318,13 +336,12 @@ impl MakerV2 {
     /// gathers the per-task part and pays a copy per used pool (and the
     /// frame after travels on its own); the direct route gathers the header
     /// alone and pays a copy per live slot segment too.
-    fn cheapest_route(&self, n: u64, f: &V2Frame<'_>) -> Route {
+    fn cheapest_route(&self, n: u64, (bl, al): (u64, u64)) -> Route {
         let c = self.run.image_segments(n);
-        let (own, staged) = self.frames_apart(f);
-        let frames = f.before.len() as u64 + f.after.len() as u64;
-        let bl = f.before.len() as u64;
+        let (own, staged) = self.frames_apart(bl, al);
+        let frames = bl + al;
         let before_staged = bl <= self.frame_before;
-        let apart = u32::from(!before_staged) + u32::from(!f.after.is_empty());
+        let apart = u32::from(!before_staged) + u32::from(al > 0);
         let staged_before = if before_staged { bl } else { 0 };
         // The direct route's copies from the mirror; the split route's are
         // those into the pools.
@@ -359,15 +376,45 @@ impl MakerV2 {
         choose_route(&self.core.model, &routes[..usable])
     }
 
+    /// The route of the run the host just declared written
+    /// (`set_pool_use`), for the upload to take when the run, its pools and
+    /// its frames are still those planned for (the frames of the last
+    /// upload): chosen and, for the direct route, checked now, on the lines
+    /// the orchestrator just wrote; a run whose check fails now is planned
+    /// for the split route. None before the model is measured, outside
+    /// AUTO, or for a run claimed through the maker. The upload checks
+    /// again before its copies (the host may write until then): the plan
+    /// saves it the choice and finds the lines it reads in the caches.
+    pub(super) fn plan_route(&self) -> Option<Plan> {
+        let auto = self.core.policy == lrt_upload_policy::LRT_UPLOAD_AUTO;
+        if !auto || !self.measured || self.run.spec.is_some() {
+            return None;
+        }
+        let n = self.live().ok()?;
+        let route = match self.cheapest_route(n, self.last_frames) {
+            Route::Direct if n == 0 || self.direct_shifts(n).is_none() => Route::Split,
+            route => route,
+        };
+        // The lines of the staging buffer the upload writes first: the
+        // frame before and the header (or the image gathered after it).
+        let (bl, at) = (self.last_frames.0 as usize, self.stage_off as usize);
+        let staged = self.staging.as_ptr().wrapping_add(at);
+        prefetch::ahead_write(staged.wrapping_sub(bl.min(at)), bl.min(at));
+        prefetch::ahead_write(staged, size_of::<lrt_v2_sm_header>());
+        Some(Plan {
+            n,
+            used: self.run.used,
+            frames: self.last_frames,
+            route,
+        })
+    }
+
     /// For the one copy: how many frames travel on their own (longer than
     /// their room in the staging buffer), and the bytes of those staged.
-    fn frames_apart(&self, f: &V2Frame<'_>) -> (u32, u64) {
+    fn frames_apart(&self, bl: u64, al: u64) -> (u32, u64) {
         let mut own = 0;
         let mut staged = 0;
-        for (len, room) in [
-            (f.before.len() as u64, self.frame_before),
-            (f.after.len() as u64, self.frame_after),
-        ] {
+        for (len, room) in [(bl, self.frame_before), (al, self.frame_after)] {
             if len > room {
                 own += 1;
             } else {
@@ -384,6 +431,9 @@ impl MakerV2 {
     /// Every part's source is readable for its length, and the device is
     /// writable at every part's destination (the frame's contract).
     unsafe fn copy_parts(&self, image: *mut u8, parts: &[Part]) -> (u32, Result<()>) {
+        for &(to, src, len) in parts {
+            prefetch::ahead(image.wrapping_offset(to as isize), src, len as usize);
+        }
         for (k, &(to, src, len)) in parts.iter().enumerate() {
             let dst = image.wrapping_offset(to as isize);
             // SAFETY: the caller's contract.
