@@ -599,8 +599,9 @@ fn the_shipped_image_does_not_depend_on_history() {
 }
 
 /// Seeded random host-written runs (random N, each run's slots and regions
-/// as claims make them, some broken: a region moved off its pool, a slot
-/// bound to another payload or descriptor), shipped under copies that cost
+/// as claims make them, some broken, before or after `set_pool_use`: a
+/// region moved off its pool, a slot bound to another payload or
+/// descriptor), shipped under copies that cost
 /// nothing, a microsecond and a millisecond (every route AUTO has): a run
 /// with a bad region is refused with nothing copied; any other ships, on
 /// every byte a device reads, the image its claims make (a slot bound
@@ -635,6 +636,15 @@ fn random_host_written_runs_ship_their_image_by_every_route() {
             // payload / task bound elsewhere.
             let broken = if n == 0 { 0 } else { below(4) };
             let i = if n == 0 { 0 } else { below(n) } as usize;
+            // A tensor region of a task without tensors stays unbound.
+            let region_bound = i as u64 * 2 < used.tensors;
+            // Half the runs break after set_pool_use, which plans the
+            // route (and checks the direct route's slots): the upload
+            // must check again.
+            let late = below(2) == 0;
+            if late {
+                m.set_pool_use(used).unwrap();
+            }
             // SAFETY: fields of slot i < n of the live mirror.
             unsafe {
                 match broken {
@@ -644,9 +654,9 @@ fn random_host_written_runs_ship_their_image_by_every_route() {
                     _ => {}
                 }
             }
-            // A tensor region of a task without tensors stays unbound.
-            let region_bound = i as u64 * 2 < used.tensors;
-            m.set_pool_use(used).unwrap();
+            if !late {
+                m.set_pool_use(used).unwrap();
+            }
             let c = m.image_segments();
             let mirror = mirror_bytes(at, mirror_len(&m));
             dev.reset_copies();
@@ -693,4 +703,65 @@ fn random_host_written_runs_ship_their_image_by_every_route() {
             .any(|r| r.0 == lrt_upload_policy::LRT_UPLOAD_BOUNDED as i32 && r.1 <= 5),
         "no split route: {routes:?}"
     );
+}
+
+/// `set_pool_use` plans the route for the frames of the last upload:
+/// runs of two sizes whose uploads alternate between frames and none
+/// (so that every other plan was made for other frames and other pools)
+/// each ship the direct route with the copies their own frames make, the
+/// claims' image on every byte a device reads, the frames around it, and
+/// leave the mirror as it was.
+#[test]
+fn uploads_with_other_frames_than_planned_for_ship_their_own() {
+    let before = vec![0x11u8; BEFORE];
+    let after = vec![0x22u8; AFTER];
+    let dev = FakeDevice::new();
+    let mut m = regionless(
+        &config(lrt_upload_policy::LRT_UPLOAD_AUTO),
+        dev.device_with_cost(FREE_COPIES),
+    );
+    let (base, len) = region(&dev, &after);
+    // (frames of this upload, copies): the direct route, with the frames
+    // each their own copy or not there at all.
+    for (with_frames, copies) in [(false, 8), (true, 9), (false, 8), (false, 8), (true, 9)] {
+        let n = if copies == 8 { 20 } else { 33 };
+        let (used, expected, at) = host_writes(&mut m, n);
+        m.set_pool_use(used).unwrap();
+        let c = m.image_segments();
+        let mirror = mirror_bytes(at, mirror_len(&m));
+        let (b, a): (&[u8], &[u8]) = if with_frames {
+            (&before, &after)
+        } else {
+            (&[], &[])
+        };
+        let r = m.upload_frame(&frame(base, len, b, a)).unwrap();
+        assert_eq!(
+            (r.path, r.copies),
+            (lrt_upload_policy::LRT_UPLOAD_BOUNDED, copies),
+            "n = {n}, frames {with_frames}"
+        );
+        dev.with_alloc(base.cast(), |bytes| {
+            let image = &bytes[768..];
+            for (x, y) in live_ranges(&c, used, n) {
+                assert!(
+                    image[x..y] == expected[x..y],
+                    "n = {n}: bytes [{x}, {y}) differ"
+                );
+            }
+            if with_frames {
+                assert!(bytes[768 - BEFORE..768].iter().all(|&v| v == 0x11));
+                let end = c.end as usize;
+                assert!(image[end..end + AFTER].iter().all(|&v| v == 0x22));
+            }
+        })
+        .unwrap();
+        assert!(
+            mirror_bytes(at, mirror_len(&m)) == mirror,
+            "n = {n}: the mirror changed"
+        );
+    }
+    // SAFETY: allocated above through this device, freed once.
+    unsafe { dev.device().free(base) };
+    drop(m);
+    dev.assert_clean("planned routes");
 }

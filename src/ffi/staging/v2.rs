@@ -311,7 +311,11 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_upload(
 /// lrt_runtime_maker_v2_image_segments reports the image they make. No
 /// claims are taken for the rest of the run, and the maker makes no guess
 /// for the next one (it claims nothing into an image the host does not
-/// write).
+/// write). With LRT_UPLOAD_AUTO, from the second upload on, this call also
+/// plans the upload's route on the lines just written (for the frames of
+/// the last upload; docs/STAGING.md); the host may still write until the
+/// upload, which checks every region again before its first copy and
+/// chooses again for other frames.
 ///
 /// `maker` must be NULL or a live maker. Returns LRT_OK;
 /// LRT_ERR_INVALID_ARGUMENT for a NULL maker or a v1 maker; LRT_ERR_STATE

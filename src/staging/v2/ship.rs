@@ -52,6 +52,16 @@
 //! too where copies are cheap. A device whose copy costs microseconds (CUDA
 //! from pageable memory) keeps the one copy up to pools of tens of KiB.
 //!
+//! For a run the host wrote itself, the route is planned when the host
+//! says its pools' use (`MakerV2::plan_route`, from `set_pool_use`): on
+//! the lines the orchestrator just wrote, in code it just ran, rather
+//! than after the reference's own steps between the two have pushed them
+//! out of the caches (a small image's upload is then dominated by those
+//! misses, not by its bytes). The upload takes the plan when the run,
+//! its pools and its frames are those planned for, checks again before
+//! any copy, and asks for the first lines of all its copies together
+//! before the first one (`prefetch`).
+//!
 //! Every check an upload makes runs before its first copy; a rejected
 //! upload copies nothing and leaves the run open.
 use std::mem::size_of;
