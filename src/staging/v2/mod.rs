@@ -13,7 +13,8 @@
 //! compact image), `run.rs` (the run in the mirror: cursors, the header, the
 //! speculative image), `claim.rs` (the reference's claim semantics),
 //! `image.rs` (the compact image assembled and checked), `ship.rs` (the
-//! routes to the device). Its buffers, each the maker's for its life:
+//! routes to the device), `route.rs` (the routes, and the one planned at
+//! `set_pool_use`). Its buffers, each the maker's for its life:
 //! * device region (`Placement::AlignedAfter`): room for the frame before
 //!   the image, the image at the first 64-aligned address past that room
 //!   (the device reads the image's structs aligned), the reference's mirror
@@ -44,6 +45,7 @@ mod claim;
 mod fresh;
 mod image;
 pub(crate) mod layout;
+mod route;
 mod run;
 pub(crate) mod segments;
 mod ship;
@@ -74,7 +76,7 @@ pub struct MakerV2 {
     /// AUTO's cost model has been measured (at the first upload).
     measured: bool,
     /// The route planned at `set_pool_use` for this run (`ship.rs`).
-    planned: Option<ship::Plan>,
+    planned: Option<route::PlannedRoute>,
     /// The frames' lengths (before, after) of the last upload: the plan's
     /// guess of this one's.
     last_frames: (u64, u64),

@@ -72,7 +72,8 @@ use super::super::maker::{device_kind, elapsed_ns, CostModel, Gathered};
 use super::super::mirror::Mapping;
 use super::super::prefetch;
 use super::image::{shipped_header, Gather, MoveShifts};
-use super::layout::{lrt_v2_sm_header, V2PoolUse};
+use super::layout::lrt_v2_sm_header;
+use super::route::{PlannedRoute, Route};
 use super::run::{Pool, Seg, V2Run};
 use super::MakerV2;
 use crate::{Error, ErrorKind, Result};
@@ -124,30 +125,6 @@ type Part = (i64, *const u8, u64);
 struct Parts {
     at: [Part; 10],
     len: usize,
-}
-
-/// The route planned for a run when the host declared it written
-/// (`MakerV2::plan_route`), and what it was planned for.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Plan {
-    n: u64,
-    used: V2PoolUse,
-    /// The frames' lengths (before, after).
-    frames: (u64, u64),
-    route: Route,
-}
-
-/// How an upload ships its image (module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Route {
-    /// `[before | image | after]` in one copy.
-    OneCopy,
-    /// The per-task part gathered, each used pool from the mirror.
-    Split,
-    /// Only the header gathered (with the frame before); each slot
-    /// segment's live part and each used pool from the mirror, the slots'
-    /// offsets moved there for the copy and back.
-    Direct,
 }
 
 impl Parts {
@@ -395,7 +372,7 @@ impl MakerV2 {
     /// AUTO, or for a run claimed through the maker. The upload checks
     /// again before its copies (the host may write until then): the plan
     /// saves it the choice and finds the lines it reads in the caches.
-    pub(super) fn plan_route(&self) -> Option<Plan> {
+    pub(super) fn plan_route(&self) -> Option<PlannedRoute> {
         let auto = self.core.policy == lrt_upload_policy::LRT_UPLOAD_AUTO;
         if !auto || !self.measured || self.run.spec.is_some() {
             return None;
@@ -411,7 +388,7 @@ impl MakerV2 {
         let staged = self.staging.as_ptr().wrapping_add(at);
         prefetch::ahead_write(staged.wrapping_sub(bl.min(at)), bl.min(at));
         prefetch::ahead_write(staged, size_of::<lrt_v2_sm_header>());
-        Some(Plan {
+        Some(PlannedRoute {
             n,
             used: self.run.used,
             frames: self.last_frames,
