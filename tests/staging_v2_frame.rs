@@ -225,16 +225,8 @@ fn a_host_written_run_ships_the_claimed_image_by_either_route() {
             assert_eq!(r.bytes as usize, BEFORE + image_bytes + AFTER, "n = {n}");
             assert_eq!(dev.copies().len(), copies as usize);
             dev.with_alloc(base.cast(), |bytes| {
-                let image = &bytes[768..];
-                assert!(bytes[768 - BEFORE..768].iter().all(|&b| b == 0x11));
-                let end = c.end as usize;
-                assert!(image[end..end + AFTER].iter().all(|&b| b == 0x22));
-                for &(a, b) in &ranges {
-                    assert!(
-                        image[a..b] == expected[a..b],
-                        "n = {n}: bytes [{a}, {b}) differ"
-                    );
-                }
+                assert_frames(bytes, c.end as usize);
+                assert_image(&bytes[768..], &expected, &ranges, &format!("n = {n}"));
             })
             .unwrap();
             assert!(
@@ -248,6 +240,27 @@ fn a_host_written_run_ships_the_claimed_image_by_either_route() {
         drop(m);
         dev.assert_clean("host-written v2 runs");
     }
+}
+
+/// The shipped `image` holds the claims' `expected` image on each of
+/// `ranges` (the bytes a device reads).
+fn assert_image(image: &[u8], expected: &[u8], ranges: &[(usize, usize)], what: &str) {
+    for &(a, b) in ranges {
+        assert!(
+            image[a..b] == expected[a..b],
+            "{what}: bytes [{a}, {b}) differ"
+        );
+    }
+}
+
+/// The device region `bytes` (the image at 768, `end` bytes long) holds
+/// the frame before (0x11) below the image and the frame after (0x22)
+/// right after it.
+fn assert_frames(bytes: &[u8], end: usize) {
+    assert!(bytes[768 - BEFORE..768].iter().all(|&b| b == 0x11));
+    assert!(bytes[768 + end..768 + end + AFTER]
+        .iter()
+        .all(|&b| b == 0x22));
 }
 
 /// The maker's mirror (`len` bytes at `at`, the header v2_begin_run
@@ -674,13 +687,8 @@ fn random_host_written_runs_ship_their_image_by_every_route() {
             let r = r.unwrap();
             routes.insert((r.path as i32, r.copies));
             dev.with_alloc(base.cast(), |bytes| {
-                let image = &bytes[768..];
-                for (a, b) in live_ranges(&c, used, n) {
-                    assert!(
-                        image[a..b] == expected[a..b],
-                        "n = {n}, broken {broken}: bytes [{a}, {b}) differ"
-                    );
-                }
+                let what = format!("n = {n}, broken {broken}");
+                assert_image(&bytes[768..], &expected, &live_ranges(&c, used, n), &what);
             })
             .unwrap();
         }
@@ -741,17 +749,10 @@ fn uploads_with_other_frames_than_planned_for_ship_their_own() {
             "n = {n}, frames {with_frames}"
         );
         dev.with_alloc(base.cast(), |bytes| {
-            let image = &bytes[768..];
-            for (x, y) in live_ranges(&c, used, n) {
-                assert!(
-                    image[x..y] == expected[x..y],
-                    "n = {n}: bytes [{x}, {y}) differ"
-                );
-            }
+            let ranges = live_ranges(&c, used, n);
+            assert_image(&bytes[768..], &expected, &ranges, &format!("n = {n}"));
             if with_frames {
-                assert!(bytes[768 - BEFORE..768].iter().all(|&v| v == 0x11));
-                let end = c.end as usize;
-                assert!(image[end..end + AFTER].iter().all(|&v| v == 0x22));
+                assert_frames(bytes, c.end as usize);
             }
         })
         .unwrap();

@@ -6,10 +6,10 @@
 //! work last touched; made one after another, each copy waits for its first
 //! lines alone. Asked for together before the first copy, those lines
 //! arrive in parallel (`ahead`); so do the lines of the staging buffer an
-//! upload will write, asked for when its run is planned (`ahead_write`). A prefetch is a hint: it never faults
-//! (an address that is not mapped, or mapped as device memory, is
-//! ignored by the CPU), so a destination that is device memory costs a
-//! dropped hint per line at most.
+//! upload will write, asked for when its run is planned (`ahead_write`).
+//! A prefetch is a hint: it never faults (an address that is not mapped,
+//! or mapped as device memory, is ignored by the CPU), so a destination
+//! that is device memory costs a dropped hint per line at most.
 
 /// The bytes of each part prefetched: the first lines of a copy are the ones
 /// that wait; a longer copy streams the rest (the hardware prefetchers).

@@ -217,11 +217,10 @@ impl MakerV2 {
     fn ship(&mut self, n: u64, f: &V2Frame<'_>) -> Result<lrt_upload_report> {
         let t0 = Instant::now();
         let in_place = self.run.exact(n);
-        let auto = self.core.policy == lrt_upload_policy::LRT_UPLOAD_AUTO;
         let frames = (f.before.len() as u64, f.after.len() as u64);
         let planned = self.planned.take();
         self.last_frames = frames;
-        let route = if auto && !in_place && self.run.spec.is_none() {
+        let route = if self.routed_by_model() {
             if !self.measured {
                 // The measurement writes to the destination: only once
                 // every region is known good.
@@ -373,13 +372,13 @@ impl MakerV2 {
     /// again before its copies (the host may write until then): the plan
     /// saves it the choice and finds the lines it reads in the caches.
     pub(super) fn plan_route(&self) -> Option<PlannedRoute> {
-        let auto = self.core.policy == lrt_upload_policy::LRT_UPLOAD_AUTO;
-        if !auto || !self.measured || self.run.spec.is_some() {
+        if !self.measured || !self.routed_by_model() {
             return None;
         }
         let n = self.live().ok()?;
+        // (A run without tasks is never routed direct.)
         let route = match self.cheapest_route(n, self.last_frames) {
-            Route::Direct if n == 0 || self.direct_shifts(n).is_none() => Route::Split,
+            Route::Direct if self.direct_shifts(n).is_none() => Route::Split,
             route => route,
         };
         // The lines of the staging buffer the upload writes first: the
@@ -394,6 +393,13 @@ impl MakerV2 {
             frames: self.last_frames,
             route,
         })
+    }
+
+    /// Whether this run's route is AUTO's choice by the model: a run read
+    /// from the mirror alone (no speculation, so not claimed in place);
+    /// any other ships in one copy.
+    fn routed_by_model(&self) -> bool {
+        self.core.policy == lrt_upload_policy::LRT_UPLOAD_AUTO && self.run.spec.is_none()
     }
 
     /// For the one copy: how many frames travel on their own (longer than
