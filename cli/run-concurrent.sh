@@ -10,6 +10,8 @@
 #   RUNS=1 WORK=sgemm cli/run-concurrent.sh target/concurrent-sgemm
 #
 # THREADS: the pools' threads (default 2). CALLERS: K (default 1,2,4,8).
+# CONFIGS: leanrt's configurations (default "default"; e.g.
+# "default,legacy_spin" puts ORT's spin as ORT spins it beside).
 # RUNS: runs of each command (default 3). WORK: work kinds (default
 # "spin sgemm"). MS: how long each caller runs per gap (default 1000).
 # ORT_LIBS: ONNX Runtime libraries, comma-separated (default: 1.31.1 and
@@ -24,6 +26,7 @@ CALLERS=${CALLERS:-1,2,4,8}
 RUNS=${RUNS:-3}
 WORK=${WORK:-spin sgemm}
 MS=${MS:-1000}
+CONFIGS=${CONFIGS:-default}
 mkdir -p "$OUT"
 B=${LEANRT_BIN:-target/release/leanrt}
 [ -n "${LEANRT_BIN:-}" ] || cargo build --release -p leanrt-cli --quiet
@@ -41,8 +44,8 @@ SHAPE=(--scenario concurrent --rounds 4 --round-us 200 --between-us 5 --preamble
 } | tee "$OUT/machine.txt"
 for i in $(seq 1 "$RUNS"); do
   for w in $WORK; do
-    echo "\$ leanrt pool --threads $THREADS --config default --peers ort --ort-libs ORT_LIBS --work $w ${SHAPE[*]}  (run $i of $RUNS)" | tee "$OUT/$w-$i.txt"
-    "$B" pool --threads "$THREADS" --config default --peers ort --ort-libs "$ORT_LIBS" --work "$w" \
+    echo "\$ leanrt pool --threads $THREADS --config $CONFIGS --peers ort --ort-libs ORT_LIBS --work $w ${SHAPE[*]}  (run $i of $RUNS)" | tee "$OUT/$w-$i.txt"
+    "$B" pool --threads "$THREADS" --config "$CONFIGS" --peers ort --ort-libs "$ORT_LIBS" --work "$w" \
       "${SHAPE[@]}" --json "$OUT/$w-$i.json" --quiet 2>&1 | tee -a "$OUT/$w-$i.txt"
   done
 done

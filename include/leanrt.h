@@ -53,8 +53,9 @@
 
 /**
  * lrt_pool_options_set_config key, leanrt's own (ONNX Runtime has none):
- * "0" (the default) or "1": the spin budget follows the measured gaps
- * between loops (docs/POOL.md, "Spinning").
+ * "1" or "0": the spin budget follows the measured gaps between loops
+ * (docs/POOL.md, "Spinning"). Not set: on with the legacy budget
+ * (spin_duration_us -1, the default), off with a budget in microseconds.
  */
 #define LRT_POOL_KEY_ADAPTIVE_SPIN "leanrt.intra_op.adaptive_spin"
 
@@ -1447,10 +1448,12 @@ enum lrt_status lrt_pool_options_set_spin_control(struct lrt_pool_options *opts,
 
 /**
  * Spin budget of an idle worker before it sleeps: -1 = the legacy 2^20
- * pause iterations (ONNX Runtime's default), 0 = no spinning, > 0 = that
- * many microseconds (calibrated), at most LRT_POOL_MAX_SPIN_US; outside
- * [-1, LRT_POOL_MAX_SPIN_US]: `LRT_ERR_INVALID_ARGUMENT`. This is the one
- * statement of the rule; the docs point here.
+ * pause iterations (ONNX Runtime's default; at most that with the
+ * adaptive budget, which is on for -1 unless LRT_POOL_KEY_ADAPTIVE_SPIN
+ * is "0"), 0 = no spinning, > 0 = that many microseconds (calibrated),
+ * at most LRT_POOL_MAX_SPIN_US; outside [-1, LRT_POOL_MAX_SPIN_US]:
+ * `LRT_ERR_INVALID_ARGUMENT`. This is the one statement of the rule; the
+ * docs point here.
  */
 enum lrt_status lrt_pool_options_set_spin_duration_us(struct lrt_pool_options *opts, int us);
 

@@ -386,7 +386,7 @@ fn pool_command() -> Command {
                         stop = leanrt::pool::abi::LRT_POOL_KEY_FORCE_SPINNING_STOP
                     ),
                 )
-                .default_value("default,no_spin,spin_1000,backoff_8,spin_1000_backoff_8")
+                .default_value("default,legacy_spin,no_spin,spin_1000,backoff_8,spin_1000_backoff_8")
                 .value_parser(pool::check_config),
             )
             .arg(

@@ -673,10 +673,10 @@ fn bench_smoke_prints_both_tables_and_headlines() {
     // stderr is a pipe here: progress comes as plain lines.
     let err = text(&o.stderr);
     assert!(err.contains("staging [1/10]"), "{err}");
-    assert!(err.contains("pool [6/6] rayon ×2"), "{err}");
+    assert!(err.contains("pool [7/7] rayon ×2"), "{err}");
     let v = read_json(&j);
     assert_eq!(v["staging"].as_array().unwrap().len(), 10); // 2 windows × 5 policies
-    assert_eq!(v["pool"].as_array().unwrap().len(), 6); // 5 configurations + rayon
+    assert_eq!(v["pool"].as_array().unwrap().len(), 7); // 6 configurations + rayon
     assert!(svg_bars(&s) > 8);
 }
 

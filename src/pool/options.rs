@@ -91,7 +91,9 @@ pub struct PoolOptions {
     pub(crate) denormal_as_zero: bool,
     pub(crate) name: String,
     pub(crate) force_spinning_stop: bool,
-    pub(crate) adaptive_spin: bool,
+    /// `leanrt.intra_op.adaptive_spin` as set; None: not set (see
+    /// [`PoolOptions::adaptive_spin`]).
+    pub(crate) adaptive_spin: Option<bool>,
     /// `leanrt.intra_op.cpu_budget` (on by default).
     pub(crate) cpu_budget: bool,
     pub(crate) force_hybrid: bool,
@@ -112,7 +114,7 @@ impl Default for PoolOptions {
             denormal_as_zero: false,
             name: "leanrt-pool".to_owned(),
             force_spinning_stop: false,
-            adaptive_spin: false,
+            adaptive_spin: None,
             cpu_budget: true,
             force_hybrid: false,
             custom_threads: None,
@@ -185,7 +187,7 @@ impl PoolOptions {
             LRT_POOL_KEY_DYNAMIC_BLOCK_BASE => self.set_dynamic_block_base(parse_int(key, value)?),
             LRT_POOL_KEY_THREAD_AFFINITIES => self.set_affinity(value),
             LRT_POOL_KEY_ADAPTIVE_SPIN => {
-                self.adaptive_spin = parse_bool(key, value)?;
+                self.adaptive_spin = Some(parse_bool(key, value)?);
                 Ok(())
             }
             LRT_POOL_KEY_CPU_BUDGET => {
@@ -372,10 +374,12 @@ impl PoolOptions {
     pub fn force_spinning_stop(&self) -> bool {
         self.force_spinning_stop
     }
-    /// Whether the spin budget adapts to the gaps between loops
-    /// (`leanrt.intra_op.adaptive_spin`).
+    /// Whether the spin budget adapts to the gaps between loops: the
+    /// `leanrt.intra_op.adaptive_spin` key where it was set, else on for
+    /// the legacy budget (ONNX Runtime's default, `spin_duration_us` -1)
+    /// and off for a budget in microseconds (the key's doc in `super::abi`).
     pub fn adaptive_spin(&self) -> bool {
-        self.adaptive_spin
+        self.adaptive_spin.unwrap_or(self.spin_duration_us < 0)
     }
     /// The worker stack size (0: 2 MiB).
     pub fn stack_size(&self) -> usize {
@@ -399,7 +403,7 @@ mod tests {
         o.set_config("session.dynamic_block_base", "4").unwrap();
         o.set_config("session.force_spinning_stop", "1").unwrap();
         o.set_config("leanrt.intra_op.adaptive_spin", "1").unwrap();
-        assert!(o.adaptive_spin());
+        assert!(o.adaptive_spin(), "set, with a budget in microseconds");
         o.set_config("session.intra_op_thread_affinities", "1;2")
             .unwrap();
         assert_eq!(
@@ -434,6 +438,20 @@ mod tests {
         o.set_config("session.intra_op.spin_backoff_max", "1000")
             .unwrap();
         assert_eq!(o.spin_backoff_max, 64);
+    }
+
+    #[test]
+    fn adaptive_spin_defaults_to_the_legacy_budget_only() {
+        let mut o = PoolOptions::default();
+        assert!(o.adaptive_spin(), "ORT's default budget adapts");
+        o.set_spin_duration_us(1000).unwrap();
+        assert!(!o.adaptive_spin(), "a budget in microseconds is kept");
+        o.set_spin_duration_us(-1).unwrap();
+        o.set_config("leanrt.intra_op.adaptive_spin", "0").unwrap();
+        assert!(!o.adaptive_spin(), "turned off");
+        o.set_spin_duration_us(1000).unwrap();
+        o.set_config("leanrt.intra_op.adaptive_spin", "1").unwrap();
+        assert!(o.adaptive_spin(), "turned on");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! leanrt's configurations as `leanrt pool --config` names them: ORT's
-//! spin presets, leanrt's `adaptive`, and custom `key=value;...` lists of
+//! spin presets, leanrt's `adaptive` and `legacy_spin`, and custom `key=value;...` lists of
 //! ORT config entries.
 
 /// ONNX Runtime's session config keys the presets set: the library's
@@ -43,14 +43,17 @@ pub fn preset(name: &str) -> Option<Vec<(&'static str, &'static str)>> {
         "spin_1000_backoff_8" => vec![(DUR, "1000"), (BACK, "8")],
         "spin_2000_backoff_8" => vec![(DUR, "2000"), (BACK, "8")],
         // leanrt's own key: the spin budget (ORT's default here) follows the
-        // measured gaps between loops.
+        // measured gaps between loops: what `default` does in leanrt.
         "adaptive" => vec![(ADAPTIVE, "1")],
+        // ORT's default spin as ORT spins it: the whole legacy budget after
+        // every loop (leanrt's `default` before the adaptive budget).
+        "legacy_spin" => vec![(ADAPTIVE, "0")],
         _ => return None,
     })
 }
 
 /// The preset names, in the order they are documented.
-pub const PRESETS: [&str; 12] = [
+pub const PRESETS: [&str; 13] = [
     "default",
     "no_spin",
     "spin_0",
@@ -63,6 +66,7 @@ pub const PRESETS: [&str; 12] = [
     "spin_1000_backoff_8",
     "spin_2000_backoff_8",
     "adaptive",
+    "legacy_spin",
 ];
 
 /// The key/value pairs of a configuration: a preset name, or a custom

@@ -228,7 +228,12 @@ pub fn headline(all: &[CellResult]) -> Vec<String> {
                 r.spec.threads == t && r.spec.peer == PeerKind::Leanrt { config: c.into() }
             })
         };
-        let (d, b) = (get("default"), get("spin_1000_backoff_8"));
+        // ORT's default spin as ORT spins it, where the run has it; else
+        // leanrt's default (whose budget adapts: POOL.md).
+        let (d, b) = (
+            get("legacy_spin").or_else(|| get("default")),
+            get("spin_1000_backoff_8"),
+        );
         let mut parts = Vec::new();
         if let (Some(d), Some(b)) = (d, b) {
             parts.extend(against_default(d, b));
@@ -248,13 +253,18 @@ pub fn headline(all: &[CellResult]) -> Vec<String> {
     lines
 }
 
-/// spin_1000_backoff_8 (`b`) against default (`d`).
+/// spin_1000_backoff_8 (`b`) against `d`: legacy_spin (ORT's default
+/// spin) or default.
 fn against_default(d: &CellResult, b: &CellResult) -> Vec<String> {
     let mut parts = Vec::new();
+    let dname = match &d.spec.peer {
+        PeerKind::Leanrt { config } if config == "legacy_spin" => "ORT's default spin",
+        _ => "leanrt's default",
+    };
     if let (Some(di), Some(bi)) = (&d.idle_after_burst, &b.idle_after_burst) {
         parts.push(if di.cpu_s >= 0.001 {
             format!(
-                "spin_1000_backoff_8 removes {} of the CPU ORT's default burns in the {} ms \
+                "spin_1000_backoff_8 removes {} of the CPU {dname} burns in the {} ms \
                  after a burst ({:.2} → {:.2} ms)",
                 share_removed(di.cpu_s, bi.cpu_s),
                 bi.idle_ms,
@@ -263,7 +273,7 @@ fn against_default(d: &CellResult, b: &CellResult) -> Vec<String> {
             )
         } else {
             format!(
-                "after a burst, spin_1000_backoff_8 burns {:.2} ms of CPU in {} ms, ORT's default \
+                "after a burst, spin_1000_backoff_8 burns {:.2} ms of CPU in {} ms, {dname} \
                  {:.2} ms (no ratio: under 1 ms)",
                 bi.cpu_s * 1e3,
                 bi.idle_ms,
@@ -281,7 +291,7 @@ fn against_default(d: &CellResult, b: &CellResult) -> Vec<String> {
             ));
         } else if db.latency_us.p50 > 0.0 {
             parts.push(format!(
-                "its bursty p50 ({} ms gaps) is {:.2}× default's",
+                "its bursty p50 ({} ms gaps) is {:.2}× {dname}'s",
                 bb.gap_ms,
                 bb.latency_us.p50 / db.latency_us.p50
             ));

@@ -101,10 +101,12 @@ pub unsafe extern "C" fn lrt_pool_options_set_spin_control(
 }
 
 /// Spin budget of an idle worker before it sleeps: -1 = the legacy 2^20
-/// pause iterations (ONNX Runtime's default), 0 = no spinning, > 0 = that
-/// many microseconds (calibrated), at most LRT_POOL_MAX_SPIN_US; outside
-/// [-1, LRT_POOL_MAX_SPIN_US]: `LRT_ERR_INVALID_ARGUMENT`. This is the one
-/// statement of the rule; the docs point here.
+/// pause iterations (ONNX Runtime's default; at most that with the
+/// adaptive budget, which is on for -1 unless LRT_POOL_KEY_ADAPTIVE_SPIN
+/// is "0"), 0 = no spinning, > 0 = that many microseconds (calibrated),
+/// at most LRT_POOL_MAX_SPIN_US; outside [-1, LRT_POOL_MAX_SPIN_US]:
+/// `LRT_ERR_INVALID_ARGUMENT`. This is the one statement of the rule; the
+/// docs point here.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_spin_duration_us(
     opts: *mut lrt_pool_options,

@@ -1,27 +1,46 @@
 //! The adaptive spin budget (`leanrt.intra_op.adaptive_spin`): for callers
-//! that give no hints about where their requests start and end.
+//! that give no hints about where their requests start and end. It is on
+//! by default for ONNX Runtime's default budget (the legacy 2^20 pauses,
+//! `spin_duration_us` -1), off for a budget in microseconds; the key sets
+//! it either way (`PoolOptions::adaptive_spin`).
+//!
+//! The trade: a worker that spins through a gap burns the gap's length in
+//! CPU; one that sleeps costs the next loop a wake-up (a futex wake, an
+//! inter-processor interrupt, a context switch: 20–100 µs measured on the
+//! 2-core VMs, where the idle CPU halts at once). Spinning for about what a
+//! wake-up costs and then sleeping never loses more than twice what the
+//! better of the two choices would have (the ski-rental bound), whatever
+//! the gap; spinning longer only pays where gaps of that length recur.
 //!
 //! Rule: the callers of parallel loops record when each loop ends and, at
-//! the start of the next one, the gap since. A gap shorter than the
-//! configured spin budget is a gap *inside* a burst of loops (a request);
-//! a longer one is a gap *between* bursts and is not recorded. The pool
-//! keeps a moving average of the short gaps (each new one counts 1/4), and
-//! an idle worker spins for twice that average (at least
-//! [`MIN_SPIN_NS`]), never more than the configured budget; then it
-//! sleeps. So inside a request workers spin through the gaps and catch the
-//! next loop; after the request's last loop they spin about two typical
-//! gaps and sleep, instead of burning the whole budget.
+//! the start of the next one, the gap since. A gap shorter than
+//! [`SHORT_GAP_NS`] (and than the configured budget) is a gap *inside* a
+//! burst of loops (a request: the caller's serial operators between two
+//! parallel ones); a longer one is a gap *between* bursts and is not
+//! recorded. The pool keeps a moving average of the short gaps (each new
+//! one counts 1/4), and an idle worker spins for twice that average, at
+//! least [`SPIN_FLOOR_NS`] (the wake-up's cost) and never more than the
+//! configured budget; then it sleeps. So inside a request workers spin
+//! through the gaps and catch the next loop; after the request's last loop
+//! they spin about one wake-up's worth and sleep, instead of burning the
+//! whole budget between requests. While a request is open (an
+//! `enable_spinning` not yet matched, `SpinControl::requests`) the caller
+//! said where its request ends, and the configured budget applies.
 //!
 //! State: `last_end` (nanoseconds since the pool was made; 0 = no loop
-//! yet) and `short_gap` (the average). Both are plain relaxed atomics:
-//! concurrent callers may lose an update, which only makes the estimate a
-//! little less exact.
+//! yet) and `short_gap` (the average; it starts where the spin is the
+//! floor). Both are plain relaxed atomics: concurrent callers may lose an
+//! update, which only makes the estimate a little less exact.
 use super::super::spin::{calibrated_pause_ns, SpinPolicy};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-/// Shortest adaptive spin.
-const MIN_SPIN_NS: u64 = 2_000;
+/// The shortest adaptive spin: about one sleep and wake-up's cost.
+pub(super) const SPIN_FLOOR_NS: u64 = 50_000;
+/// Gaps from this length on are between requests, not inside one: five
+/// wake-ups' worth, past which spinning through a gap costs more CPU than
+/// the latency it saves is worth.
+pub(super) const SHORT_GAP_NS: u64 = 5 * SPIN_FLOOR_NS;
 
 pub(super) struct Adaptive {
     epoch: Instant,
@@ -45,8 +64,8 @@ impl Adaptive {
             epoch: Instant::now(),
             budget_ns,
             last_end: AtomicU64::new(0),
-            // Until gaps are seen: the whole budget.
-            short_gap: AtomicU64::new(budget_ns / 2),
+            // Until gaps are seen: the floor.
+            short_gap: AtomicU64::new(SPIN_FLOOR_NS / 2),
         })
     }
 
@@ -61,7 +80,7 @@ impl Adaptive {
             return;
         }
         let gap = self.now().saturating_sub(last);
-        if gap < self.budget_ns {
+        if gap < self.budget_ns.min(SHORT_GAP_NS) {
             let avg = self.short_gap.load(Ordering::Relaxed);
             self.short_gap.store((avg * 3 + gap) / 4, Ordering::Relaxed);
         }
@@ -72,11 +91,16 @@ impl Adaptive {
         self.last_end.store(self.now(), Ordering::Relaxed);
     }
 
-    /// The spin budget now: (pauses, wall-clock nanoseconds).
-    pub(super) fn budget(&self, policy: &SpinPolicy) -> (u64, u64) {
-        let ns = (2 * self.short_gap.load(Ordering::Relaxed))
-            .max(MIN_SPIN_NS)
-            .min(self.budget_ns);
+    /// The spin budget now, (pauses, wall-clock nanoseconds): the
+    /// configured one while a request is open, else the adaptive one.
+    pub(super) fn budget(&self, policy: &SpinPolicy, request_open: bool) -> (u64, u64) {
+        let ns = if request_open {
+            self.budget_ns
+        } else {
+            (2 * self.short_gap.load(Ordering::Relaxed))
+                .max(SPIN_FLOOR_NS)
+                .min(self.budget_ns)
+        };
         let pauses =
             ((ns as f64 / calibrated_pause_ns()).ceil() as u64).clamp(1, policy.pauses.max(1));
         (pauses, ns)
@@ -87,26 +111,64 @@ impl Adaptive {
 mod tests {
     use super::*;
 
+    /// Records a loop that started `gap_ns` after the last one ended.
+    fn gap(a: &Adaptive, gap_ns: u64) {
+        let now = a.now();
+        if now <= gap_ns {
+            std::thread::sleep(std::time::Duration::from_nanos(gap_ns + 1_000 - now));
+        }
+        a.last_end.store(a.now() - gap_ns, Ordering::Relaxed);
+        a.loop_started();
+    }
+
     #[test]
-    fn short_gaps_shrink_the_budget_long_ones_do_not_count() {
+    fn the_spin_follows_short_gaps_from_the_floor_up_to_the_budget() {
         let policy = SpinPolicy::new(true, 1000, 1);
         let a = Adaptive::new(&policy).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(60));
-        assert_eq!(a.budget(&policy).1, 1_000_000, "starts at the whole budget");
-        // Simulate loops 10 us apart.
+        assert_eq!(
+            a.budget(&policy, false).1,
+            SPIN_FLOOR_NS,
+            "starts at the floor"
+        );
+        // Loops 10 µs apart: the floor.
         for _ in 0..40 {
-            a.last_end
-                .store(a.now().saturating_sub(10_000), Ordering::Relaxed);
-            a.loop_started();
+            gap(&a, 10_000);
         }
-        let (_, ns) = a.budget(&policy);
-        assert!(ns < 100_000, "after short gaps the spin is short: {ns}");
-        // A long gap (between requests) leaves the estimate alone.
+        assert_eq!(a.budget(&policy, false).1, SPIN_FLOOR_NS);
+        // Loops 200 µs apart (still inside a request): about twice that.
+        for _ in 0..40 {
+            gap(&a, 200_000);
+        }
+        let ns = a.budget(&policy, false).1;
+        assert!((380_000..=440_000).contains(&ns), "twice the gap: {ns}");
+        // Gaps between requests leave the estimate alone, however long.
         let before = a.short_gap.load(Ordering::Relaxed);
-        a.last_end
-            .store(a.now().saturating_sub(50_000_000).max(1), Ordering::Relaxed);
-        a.loop_started();
-        assert_eq!(a.short_gap.load(Ordering::Relaxed), before);
+        for g in [SHORT_GAP_NS, 1_000_000, 50_000_000] {
+            gap(&a, g);
+            assert_eq!(a.short_gap.load(Ordering::Relaxed), before, "{g} ns");
+        }
+        // A request open: the configured budget.
+        assert_eq!(a.budget(&policy, true).1, 1_000_000);
         assert!(Adaptive::new(&SpinPolicy::new(true, 0, 1)).is_none());
+    }
+
+    #[test]
+    fn never_more_than_the_configured_budget() {
+        let policy = SpinPolicy::new(true, 30, 1);
+        let a = Adaptive::new(&policy).unwrap();
+        assert_eq!(a.budget(&policy, false).1, 30_000, "the floor capped");
+        // A gap past a small budget is not a short one.
+        let before = a.short_gap.load(Ordering::Relaxed);
+        gap(&a, 40_000);
+        assert_eq!(a.short_gap.load(Ordering::Relaxed), before);
+        let (pauses, _) = a.budget(&policy, false);
+        assert!(pauses <= policy.pauses, "{pauses} > {}", policy.pauses);
+        // The legacy budget (pauses, no deadline) is an upper bound too.
+        let legacy = SpinPolicy::new(true, -1, 1);
+        let l = Adaptive::new(&legacy).unwrap();
+        let (pauses, ns) = l.budget(&legacy, false);
+        assert_eq!(ns, SPIN_FLOOR_NS);
+        assert!((1..legacy.pauses).contains(&pauses));
+        assert_eq!(l.budget(&legacy, true).0, legacy.pauses);
     }
 }

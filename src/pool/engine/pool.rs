@@ -121,7 +121,10 @@ impl ThreadPool {
                 force_stop: opts.force_spinning_stop,
                 loops_active: AtomicUsize::new(0),
                 policy,
-                adaptive: opts.adaptive_spin.then(|| Adaptive::new(&policy)).flatten(),
+                adaptive: opts
+                    .adaptive_spin()
+                    .then(|| Adaptive::new(&policy))
+                    .flatten(),
                 caller_cpu: AtomicU32::new(u32::MAX),
             },
             profiling,

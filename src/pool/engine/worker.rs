@@ -380,7 +380,8 @@ fn spin(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64) ->
 fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) -> bool {
     let (budget, deadline_ns) = match &shared.spin.adaptive {
         Some(a) => {
-            let (pauses, ns) = a.budget(&shared.spin.policy);
+            let open = shared.spin.requests.load(Ordering::Relaxed) > 0;
+            let (pauses, ns) = a.budget(&shared.spin.policy, open);
             (pauses, Some(ns))
         }
         None => (shared.spin.policy.pauses, shared.spin.policy.deadline_ns),
