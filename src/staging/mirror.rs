@@ -48,6 +48,20 @@ impl Mapping {
         })
     }
 
+    /// Asks the kernel to back this mapping with transparent huge pages
+    /// where it can (`MADV_HUGEPAGE`), from the next page it faults in:
+    /// fewer TLB misses for a buffer read and written end to end every run.
+    /// A hint: refused or without THP, the mapping keeps its small pages.
+    /// Linux only; a no-op elsewhere.
+    pub fn advise_huge_pages(&self) {
+        // SAFETY: madvise on exactly this mapping; MADV_HUGEPAGE changes no
+        // content, only how the kernel backs the pages.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            libc::madvise(self.ptr.cast::<c_void>(), self.len, libc::MADV_HUGEPAGE)
+        };
+    }
+
     /// The first byte.
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr

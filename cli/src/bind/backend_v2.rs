@@ -192,18 +192,50 @@ impl<'a> V2Maker<'a> {
     }
 }
 
-/// Nanoseconds of one plain copy of `bytes` bytes from a warm host buffer
-/// to the device, the median of `runs` after one warm-up copy (the floor any
-/// one-copy upload of that image pays).
-pub fn memcpy_ns(dev: &Device, bytes: u64, runs: u32) -> Result<f64, String> {
-    let src = vec![0x3cu8; bytes as usize];
-    let buf = dev.alloc(bytes.max(1) as usize)?;
-    buf.copy_from(&src)?;
-    let mut all = Vec::with_capacity(runs as usize);
-    for _ in 0..runs.max(1) {
-        let t0 = Instant::now();
-        buf.copy_from(&src)?;
-        all.push(t0.elapsed().as_nanos() as f64);
+/// The floor a one-copy upload of `bytes` bytes pays: a plain copy of
+/// them from a host buffer (64-byte aligned, as the maker's) written just
+/// before it, as a run writes its image, into a device allocation of its
+/// own. Timed once after each run of a cell (`copy_ns`), so that the run
+/// and its floor see the machine as it is then: on a loaded or shared
+/// machine a copy of megabytes varies by tens of percent from one moment
+/// to the next, which a floor timed apart would add to the ratio.
+pub struct Floor<'a> {
+    src: Vec<u8>,
+    at: usize,
+    len: usize,
+    dst: DevBuf<'a>,
+    round: u8,
+}
+
+impl<'a> Floor<'a> {
+    /// The buffers for `bytes` bytes, written and copied once (so that
+    /// no timed copy faults a page in).
+    pub fn new(dev: &'a Device, bytes: u64) -> Result<Self, String> {
+        let len = bytes as usize;
+        let src = vec![0u8; len + 64];
+        let at = src.as_ptr().align_offset(64);
+        let mut floor = Floor {
+            src,
+            at,
+            len,
+            dst: dev.alloc(len.max(1))?,
+            round: 0,
+        };
+        floor.copy_ns()?;
+        Ok(floor)
     }
-    Ok(crate::stats::median(&all))
+
+    /// One timed copy, its source written first (not timed) with plain
+    /// stores in 2 KiB pieces, as a host writes an image.
+    pub fn copy_ns(&mut self) -> Result<f64, String> {
+        self.round = self.round.wrapping_add(1);
+        let piece = [self.round; 2048];
+        let src = &mut self.src[self.at..self.at + self.len];
+        for c in src.chunks_mut(piece.len()) {
+            c.copy_from_slice(&piece[..c.len()]);
+        }
+        let t0 = Instant::now();
+        self.dst.copy_from(src)?;
+        Ok(t0.elapsed().as_nanos() as f64)
+    }
 }

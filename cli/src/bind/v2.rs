@@ -1,10 +1,11 @@
 //! `leanrt bind --layout v2`: the reference runtime's current image, per
 //! run, on leanrt's maker and on the reference's own path (the baseline),
 //! beside one plain copy of the compact bytes (the floor of a one-copy
-//! upload), for each window and task count. Tasks have 2 tensors, 1 scalar
-//! and 1 producer; a 704-byte runtime block frames the image.
+//! upload, timed after each run: `Floor`), for each window and task count.
+//! Tasks have 2 tensors, 1 scalar and 1 producer; a 704-byte runtime block
+//! frames the image.
 use super::backend::Device;
-use super::backend_v2::{memcpy_ns, mirror_bytes, V2Maker, V2Path};
+use super::backend_v2::{mirror_bytes, Floor, V2Maker, V2Path};
 use super::policies::{medians, pairs_of, warm_and_measure, BindPlan, Medians};
 use crate::format::{fmt_bytes, fmt_count, fmt_ns, times, Table};
 use serde::Serialize;
@@ -25,18 +26,15 @@ pub struct V2Cell {
     pub faults_per_run: f64,
     pub rss_before: u64,
     pub rss_after: u64,
-    /// One plain copy of the framed compact bytes to the device (median).
+    /// One plain copy of the framed compact bytes to the device, from a
+    /// buffer written just before, timed after each measured run (median;
+    /// `Floor`).
     pub memcpy_ns: f64,
+    /// begin + upload over the floor timed right after, median over the
+    /// measured runs.
+    pub to_memcpy: f64,
     /// Median total over the ref-v2 cell's of the same window and tasks.
     pub ratio_to_reference: Option<f64>,
-}
-
-impl V2Cell {
-    /// begin + upload (the run without the claims' own writes) over one
-    /// plain copy of the same bytes.
-    pub fn staging_to_memcpy(&self) -> f64 {
-        (self.median.begin_ns + self.median.upload_ns) / self.memcpy_ns.max(1.0)
-    }
 }
 
 /// Runs the plan for layout v2 (`plan.policies` is ignored: both paths
@@ -78,11 +76,29 @@ fn measure(
     path: V2Path,
     name: &'static str,
 ) -> Result<V2Cell, String> {
-    let mut maker = V2Maker::new(dev, path, w).map_err(|e| format!("v2 maker (W={w}): {e}"))?;
-    let m = warm_and_measure(plan, n, &mut || maker.run_once(n))?;
+    let new = |path| V2Maker::new(dev, path, w).map_err(|e| format!("v2 maker (W={w}): {e}"));
+    // The bytes a run ships (the same on both paths), from a run of a maker
+    // of its own, so that the floor's buffers are in place before the
+    // cell's first run and its page faults.
+    let bytes = new(V2Path::Leanrt)?.run_once(n)?.bytes;
+    let mut floor = Floor::new(dev, bytes)?;
+    let mut maker = new(path)?;
+    let mut floors = Vec::new();
+    let m = warm_and_measure(plan, n, &mut || {
+        let run = maker.run_once(n)?;
+        floors.push(floor.copy_ns()?);
+        Ok(run)
+    })?;
     drop(maker);
-    let bytes = m.samples.first().map_or(0, |s| s.bytes);
-    let memcpy = memcpy_ns(dev, bytes, plan.runs)?;
+    // The floors of the measured runs (the last ones), each beside its run:
+    // begin + upload (the run without the claims' own writes) over it.
+    let floors = &floors[floors.len() - m.samples.len()..];
+    let ratios: Vec<f64> = m
+        .samples
+        .iter()
+        .zip(floors)
+        .map(|(s, f)| (s.begin_ns + s.upload_ns) as f64 / f.max(1.0))
+        .collect();
     Ok(V2Cell {
         backend: plan.backend.name(),
         window: w,
@@ -95,7 +111,8 @@ fn measure(
         faults_per_run: m.faults_per_run,
         rss_before: m.rss_before,
         rss_after: m.rss_after,
-        memcpy_ns: memcpy,
+        memcpy_ns: crate::stats::median(floors),
+        to_memcpy: crate::stats::median(&ratios),
         ratio_to_reference: None,
     })
 }
@@ -139,7 +156,7 @@ pub fn table_v2(cells: &[V2Cell]) -> String {
                         fmt_count(c.faults_per_run),
                         fmt_ns(c.memcpy_ns),
                         c.ratio_to_reference.map_or("-".into(), ratio),
-                        times(c.staging_to_memcpy()),
+                        times(c.to_memcpy),
                     ],
                 ],
                 None,
@@ -150,8 +167,10 @@ pub fn table_v2(cells: &[V2Cell]) -> String {
                 "ref-v2: the reference's own per-run path (fresh mirror, O(W) re-init, zero-filled \
                  framed buffer, seven copies and the offset pass, one copy); leanrt: the maker, a \
                  run of the last run's shape claimed in place; memcpy: one plain copy of the same \
-                 framed bytes from a warm buffer; faults: minor page faults per warm run; \
-                 /ref-v2: total over ref-v2's; (b+u)/cp: begin + upload over memcpy.",
+                 framed bytes from a buffer written just before it (warm), timed after each run \
+                 of the cell; faults: minor page faults per warm run; /ref-v2: total over \
+                 ref-v2's; (b+u)/cp: begin + upload over the memcpy timed after it, median over \
+                 the runs.",
             );
         }
         s.push_str(&t.render());

@@ -471,12 +471,13 @@ impl WholePart {
 
 impl WholePart {
     /// Whether every one of the `n` payloads from `first` on holds its three
-    /// regions (`holds`), decided in 32-bit lanes: each field's distance
-    /// to its pool, `a = field - base`, is linear in the slot and checked
-    /// once to fit an i32 (else false: the caller's payload-by-payload walk
-    /// decides), and a region's offset from the pool, `a + delta`, is taken
-    /// in i32 with its overflow rejected (every good offset is below the
-    /// pool's bytes, < 2^31).
+    /// regions (`holds`): by AVX2 lanes where the CPU has them and they
+    /// decide exactly (`Lanes`), else one payload at a time in 32-bit lanes
+    /// (`all_hold_scalar`): each field's distance to its pool, `a = field -
+    /// base`, is linear in the slot and checked once to fit an i32 (else
+    /// false: the caller's payload-by-payload walk decides), and a region's
+    /// offset from the pool, `a + delta`, is taken in i32 with its overflow
+    /// rejected (every good offset is below the pool's bytes, < 2^31).
     ///
     /// # Safety
     /// `first` points to `n` consecutive readable payloads.
@@ -488,6 +489,27 @@ impl WholePart {
         if n == 0 {
             return true;
         }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            if let Some(lanes) = Lanes::of(whole, first, n) {
+                // SAFETY: the caller's contract; AVX2 is there (detected
+                // just above).
+                return unsafe { lanes.all_hold_avx2(first, n) };
+            }
+        }
+        // SAFETY: the caller's contract.
+        unsafe { Self::all_hold_scalar(whole, first, n) }
+    }
+
+    /// `all_hold` one payload at a time (where the lanes do not decide).
+    ///
+    /// # Safety
+    /// `first` points to `n > 0` consecutive readable payloads.
+    unsafe fn all_hold_scalar(
+        whole: &[WholePart; 3],
+        first: *const lrt_v2_task_payload,
+        n: usize,
+    ) -> bool {
         let size = size_of::<lrt_v2_task_payload>() as i64;
         let mut a0 = [0i32; 3];
         for (k, w) in whole.iter().enumerate() {
@@ -526,6 +548,133 @@ impl WholePart {
                 & holds(2, a0[2] + step, p.fanin, p.fanin_count);
         }
         good
+    }
+}
+
+/// `WholePart::all_hold`'s rule for one payload in four 32-bit lanes, one
+/// per pool in the order of its fields (tensors, scalars, fanin) and a
+/// fourth that always holds: a payload's words 0..4 are its counts (and
+/// the tensors' offset), words 3..7 its offsets (and a padding word), so
+/// two 16-byte loads put each count beside its offset. The figures are
+/// taken once per run, and only where the lanes decide exactly (`of`).
+///
+/// Per lane, with `a = field - base` (the field's distance to its pool,
+/// below 0: every pool lies after the payloads), `off = a + delta` taken
+/// mod 2^32, and an unbound region (`delta == 0 && count == 0`) read as
+/// `off = 0`: the region holds iff `count <= cap`, `off` is on an element
+/// and `off / elem + count <= hi`. Exact when `bytes - a < 2^31` for every
+/// slot (`bytes = hi * elem`): a true offset below 0 is then above `bytes`
+/// mod 2^32, and a bound region's offset from a field with `delta == 0` is
+/// `a < 0`. Over a run the three conditions are a maximum of the counts,
+/// a maximum of the ends and an OR of the low bits, compared once at the
+/// end (a count above its cap fails the run whatever its end wrapped to).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, Debug)]
+struct Lanes {
+    /// `a` of payload 0's fields (0 in the fourth lane).
+    a: [i32; 4],
+    /// `elem - 1`, log2 `elem`, `hi`, `cap` (0, 0, MAX, MAX in the fourth).
+    mask: [u32; 4],
+    shift: [u32; 4],
+    hi: [u32; 4],
+    cap: [u32; 4],
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes {
+    /// The lanes for the `n > 0` payloads from `first` on, or None where
+    /// they would not decide exactly (`Lanes`); the scalar pass decides
+    /// then.
+    fn of(whole: &[WholePart; 3], first: *const lrt_v2_task_payload, n: usize) -> Option<Lanes> {
+        let size = size_of::<lrt_v2_task_payload>() as i64;
+        let mut l = Lanes {
+            a: [0; 4],
+            mask: [0; 4],
+            shift: [0; 4],
+            hi: [u32::MAX; 4],
+            cap: [u32::MAX; 4],
+        };
+        for (k, w) in whole.iter().enumerate() {
+            let a = (first as usize + 12 + 4 * k) as i64 - w.base as i64;
+            let last = a + size * (n as i64 - 1);
+            let bytes = i64::try_from(w.hi.checked_mul(1 << w.shift)?).ok()?;
+            if last >= 0 || bytes - a >= 1 << 31 {
+                return None;
+            }
+            l.a[k] = a as i32;
+            l.mask[k] = (1u32 << w.shift) - 1;
+            l.shift[k] = w.shift;
+            l.hi[k] = w.hi as u32;
+            l.cap[k] = u32::try_from(w.cap).ok()?;
+        }
+        Some(l)
+    }
+
+    /// `WholePart::all_hold` by these lanes, two payloads per 256-bit
+    /// register (an odd last one twice).
+    ///
+    /// # Safety
+    /// `first` points to `n > 0` consecutive readable payloads, the lanes
+    /// are `of(.., first, n)`'s, and the CPU has AVX2.
+    #[target_feature(enable = "avx2")]
+    unsafe fn all_hold_avx2(&self, first: *const lrt_v2_task_payload, n: usize) -> bool {
+        use std::arch::x86_64::*;
+        let size = size_of::<lrt_v2_task_payload>();
+        // SAFETY: every load reads 16 bytes at offset 0 or 12 of a payload
+        // i < n (192 bytes each, the caller's contract); the rest is
+        // register arithmetic, AVX2 being there (the caller's contract).
+        unsafe {
+            let both = |x: [u32; 4]| {
+                let h = _mm_loadu_si128(x.as_ptr().cast());
+                _mm256_set_m128i(h, h)
+            };
+            let a_both = both(self.a.map(|a| a as u32));
+            let (mask, shift) = (both(self.mask), both(self.shift));
+            let zero = _mm256_setzero_si256();
+            let (mut ends, mut counts, mut low) = (zero, zero, zero);
+            let mut pair = |a: __m256i, lo: *const u8, hi: *const u8| {
+                let count = _mm256_loadu2_m128i(hi.cast(), lo.cast());
+                let delta = _mm256_loadu2_m128i(hi.add(12).cast(), lo.add(12).cast());
+                let unbound = _mm256_cmpeq_epi32(_mm256_or_si256(delta, count), zero);
+                let off = _mm256_andnot_si256(unbound, _mm256_add_epi32(a, delta));
+                low = _mm256_or_si256(low, _mm256_and_si256(off, mask));
+                let end = _mm256_add_epi32(_mm256_srlv_epi32(off, shift), count);
+                ends = _mm256_max_epu32(ends, end);
+                counts = _mm256_max_epu32(counts, count);
+            };
+            let base = first.cast::<u8>();
+            // Payload i's lanes are a_both + i * size (in range: `of`).
+            let step = _mm256_set_epi32(
+                size as i32,
+                size as i32,
+                size as i32,
+                size as i32,
+                0,
+                0,
+                0,
+                0,
+            );
+            let mut a = _mm256_add_epi32(a_both, step);
+            let two = _mm256_set1_epi32(2 * size as i32);
+            let mut i = 0;
+            while i + 1 < n {
+                pair(a, base.add(i * size), base.add((i + 1) * size));
+                a = _mm256_add_epi32(a, two);
+                i += 2;
+            }
+            if i < n {
+                let last = _mm256_add_epi32(a_both, _mm256_set1_epi32((i * size) as i32));
+                pair(last, base.add(i * size), base.add(i * size));
+            }
+            let within = |got: __m256i, bound: __m256i| {
+                _mm256_cmpeq_epi32(_mm256_min_epu32(got, bound), got)
+            };
+            let good = _mm256_and_si256(
+                _mm256_and_si256(within(ends, both(self.hi)), within(counts, both(self.cap))),
+                _mm256_cmpeq_epi32(low, zero),
+            );
+            _mm256_movemask_epi8(good) == -1
+        }
     }
 }
 
@@ -807,8 +956,11 @@ mod tests {
                         let full = moved[k].holds(field, delta, count);
                         // SAFETY: three payloads in `p`.
                         let lanes = unsafe { WholePart::all_hold(&moved, p.as_ptr(), 3) };
+                        // SAFETY: as above.
+                        let scalar = unsafe { WholePart::all_hold_scalar(&moved, p.as_ptr(), 3) };
                         assert_eq!(
-                            lanes, full,
+                            (lanes, scalar),
+                            (full, full),
                             "pool {k} slot {slot} delta {delta} count {count}"
                         );
                         tried += usize::from(full);
@@ -817,5 +969,91 @@ mod tests {
             }
         }
         assert!(tried > 0, "no good region was tried");
+    }
+
+    /// Runs of 1 to 9 payloads (pairs and an odd last one), each region
+    /// bound well, unbound, or set to an edge of its pool or of the
+    /// arithmetic: `all_hold` (the lanes where the CPU has them) and the
+    /// scalar pass decide as `holds` over every payload and pool.
+    #[test]
+    fn the_run_decides_as_each_payload() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        // SAFETY: plain data, all-zero valid (every region unbound).
+        let zero: lrt_v2_task_payload = unsafe { std::mem::zeroed() };
+        let (mut good, mut bad) = (0, 0);
+        for _ in 0..4000 {
+            let n = 1 + next(9) as usize;
+            let mut p = vec![zero; n];
+            // Half the runs only bound well or unbound: some hold.
+            let breaks = next(2) == 0;
+            let at = p.as_ptr() as usize;
+            let whole =
+                [(7, 40u64, 32u64), (3, 64, 16), (2, 300, 128)].map(|(shift, hi, cap)| WholePart {
+                    base: at + n * size_of::<lrt_v2_task_payload>() + (64 << shift),
+                    hi,
+                    shift,
+                    cap,
+                });
+            for (slot, q) in p.iter_mut().enumerate() {
+                for (k, w) in whole.iter().enumerate() {
+                    let field = at + slot * size_of::<lrt_v2_task_payload>() + 12 + 4 * k;
+                    let to_pool = w.base as i64 - field as i64;
+                    let elem = 1i64 << w.shift;
+                    let idx = next(w.hi + 2) as i64 - 1;
+                    let count = next(5) as i64;
+                    let pick = match next(12) {
+                        1..=8 if !breaks => 3,
+                        pick => pick,
+                    };
+                    let (delta, count) = match pick {
+                        0 => (0, 0),
+                        1 => (0, 1),
+                        2 => (to_pool + idx * elem + 1, count),
+                        3 => (to_pool + (w.hi as i64 - count) * elem, count),
+                        4 => (to_pool + (w.hi as i64 - count + 1) * elem, count),
+                        5 => (to_pool + idx * elem, w.cap as i64 + 1),
+                        6 => (to_pool + idx * elem, -1),
+                        7 => (i32::MIN as i64, 0),
+                        8 => (to_pool - elem, 0),
+                        _ => (
+                            to_pool + idx.clamp(0, (w.hi as i64 - count).max(0)) * elem,
+                            count,
+                        ),
+                    };
+                    let (delta, count) = (delta as i32, count as i32);
+                    match k {
+                        0 => (q.tensors, q.tensor_count) = (delta, count),
+                        1 => (q.scalars, q.scalar_count) = (delta, count),
+                        _ => (q.fanin, q.fanin_count) = (delta, count),
+                    }
+                }
+            }
+            let full = p.iter().enumerate().all(|(slot, q)| {
+                let field = at + slot * size_of::<lrt_v2_task_payload>() + 12;
+                whole[0].holds(field, q.tensors, q.tensor_count)
+                    & whole[1].holds(field + 4, q.scalars, q.scalar_count)
+                    & whole[2].holds(field + 8, q.fanin, q.fanin_count)
+            });
+            // SAFETY: n payloads in `p`.
+            let (run, scalar) = unsafe {
+                (
+                    WholePart::all_hold(&whole, p.as_ptr(), n),
+                    WholePart::all_hold_scalar(&whole, p.as_ptr(), n),
+                )
+            };
+            assert_eq!((run, scalar), (full, full), "{n} payloads: {p:?}");
+            if full {
+                good += 1;
+            } else {
+                bad += 1;
+            }
+        }
+        assert!(good > 100 && bad > 100, "{good} good runs, {bad} bad");
     }
 }

@@ -26,6 +26,13 @@
 //!   copy;
 //! * image buffer: the same layout, holding the image claimed in place
 //!   (`run::Spec`); none with a fresh mirror every run.
+//!
+//! The staging and image buffers are offered to transparent huge pages
+//! (`Mapping::advise_huge_pages`): a run of megabytes writes them and its
+//! upload reads them end to end, and with 4 KiB pages the upload's check
+//! (one line per payload) and copy wait on page walks (`docs/BENCHMARKS.md`).
+//! The mirror is not: the host writes a few of its slots per run, wherever
+//! its window puts them.
 use std::mem::offset_of;
 use std::sync::Arc;
 use std::time::Instant;
@@ -180,6 +187,10 @@ impl MakerV2 {
             true => None,
             false => Some(Mapping::new(len)?),
         };
+        // Huge pages where the kernel grants them (module docs).
+        for m in std::iter::once(&staging).chain(image_buf.as_ref()) {
+            m.advise_huge_pages();
+        }
         // The one copy reads the staging buffer (a gathered image) or the
         // image buffer (an image claimed in place), never the mirror (read
         // by the host's gather only): only those two are pinned, each from
