@@ -91,19 +91,18 @@ impl Adaptive {
         self.last_end.store(self.now(), Ordering::Relaxed);
     }
 
-    /// The spin budget now, (pauses, wall-clock nanoseconds): the
-    /// configured one while a request is open, else the adaptive one.
-    pub(super) fn budget(&self, policy: &SpinPolicy, request_open: bool) -> (u64, u64) {
-        let ns = if request_open {
-            self.budget_ns
-        } else {
-            (2 * self.short_gap.load(Ordering::Relaxed))
-                .max(SPIN_FLOOR_NS)
-                .min(self.budget_ns)
-        };
+    /// The spin budget now, (pauses, wall-clock deadline in nanoseconds):
+    /// `policy`'s own while a request is open, else the adaptive one.
+    pub(super) fn budget(&self, policy: &SpinPolicy, request_open: bool) -> (u64, Option<u64>) {
+        if request_open {
+            return (policy.pauses, policy.deadline_ns);
+        }
+        let ns = (2 * self.short_gap.load(Ordering::Relaxed))
+            .max(SPIN_FLOOR_NS)
+            .min(self.budget_ns);
         let pauses =
             ((ns as f64 / calibrated_pause_ns()).ceil() as u64).clamp(1, policy.pauses.max(1));
-        (pauses, ns)
+        (pauses, Some(ns))
     }
 }
 
@@ -127,19 +126,19 @@ mod tests {
         let a = Adaptive::new(&policy).unwrap();
         assert_eq!(
             a.budget(&policy, false).1,
-            SPIN_FLOOR_NS,
+            Some(SPIN_FLOOR_NS),
             "starts at the floor"
         );
         // Loops 10 µs apart: the floor.
         for _ in 0..40 {
             gap(&a, 10_000);
         }
-        assert_eq!(a.budget(&policy, false).1, SPIN_FLOOR_NS);
+        assert_eq!(a.budget(&policy, false).1, Some(SPIN_FLOOR_NS));
         // Loops 200 µs apart (still inside a request): about twice that.
         for _ in 0..40 {
             gap(&a, 200_000);
         }
-        let ns = a.budget(&policy, false).1;
+        let ns = a.budget(&policy, false).1.unwrap();
         assert!((380_000..=440_000).contains(&ns), "twice the gap: {ns}");
         // Gaps between requests leave the estimate alone, however long.
         let before = a.short_gap.load(Ordering::Relaxed);
@@ -148,7 +147,7 @@ mod tests {
             assert_eq!(a.short_gap.load(Ordering::Relaxed), before, "{g} ns");
         }
         // A request open: the configured budget.
-        assert_eq!(a.budget(&policy, true).1, 1_000_000);
+        assert_eq!(a.budget(&policy, true), (policy.pauses, Some(1_000_000)));
         assert!(Adaptive::new(&SpinPolicy::new(true, 0, 1)).is_none());
     }
 
@@ -156,7 +155,7 @@ mod tests {
     fn never_more_than_the_configured_budget() {
         let policy = SpinPolicy::new(true, 30, 1);
         let a = Adaptive::new(&policy).unwrap();
-        assert_eq!(a.budget(&policy, false).1, 30_000, "the floor capped");
+        assert_eq!(a.budget(&policy, false).1, Some(30_000), "the floor capped");
         // A gap past a small budget is not a short one.
         let before = a.short_gap.load(Ordering::Relaxed);
         gap(&a, 40_000);
@@ -167,8 +166,8 @@ mod tests {
         let legacy = SpinPolicy::new(true, -1, 1);
         let l = Adaptive::new(&legacy).unwrap();
         let (pauses, ns) = l.budget(&legacy, false);
-        assert_eq!(ns, SPIN_FLOOR_NS);
+        assert_eq!(ns, Some(SPIN_FLOOR_NS));
         assert!((1..legacy.pauses).contains(&pauses));
-        assert_eq!(l.budget(&legacy, true).0, legacy.pauses);
+        assert_eq!(l.budget(&legacy, true), (legacy.pauses, None));
     }
 }

@@ -381,8 +381,7 @@ fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) ->
     let (budget, deadline_ns) = match &shared.spin.adaptive {
         Some(a) => {
             let open = shared.spin.requests.load(Ordering::Relaxed) > 0;
-            let (pauses, ns) = a.budget(&shared.spin.policy, open);
-            (pauses, Some(ns))
+            a.budget(&shared.spin.policy, open)
         }
         None => (shared.spin.policy.pauses, shared.spin.policy.deadline_ns),
     };
