@@ -106,6 +106,33 @@ fn adaptive_spin_runs_loops_and_sleeps_after_a_burst() {
     assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
 }
 
+/// A caller whose requests come on a steady cadence (a loop, then 15 ms
+/// asleep) is anticipated under the default options: once the cadence is
+/// steady, workers wake on their own timers ahead of the requests
+/// (`timer_wakeups`), and every loop still runs each index once. A caller
+/// off any cadence gets no timers.
+#[test]
+fn a_steady_caller_is_anticipated_and_an_irregular_one_is_not() {
+    let p = pool(-1, &[(LRT_POOL_KEY_CPU_BUDGET, "0")]);
+    p.start_profiling().unwrap();
+    for _ in 0..12 {
+        loop_once(&p, 256);
+        std::thread::sleep(Duration::from_millis(15));
+    }
+    let json = p.stop_profiling().unwrap();
+    let timers = sum_of(&json, "timer_wakeups");
+    assert!(timers > 0, "no worker woke on its timer: {json}");
+    // Gaps of 1, 9, 3, 27, 2, 18 ms: never steady.
+    let p = pool(-1, &[(LRT_POOL_KEY_CPU_BUDGET, "0")]);
+    p.start_profiling().unwrap();
+    for ms in [1, 9, 3, 27, 2, 18, 1, 9, 3, 27, 2, 18] {
+        loop_once(&p, 256);
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    let json = p.stop_profiling().unwrap();
+    assert_eq!(sum_of(&json, "timer_wakeups"), 0, "{json}");
+}
+
 /// The workers' ids seen in one loop of 400 sleeping iterations on `p`.
 fn helpers_of_a_long_loop(p: &ThreadPool) -> usize {
     let ids = std::sync::Mutex::new(std::collections::BTreeSet::new());

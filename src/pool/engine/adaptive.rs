@@ -27,10 +27,29 @@
 //! `enable_spinning` not yet matched, `SpinControl::requests`) the caller
 //! said where its request ends, and the configured budget applies.
 //!
+//! Anticipation: a caller whose requests recur with a steady gap between
+//! them (a stream of frames, a polling loop) would otherwise pay the
+//! wake-up at the start of every request. The gaps between requests
+//! (those not inside one) are averaged too; once [`STEADY_GAPS`] of them
+//! in a row each fell within an eighth of the average, the next request
+//! is expected at the last loop's end plus that average. A worker that
+//! goes to sleep then sets itself a timer for a little before it (the
+//! timers' own lateness, measured, plus [`WAKE_GUARD_NS`]), and once up
+//! spins until the request comes or a little after it was due
+//! ([`Anticipation::until`]), then sleeps untimed; one timer per expected
+//! request. A gap off the cadence resets the count, so irregular callers
+//! (and several callers interleaving on one pool) get no timers. The cost
+//! is one wake-up and the spin from the timer to the request, per
+//! request; the gain, that the request's first loop finds its helpers
+//! awake.
+//!
 //! State: `last_end` (nanoseconds since the pool was made; 0 = no loop
-//! yet) and `short_gap` (the average; it starts where the spin is the
-//! floor). Both are plain relaxed atomics: concurrent callers may lose an
-//! update, which only makes the estimate a little less exact.
+//! yet), `short_gap` (the average; it starts where the spin is the
+//! floor), `long_gap`, `steady` and `timer_late` (the anticipation's).
+//! All are plain relaxed atomics: concurrent callers may lose an update,
+//! which only makes an estimate a little less exact (a timer a little
+//! early or late, or none); none of them decides whether work is found,
+//! which the sleep protocol (`sleep.rs`) alone does.
 use super::super::spin::{calibrated_pause_ns, SpinPolicy};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -41,6 +60,25 @@ pub(super) const SPIN_FLOOR_NS: u64 = 50_000;
 /// wake-ups' worth, past which spinning through a gap costs more CPU than
 /// the latency it saves is worth.
 pub(super) const SHORT_GAP_NS: u64 = 5 * SPIN_FLOOR_NS;
+/// Gaps between requests, each within an eighth of their average, before
+/// the next request is anticipated.
+pub(super) const STEADY_GAPS: u64 = 3;
+/// How much earlier than the timers' measured lateness a worker sets its
+/// timer.
+pub(super) const WAKE_GUARD_NS: u64 = SPIN_FLOOR_NS / 2;
+/// Gaps between requests longer than this are not anticipated.
+const LONGEST_ANTICIPATED_NS: u64 = 1_000_000_000;
+
+/// A request a sleeping worker expects (nanoseconds on the pool's clock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Anticipation {
+    /// When the request is due: the last loop's end plus the average gap.
+    pub(super) due: u64,
+    /// When the worker's timer is set for.
+    pub(super) wake_at: u64,
+    /// Until when the woken worker spins waiting for it.
+    pub(super) until: u64,
+}
 
 pub(super) struct Adaptive {
     epoch: Instant,
@@ -48,6 +86,12 @@ pub(super) struct Adaptive {
     budget_ns: u64,
     last_end: AtomicU64,
     short_gap: AtomicU64,
+    /// The average gap between requests (0: none yet).
+    long_gap: AtomicU64,
+    /// Gaps between requests in a row within an eighth of the average.
+    steady: AtomicU64,
+    /// How late the anticipation timers fired, on average.
+    timer_late: AtomicU64,
 }
 
 impl Adaptive {
@@ -66,11 +110,20 @@ impl Adaptive {
             last_end: AtomicU64::new(0),
             // Until gaps are seen: the floor.
             short_gap: AtomicU64::new(SPIN_FLOOR_NS / 2),
+            long_gap: AtomicU64::new(0),
+            steady: AtomicU64::new(0),
+            timer_late: AtomicU64::new(SPIN_FLOOR_NS),
         })
     }
 
-    fn now(&self) -> u64 {
+    /// Nanoseconds on the pool's clock.
+    pub(super) fn now(&self) -> u64 {
         (self.epoch.elapsed().as_nanos() as u64).max(1)
+    }
+
+    /// The instant `ns` on the pool's clock.
+    pub(super) fn instant(&self, ns: u64) -> Instant {
+        self.epoch + std::time::Duration::from_nanos(ns)
     }
 
     /// A caller starts a parallel loop.
@@ -83,7 +136,48 @@ impl Adaptive {
         if gap < self.budget_ns.min(SHORT_GAP_NS) {
             let avg = self.short_gap.load(Ordering::Relaxed);
             self.short_gap.store((avg * 3 + gap) / 4, Ordering::Relaxed);
+            return;
         }
+        // A gap between requests: on the cadence, or a new one.
+        let avg = self.long_gap.load(Ordering::Relaxed);
+        if avg > 0 && gap.abs_diff(avg) <= avg / 8 {
+            self.long_gap.store((avg * 3 + gap) / 4, Ordering::Relaxed);
+            self.steady.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.long_gap.store(gap, Ordering::Relaxed);
+            self.steady.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The request a worker going to sleep at `now` may set a timer for:
+    /// None off a steady cadence, or when the timer would already be due.
+    pub(super) fn anticipate(&self, now: u64) -> Option<Anticipation> {
+        let gap = self.long_gap.load(Ordering::Relaxed);
+        let last = self.last_end.load(Ordering::Relaxed);
+        if self.steady.load(Ordering::Relaxed) < STEADY_GAPS
+            || last == 0
+            || gap > LONGEST_ANTICIPATED_NS
+        {
+            return None;
+        }
+        let due = last + gap;
+        let lead = self.timer_late.load(Ordering::Relaxed) + WAKE_GUARD_NS;
+        let wake_at = due.saturating_sub(lead);
+        (wake_at > now).then_some(Anticipation {
+            due,
+            wake_at,
+            // Late by up to a thirty-second of the gap (and a wake-up's
+            // worth at least) is still the request expected.
+            until: due + (gap / 32).max(SPIN_FLOOR_NS),
+        })
+    }
+
+    /// A worker's timer for `a` fired at `now`: how late it was.
+    pub(super) fn timer_fired(&self, a: &Anticipation, now: u64) {
+        let late = now.saturating_sub(a.wake_at).min(SHORT_GAP_NS);
+        let avg = self.timer_late.load(Ordering::Relaxed);
+        self.timer_late
+            .store((avg * 3 + late) / 4, Ordering::Relaxed);
     }
 
     /// A caller's parallel loop ended.
@@ -149,6 +243,52 @@ mod tests {
         // A request open: the configured budget.
         assert_eq!(a.budget(&policy, true), (policy.pauses, Some(1_000_000)));
         assert!(Adaptive::new(&SpinPolicy::new(true, 0, 1)).is_none());
+    }
+
+    /// A loop `gap_ns` after the last one, and its end.
+    fn burst(a: &Adaptive, gap_ns: u64) {
+        gap(a, gap_ns);
+        a.loop_ended();
+    }
+
+    #[test]
+    fn a_steady_cadence_is_anticipated_and_a_change_forgets_it() {
+        let policy = SpinPolicy::new(true, -1, 1);
+        let a = Adaptive::new(&policy).unwrap();
+        let period = 10_000_000;
+        // The first gap between requests sets the average; STEADY_GAPS
+        // more on the cadence are needed.
+        for _ in 0..STEADY_GAPS {
+            burst(&a, period);
+            assert_eq!(a.anticipate(a.now()), None);
+        }
+        // Within an eighth of the average.
+        burst(&a, period + period / 10);
+        let last = a.last_end.load(Ordering::Relaxed);
+        let t = a.anticipate(a.now()).expect("a steady cadence");
+        let avg = a.long_gap.load(Ordering::Relaxed);
+        assert_eq!(t.due, last + avg);
+        assert_eq!(t.wake_at, t.due - SPIN_FLOOR_NS - WAKE_GUARD_NS);
+        assert_eq!(t.until, t.due + avg / 32);
+        // Gaps inside a request leave the cadence alone.
+        gap(&a, 10_000);
+        assert_eq!(a.long_gap.load(Ordering::Relaxed), avg);
+        // Nothing when the timer would already be due.
+        let now = a.anticipate(a.now()).expect("still steady");
+        assert_eq!(a.anticipate(now.wake_at), None);
+        // The timers' lateness moves the next timer earlier.
+        a.timer_fired(&t, t.wake_at + 150_000);
+        assert_eq!(a.timer_late.load(Ordering::Relaxed), 75_000);
+        let earlier = a.anticipate(a.now()).unwrap();
+        assert_eq!(earlier.due - earlier.wake_at, 75_000 + WAKE_GUARD_NS);
+        // A gap off the cadence: forgotten until it is steady again.
+        burst(&a, period / 2);
+        assert_eq!(a.anticipate(a.now()), None);
+        let reset = a.long_gap.load(Ordering::Relaxed);
+        assert!(
+            (period / 2..period / 2 + 1_000_000).contains(&reset),
+            "{reset}"
+        );
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub(super) struct Counters {
     pub(super) spin_yields: AtomicU64,
     pub(super) parks: AtomicU64,
     pub(super) wakeups: AtomicU64,
+    /// Sleeps ended by the worker's own timer (`adaptive.rs`).
+    pub(super) timer_wakeups: AtomicU64,
     pub(super) asleep: AtomicU64,
     /// Loop blocks run (while profiling).
     pub(super) blocks: AtomicU64,
@@ -141,18 +143,19 @@ fn stats(counters: &[CachePadded<Counters>]) -> lrt_pool_stats {
 }
 
 /// One thread's figures: blocks, tasks, steals, spin iterations, spin
-/// yields, parks, loop nanoseconds (workers); callers use blocks, loops,
-/// loop nanoseconds.
+/// yields, parks, timer wake-ups, loop nanoseconds (workers); callers use
+/// blocks, loops, loop nanoseconds.
 #[derive(Clone, Copy, Default)]
-struct Figures([u64; 7]);
+struct Figures([u64; 8]);
 
-const WORKER_KEYS: [&str; 7] = [
+const WORKER_KEYS: [&str; 8] = [
     "blocks",
     "tasks",
     "steals",
     "spin_iterations",
     "spin_yields",
     "parks",
+    "timer_wakeups",
     "loop_ns",
 ];
 
@@ -176,6 +179,7 @@ impl Snapshot {
                     ld(&c.spin_iterations),
                     ld(&c.spin_yields),
                     ld(&c.parks),
+                    ld(&c.timer_wakeups),
                     ld(&c.loop_ns),
                 ])
             }))?,
@@ -191,7 +195,8 @@ impl Snapshot {
 /// The profiling report between two snapshots, as JSON:
 /// `{"duration_ns":N,"main_thread":{"blocks":..,"loops":..,"loop_ns":..},
 /// "workers":[{"id":0,"blocks":..,"tasks":..,"steals":..,
-/// "spin_iterations":..,"spin_yields":..,"parks":..,"loop_ns":..},...]}`.
+/// "spin_iterations":..,"spin_yields":..,"parks":..,"timer_wakeups":..,
+/// "loop_ns":..},...]}`.
 /// Bytes the report of `workers` workers can take at most (every figure
 /// with 20 digits), plus the NUL the C string adds: writing it into a
 /// string reserved that large never allocates.

@@ -22,6 +22,14 @@
 //! waiter either has not yet checked the epoch (and returns at once) or is
 //! blocked in the condition variable and receives the signal.
 //!
+//! A timed wait ([`EventCount::wait_until`], for a worker that wakes
+//! itself ahead of a request it expects: `adaptive.rs`) that runs out
+//! deregisters exactly as a notified one does and returns; to the
+//! protocol it is a spurious wake-up, after which the worker re-scans and,
+//! to sleep again, prepares a new ticket. A notify that counted it among
+//! the waiters and whose signal it no longer takes leaves a woken worker
+//! all the same (this one), which scans every queue.
+//!
 //! A signal of `notify(1)` may reach another blocked waiter than the one
 //! that registered last; that is fine because every woken worker re-scans
 //! every queue (every worker can take every job). A prepared but not yet
@@ -89,11 +97,35 @@ impl EventCount {
     /// [`prepare`](Self::prepare) (the epoch moved on), then deregisters.
     pub fn wait(&self, ticket: Ticket) {
         let mut guard = sync::lock(&self.lock);
-        while (self.state.load(Ordering::Acquire) >> 32) & WAITER_MASK == ticket.0 & WAITER_MASK {
+        while self.unchanged(&ticket) {
             guard = sync::wait(&self.cv, guard);
         }
         drop(guard);
         self.state.fetch_sub(WAITER, Ordering::AcqRel);
+    }
+
+    /// As [`wait`](Self::wait), but gives up at `deadline` (module docs):
+    /// true when a notify ended the wait, false when the time ran out
+    /// first. Deregisters either way.
+    pub fn wait_until(&self, ticket: Ticket, deadline: sync::Deadline) -> bool {
+        let mut guard = sync::lock(&self.lock);
+        let mut notified = true;
+        while self.unchanged(&ticket) {
+            let (g, expired) = sync::wait_until(&self.cv, guard, deadline);
+            guard = g;
+            if expired && self.unchanged(&ticket) {
+                notified = false;
+                break;
+            }
+        }
+        drop(guard);
+        self.state.fetch_sub(WAITER, Ordering::AcqRel);
+        notified
+    }
+
+    /// Whether the epoch is still the one `ticket` read.
+    fn unchanged(&self, ticket: &Ticket) -> bool {
+        (self.state.load(Ordering::Acquire) >> 32) & WAITER_MASK == ticket.0 & WAITER_MASK
     }
 
     /// Number of registered waiters (prepared or blocked) right now (the

@@ -19,6 +19,28 @@ pub fn wait<'a>(cv: &Condvar, g: std::sync::MutexGuard<'a, ()>) -> std::sync::Mu
     cv.wait(g).unwrap_or_else(|e| e.into_inner())
 }
 
+/// When a timed wait gives up (`std::time::Instant`; in the model, a
+/// timer that has always fired).
+pub type Deadline = std::time::Instant;
+
+/// `Condvar::wait_timeout` up to `deadline`, ignoring poisoning: the guard
+/// and whether the deadline has passed.
+pub fn wait_until<'a>(
+    cv: &Condvar,
+    g: std::sync::MutexGuard<'a, ()>,
+    deadline: Deadline,
+) -> (std::sync::MutexGuard<'a, ()>, bool) {
+    let now = std::time::Instant::now();
+    if now >= deadline {
+        return (g, true);
+    }
+    let g = match cv.wait_timeout(g, deadline - now) {
+        Ok((g, _)) => g,
+        Err(e) => e.into_inner().0,
+    };
+    (g, std::time::Instant::now() >= deadline)
+}
+
 /// Gives the CPU to another runnable thread (`loom::thread::yield_now` in
 /// the model).
 #[inline]

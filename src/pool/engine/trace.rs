@@ -29,7 +29,8 @@ pub(super) enum Ev {
     ShareDone = 4,
     /// The caller's end-gate wait is over (arg: blocks all helpers ran).
     GateDone = 5,
-    /// A worker returned from its sleep.
+    /// A worker returned from its sleep (arg: 1 its timer ended it,
+    /// `adaptive.rs`; 0 a notify).
     Woke = 6,
     /// A worker starts spinning.
     SpinStart = 7,

@@ -23,7 +23,10 @@
 //!     | nothing
 //!     v
 //!  wait until the epoch changes --> cascade wake if the slot still
-//!                                   wants helpers; back to the top
+//!     (or, for a request the        wants helpers; back to the top
+//!     adaptive budget expects,
+//!     until a timer a little before it: then back to the top, and
+//!     spin until the request comes or is overdue)
 //! ```
 //!
 //! Queues: worker `i` owns a LIFO deque (only it pushes there: tasks
@@ -111,14 +114,26 @@ pub(super) fn main(start: WorkerStart) {
     let counters = &shared.profiling.counters[index];
     // The parallel section this worker is a member of (0: none).
     let mut section = 0u64;
+    // The request this worker last set a timer for (adaptive.rs), and,
+    // woken by that timer, until when it spins for it.
+    let mut anticipated = 0u64;
+    let mut spin_until_ns = None;
+    let mut timers = TimerOutcomes::default();
     loop {
         if help_slot(&shared, &mut section, index) {
             bump(&counters.tasks_run, 1);
+            // Whatever woke us, the request came: spin as usual after it.
+            if spin_until_ns.take().is_some() {
+                timers.record(true);
+            }
             continue;
         }
         if let Some(job) = find_job(&shared, &me, counters, section) {
             run_job(&shared, job, Some(index));
             bump(&counters.tasks_run, 1);
+            if spin_until_ns.take().is_some() {
+                timers.record(true);
+            }
             continue;
         }
         if slot_wants(&shared, section) {
@@ -139,7 +154,12 @@ pub(super) fn main(start: WorkerStart) {
             }
             section = 0;
         }
-        if spin(&shared, &me, counters, section) {
+        let until = spin_until_ns.take();
+        let hit = spin(&shared, &me, counters, section, until);
+        if until.is_some() {
+            timers.record(hit);
+        }
+        if hit {
             continue;
         }
         // Sleep protocol: register, re-scan, then block or cancel.
@@ -159,11 +179,31 @@ pub(super) fn main(start: WorkerStart) {
         // CPU we may use; restored once awake.
         let caller = shared.spin.caller_cpu.load(Ordering::Relaxed);
         let away = affinity::avoid_cpu(caller as usize);
-        sleep_counted(&shared.event, ticket, counters);
+        // A request expected on a steady cadence (adaptive.rs): a timer a
+        // little before it, once per request, while spinning is allowed.
+        let timer = shared.spin.adaptive.as_ref().and_then(|a| {
+            let epoch = if shared.cpu_budget { share_epoch() } else { 0 };
+            a.anticipate(a.now())
+                .filter(|t| t.due != anticipated && shared.may_spin(epoch))
+                .filter(|t| timers.take(t.due))
+                .map(|t| (a, t))
+        });
+        let notified = sleep_counted(
+            &shared.event,
+            ticket,
+            counters,
+            timer.map(|(a, t)| a.instant(t.wake_at)),
+        );
         if let Some(saved) = away {
             saved.restore();
         }
-        trace::record(shared.id, index + 1, Ev::Woke, 0);
+        trace::record(shared.id, index + 1, Ev::Woke, u64::from(!notified));
+        if let (false, Some((a, t))) = (notified, timer) {
+            a.timer_fired(&t, a.now());
+            anticipated = t.due;
+            spin_until_ns = Some(t.until);
+            continue;
+        }
         // Cascade: a loop that still wants helpers gets more sleepers woken
         // by us, not by its owner (which is already running its share).
         if slot_wants(&shared, section) {
@@ -231,7 +271,7 @@ fn stay_with_section(shared: &Shared, me: &WorkerLocal, counters: &Counters, sec
             || shared.shutdown.load(Ordering::Acquire)
             || has_work(shared, me)
     };
-    if spin_until(shared, counters, &wanted) {
+    if spin_until(shared, counters, &wanted, None) {
         return;
     }
     let ticket = shared.sections.team_event.prepare();
@@ -239,17 +279,74 @@ fn stay_with_section(shared: &Shared, me: &WorkerLocal, counters: &Counters, sec
         shared.sections.team_event.cancel(ticket);
         return;
     }
-    sleep_counted(&shared.sections.team_event, ticket, counters);
+    sleep_counted(&shared.sections.team_event, ticket, counters, None);
 }
 
-/// Blocks on `event` with a ticket whose re-scan found nothing, counting
-/// the park, the time asleep and the wake-up in this worker's counters.
-fn sleep_counted(event: &EventCount, ticket: Ticket, counters: &Counters) {
+/// What a worker's anticipation timers (adaptive.rs) came to: a timer
+/// whose spin does not meet the request (it came late, or the cores were
+/// all taken by callers, so that spinning stopped at once) costs a wake-up
+/// for nothing. After each miss in a row the worker lets twice as many
+/// expected requests pass without a timer (up to [`TimerOutcomes::MAX_SKIP`]);
+/// a hit starts over.
+#[derive(Default)]
+struct TimerOutcomes {
+    misses: u32,
+    /// Expected requests still to pass without a timer.
+    skip: u32,
+    /// The last request counted against `skip`.
+    skipped: u64,
+}
+
+impl TimerOutcomes {
+    const MAX_SKIP: u32 = 64;
+
+    /// Whether to set a timer for the request due at `due`.
+    fn take(&mut self, due: u64) -> bool {
+        if self.skip == 0 {
+            return true;
+        }
+        if due != self.skipped {
+            self.skipped = due;
+            self.skip -= 1;
+        }
+        false
+    }
+
+    /// A timer's spin met the request (`hit`) or not.
+    fn record(&mut self, hit: bool) {
+        if hit {
+            self.misses = 0;
+        } else {
+            self.misses = (self.misses + 1).min(7);
+            self.skip = (1 << self.misses).min(Self::MAX_SKIP);
+        }
+    }
+}
+
+/// Blocks on `event` with a ticket whose re-scan found nothing (until
+/// `deadline`, if any), counting the park, the time asleep and the wake-up
+/// in this worker's counters: false when the deadline ended it.
+fn sleep_counted(
+    event: &EventCount,
+    ticket: Ticket,
+    counters: &Counters,
+    deadline: Option<Instant>,
+) -> bool {
     bump(&counters.parks, 1);
     counters.asleep.store(1, Ordering::Relaxed);
-    event.wait(ticket);
+    let notified = match deadline {
+        Some(d) => event.wait_until(ticket, d),
+        None => {
+            event.wait(ticket);
+            true
+        }
+    };
     counters.asleep.store(0, Ordering::Relaxed);
     bump(&counters.wakeups, 1);
+    if !notified {
+        bump(&counters.timer_wakeups, 1);
+    }
+    notified
 }
 
 /// Runs a queued job.
@@ -364,26 +461,42 @@ fn has_work(shared: &Shared, me: &WorkerLocal) -> bool {
         || shared.queues.stealers.iter().any(|s| !s.is_empty())
 }
 
-/// The spin phase of an idle worker: polls the slot and the queues.
-fn spin(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64) -> bool {
+/// The spin phase of an idle worker: polls the slot and the queues (until
+/// `until` on the adaptive budget's clock, for a worker its timer woke).
+fn spin(
+    shared: &Shared,
+    me: &WorkerLocal,
+    counters: &Counters,
+    section: u64,
+    until: Option<u64>,
+) -> bool {
     trace::record(shared.id, me.index + 1, Ev::SpinStart, 0);
-    let hit = spin_until(shared, counters, &|| {
-        slot_wants(shared, section) || has_work(shared, me)
-    });
+    let found = || slot_wants(shared, section) || has_work(shared, me);
+    let hit = spin_until(shared, counters, &found, until);
     trace::record(shared.id, me.index + 1, Ev::SpinEnd, u64::from(hit));
     hit
 }
 
 /// Polls `found` between pauses until it is true (true) or the pause
 /// budget or the wall-clock deadline is spent, or spinning is disabled
-/// (false).
-fn spin_until(shared: &Shared, counters: &Counters, found: &dyn Fn() -> bool) -> bool {
-    let (budget, deadline_ns) = match &shared.spin.adaptive {
-        Some(a) => {
+/// (false). `until`: the adaptive budget's deadline for a worker its timer
+/// woke, within the configured pauses.
+fn spin_until(
+    shared: &Shared,
+    counters: &Counters,
+    found: &dyn Fn() -> bool,
+    until: Option<u64>,
+) -> bool {
+    let (budget, deadline_ns) = match (&shared.spin.adaptive, until) {
+        (Some(a), Some(until)) if until > a.now() => (
+            shared.spin.policy.pauses,
+            Some(until.saturating_sub(a.now())),
+        ),
+        (Some(a), _) => {
             let open = shared.spin.requests.load(Ordering::Relaxed) > 0;
             a.budget(&shared.spin.policy, open)
         }
-        None => (shared.spin.policy.pauses, shared.spin.policy.deadline_ns),
+        (None, _) => (shared.spin.policy.pauses, shared.spin.policy.deadline_ns),
     };
     if budget == 0 {
         return false;
@@ -445,5 +558,36 @@ fn set_denormals_are_zero() {
         std::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack));
         csr |= (1 << 15) | (1 << 6);
         std::arch::asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack, readonly));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TimerOutcomes;
+
+    /// Counts the expected requests (due at 1, 2, ...) `t` lets pass
+    /// without a timer before it sets one again, from `from` on.
+    fn passed(t: &mut TimerOutcomes, from: u64) -> u64 {
+        (from..).take_while(|&due| !t.take(due)).count() as u64
+    }
+
+    #[test]
+    fn timers_that_miss_back_off_and_a_hit_starts_over() {
+        let mut t = TimerOutcomes::default();
+        assert!(t.take(1), "a timer at first");
+        t.record(false);
+        assert_eq!(passed(&mut t, 2), 2, "one miss: two requests without");
+        t.record(false);
+        assert_eq!(passed(&mut t, 10), 4, "two in a row: four");
+        // The same request asked about again counts once.
+        t.record(false);
+        assert!(!t.take(20) && !t.take(20) && !t.take(20));
+        assert_eq!(passed(&mut t, 21), 7, "eight in all, the first at 20");
+        for _ in 0..20 {
+            t.record(false);
+        }
+        assert_eq!(passed(&mut t, 100), TimerOutcomes::MAX_SKIP as u64);
+        t.record(true);
+        assert!(t.take(1000), "a hit: a timer again at once");
     }
 }
