@@ -34,7 +34,10 @@
 //! in a row each fell within an eighth of the average, the next request
 //! is expected at the last loop's end plus that average. A worker that
 //! goes to sleep then sets itself a timer for a little before it (the
-//! timers' own lateness, measured, plus [`WAKE_GUARD_NS`]), and once up
+//! timers' own lateness plus [`WAKE_GUARD_NS`]; the lateness is measured
+//! on each timer that fires and on each request whose notify beat its
+//! timer after the timer's time, since Linux fires a timer up to its
+//! thread's timer slack late, 50 µs by default, plus the wake-up), and once up
 //! spins until the request comes or a little after it was due
 //! ([`Anticipation::until`]), then sleeps untimed; one timer per expected
 //! request. A gap off the cadence resets the count, so irregular callers
@@ -66,6 +69,8 @@ pub(super) const STEADY_GAPS: u64 = 3;
 /// How much earlier than the timers' measured lateness a worker sets its
 /// timer.
 pub(super) const WAKE_GUARD_NS: u64 = SPIN_FLOOR_NS / 2;
+/// How late a timer is taken to fire before any was measured.
+const INITIAL_TIMER_LATE_NS: u64 = 2 * SPIN_FLOOR_NS;
 /// Gaps between requests longer than this are not anticipated.
 const LONGEST_ANTICIPATED_NS: u64 = 1_000_000_000;
 
@@ -112,7 +117,9 @@ impl Adaptive {
             short_gap: AtomicU64::new(SPIN_FLOOR_NS / 2),
             long_gap: AtomicU64::new(0),
             steady: AtomicU64::new(0),
-            timer_late: AtomicU64::new(SPIN_FLOOR_NS),
+            // Until measured: Linux's default timer slack (50 µs) plus a
+            // wake-up.
+            timer_late: AtomicU64::new(INITIAL_TIMER_LATE_NS),
         })
     }
 
@@ -172,8 +179,11 @@ impl Adaptive {
         })
     }
 
-    /// A worker's timer for `a` fired at `now`: how late it was.
-    pub(super) fn timer_fired(&self, a: &Anticipation, now: u64) {
+    /// A worker's timer for `a` fired at `now`, or a notify woke the worker
+    /// at `now` past the timer's time (the timer was later still): how late
+    /// it was, at least. Learnt from both, or a timer later than its lead
+    /// would never fire and never move its lead.
+    pub(super) fn timer_late_by(&self, a: &Anticipation, now: u64) {
         let late = now.saturating_sub(a.wake_at).min(SHORT_GAP_NS);
         let avg = self.timer_late.load(Ordering::Relaxed);
         self.timer_late
@@ -268,7 +278,7 @@ mod tests {
         let t = a.anticipate(a.now()).expect("a steady cadence");
         let avg = a.long_gap.load(Ordering::Relaxed);
         assert_eq!(t.due, last + avg);
-        assert_eq!(t.wake_at, t.due - SPIN_FLOOR_NS - WAKE_GUARD_NS);
+        assert_eq!(t.wake_at, t.due - INITIAL_TIMER_LATE_NS - WAKE_GUARD_NS);
         assert_eq!(t.until, t.due + avg / 32);
         // Gaps inside a request leave the cadence alone.
         gap(&a, 10_000);
@@ -277,10 +287,10 @@ mod tests {
         let now = a.anticipate(a.now()).expect("still steady");
         assert_eq!(a.anticipate(now.wake_at), None);
         // The timers' lateness moves the next timer earlier.
-        a.timer_fired(&t, t.wake_at + 150_000);
-        assert_eq!(a.timer_late.load(Ordering::Relaxed), 75_000);
+        a.timer_late_by(&t, t.wake_at + 200_000);
+        assert_eq!(a.timer_late.load(Ordering::Relaxed), 125_000);
         let earlier = a.anticipate(a.now()).unwrap();
-        assert_eq!(earlier.due - earlier.wake_at, 75_000 + WAKE_GUARD_NS);
+        assert_eq!(earlier.due - earlier.wake_at, 125_000 + WAKE_GUARD_NS);
         // A gap off the cadence: forgotten until it is steady again.
         burst(&a, period / 2);
         assert_eq!(a.anticipate(a.now()), None);

@@ -198,11 +198,18 @@ pub(super) fn main(start: WorkerStart) {
             saved.restore();
         }
         trace::record(shared.id, index + 1, Ev::Woke, u64::from(!notified));
-        if let (false, Some((a, t))) = (notified, timer) {
-            a.timer_fired(&t, a.now());
-            anticipated = t.due;
-            spin_until_ns = Some(t.until);
-            continue;
+        if let Some((a, t)) = timer {
+            // Fired, or beaten by the request's notify after it was due:
+            // late by that much at least (adaptive.rs).
+            let now = a.now();
+            if !notified || now > t.wake_at {
+                a.timer_late_by(&t, now);
+            }
+            if !notified {
+                anticipated = t.due;
+                spin_until_ns = Some(t.until);
+                continue;
+            }
         }
         // Cascade: a loop that still wants helpers gets more sleepers woken
         // by us, not by its owner (which is already running its share).
