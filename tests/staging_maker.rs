@@ -334,10 +334,12 @@ fn reused_mirror_stops_faulting_fresh_full_mirror_faults_every_run() {
 #[test]
 fn auto_follows_the_device_cost_model() {
     use leanrt::device::CopyCost;
-    // Copies that cost a lot each: one gathered copy beats four.
+    // Copies that cost a second each: one gathered copy beats four,
+    // whatever the host's gather measures (under emulation a cold gather
+    // can take milliseconds: a 1 ms copy lost to it under qemu).
     let api = FakeDevice::new();
     let slow = CopyCost {
-        latency_ns: 1e6,
+        latency_ns: 1e9,
         bytes_per_ns: 10.0,
     };
     let mut m = MakerV1::new(

@@ -167,9 +167,11 @@ const FREE_COPIES: CopyCost = CopyCost {
     latency_ns: 0.0,
     bytes_per_ns: 10.0,
 };
-/// Copies cost a millisecond each: AUTO ships the one framed copy.
+/// Copies cost a second each: AUTO ships the one framed copy, whatever
+/// the host's gather measures (under emulation a cold gather can take
+/// milliseconds).
 const DEAR_COPIES: CopyCost = CopyCost {
-    latency_ns: 1e6,
+    latency_ns: 1e9,
     bytes_per_ns: 10.0,
 };
 
