@@ -53,9 +53,11 @@
 
 /**
  * lrt_pool_options_set_config key, leanrt's own (ONNX Runtime has none):
- * "1" or "0": the spin budget follows the measured gaps between loops
- * (docs/POOL.md, "Spinning"). Not set: on with the legacy budget
- * (spin_duration_us -1, the default), off with a budget in microseconds.
+ * "1" or "0": the spin budget follows the measured gaps between loops,
+ * and for a caller whose requests come on a steady cadence idle workers
+ * wake on a timer shortly before the next one is due (docs/POOL.md,
+ * "Spinning"). Not set: on with the legacy budget (spin_duration_us -1,
+ * the default), off with a budget in microseconds.
  */
 #define LRT_POOL_KEY_ADAPTIVE_SPIN "leanrt.intra_op.adaptive_spin"
 

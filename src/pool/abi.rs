@@ -35,9 +35,11 @@ pub const LRT_POOL_KEY_THREAD_AFFINITIES: &str = "session.intra_op_thread_affini
 /// (docs/POOL.md, "Spinning").
 pub const LRT_POOL_KEY_FORCE_SPINNING_STOP: &str = "session.force_spinning_stop";
 /// lrt_pool_options_set_config key, leanrt's own (ONNX Runtime has none):
-/// "1" or "0": the spin budget follows the measured gaps between loops
-/// (docs/POOL.md, "Spinning"). Not set: on with the legacy budget
-/// (spin_duration_us -1, the default), off with a budget in microseconds.
+/// "1" or "0": the spin budget follows the measured gaps between loops,
+/// and for a caller whose requests come on a steady cadence idle workers
+/// wake on a timer shortly before the next one is due (docs/POOL.md,
+/// "Spinning"). Not set: on with the legacy budget (spin_duration_us -1,
+/// the default), off with a budget in microseconds.
 pub const LRT_POOL_KEY_ADAPTIVE_SPIN: &str = "leanrt.intra_op.adaptive_spin";
 /// lrt_pool_options_set_config key, leanrt's own (ONNX Runtime has none):
 /// "1" (the default) or "0": the pool takes part in the process-wide CPU
