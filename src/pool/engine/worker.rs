@@ -45,6 +45,7 @@
 //!   job; jobs pushed later can only come from a still-running worker (to
 //!   its own queue) or be loop helpers, which that worker's loop no longer
 //!   needs. The pool's `Drop` runs whatever is left after joining.
+use super::adaptive::Anticipation;
 use super::job::Job;
 use super::membership::{self, WorkerLocal};
 use super::profile::{bump, Counters};
@@ -114,26 +115,19 @@ pub(super) fn main(start: WorkerStart) {
     let counters = &shared.profiling.counters[index];
     // The parallel section this worker is a member of (0: none).
     let mut section = 0u64;
-    // The request this worker last set a timer for (adaptive.rs), and,
-    // woken by that timer, until when it spins for it.
-    let mut anticipated = 0u64;
-    let mut spin_until_ns = None;
-    let mut timers = TimerOutcomes::default();
+    // This worker's anticipation timers (adaptive.rs).
+    let mut timer = Timer::default();
     loop {
         if help_slot(&shared, &mut section, index) {
             bump(&counters.tasks_run, 1);
             // Whatever woke us, the request came: spin as usual after it.
-            if spin_until_ns.take().is_some() {
-                timers.record(true);
-            }
+            timer.settle(true);
             continue;
         }
         if let Some(job) = find_job(&shared, &me, counters, section) {
             run_job(&shared, job, Some(index));
             bump(&counters.tasks_run, 1);
-            if spin_until_ns.take().is_some() {
-                timers.record(true);
-            }
+            timer.settle(true);
             continue;
         }
         if slot_wants(&shared, section) {
@@ -154,11 +148,8 @@ pub(super) fn main(start: WorkerStart) {
             }
             section = 0;
         }
-        let until = spin_until_ns.take();
-        let hit = spin(&shared, &me, counters, section, until);
-        if until.is_some() {
-            timers.record(hit);
-        }
+        let hit = spin(&shared, &me, counters, section, timer.until);
+        timer.settle(hit);
         if hit {
             continue;
         }
@@ -181,24 +172,23 @@ pub(super) fn main(start: WorkerStart) {
         let away = affinity::avoid_cpu(caller as usize);
         // A request expected on a steady cadence (adaptive.rs): a timer a
         // little before it, once per request, while spinning is allowed.
-        let timer = shared.spin.adaptive.as_ref().and_then(|a| {
+        let expected = shared.spin.adaptive.as_ref().and_then(|a| {
             let epoch = if shared.cpu_budget { share_epoch() } else { 0 };
             a.anticipate(a.now())
-                .filter(|t| t.due != anticipated && shared.may_spin(epoch))
-                .filter(|t| timers.take(t.due))
+                .filter(|t| shared.may_spin(epoch) && timer.wants(t))
                 .map(|t| (a, t))
         });
         let notified = sleep_counted(
             &shared.event,
             ticket,
             counters,
-            timer.map(|(a, t)| a.instant(t.wake_at)),
+            expected.map(|(a, t)| a.instant(t.wake_at)),
         );
         if let Some(saved) = away {
             saved.restore();
         }
         trace::record(shared.id, index + 1, Ev::Woke, u64::from(!notified));
-        if let Some((a, t)) = timer {
+        if let Some((a, t)) = expected {
             // Fired, or beaten by the request's notify after it was due:
             // late by that much at least (adaptive.rs).
             let now = a.now();
@@ -206,8 +196,7 @@ pub(super) fn main(start: WorkerStart) {
                 a.timer_late_by(&t, now);
             }
             if !notified {
-                anticipated = t.due;
-                spin_until_ns = Some(t.until);
+                timer.fired(&t);
                 continue;
             }
         }
@@ -289,14 +278,19 @@ fn stay_with_section(shared: &Shared, me: &WorkerLocal, counters: &Counters, sec
     sleep_counted(&shared.sections.team_event, ticket, counters, None);
 }
 
-/// What a worker's anticipation timers (adaptive.rs) came to: a timer
-/// whose spin does not meet the request (it came late, or the cores were
-/// all taken by callers, so that spinning stopped at once) costs a wake-up
-/// for nothing. After each miss in a row the worker lets twice as many
-/// expected requests pass without a timer (up to [`TimerOutcomes::MAX_SKIP`]);
-/// a hit starts over.
+/// A worker's anticipation timers (adaptive.rs): one per expected
+/// request, and what they came to. A timer whose spin does not meet the
+/// request (it came late, or the cores were all taken by callers, so that
+/// spinning stopped at once) costs a wake-up for nothing. After each miss
+/// in a row the worker lets twice as many expected requests pass without a
+/// timer (up to [`Timer::MAX_SKIP`]); a hit starts over.
 #[derive(Default)]
-struct TimerOutcomes {
+struct Timer {
+    /// The request the last timer that fired was for (0: none).
+    fired_for: u64,
+    /// Woken by that timer and not yet settled: until when the worker
+    /// spins for the request (on the adaptive budget's clock).
+    until: Option<u64>,
     misses: u32,
     /// Expected requests still to pass without a timer.
     skip: u32,
@@ -304,8 +298,28 @@ struct TimerOutcomes {
     skipped: u64,
 }
 
-impl TimerOutcomes {
+impl Timer {
     const MAX_SKIP: u32 = 64;
+
+    /// Whether to set a timer for `t`: not again for the request a timer
+    /// already fired for, nor while backing off.
+    fn wants(&mut self, t: &Anticipation) -> bool {
+        t.due != self.fired_for && self.take(t.due)
+    }
+
+    /// The timer for `t` fired: the worker spins for it, until `t.until`.
+    fn fired(&mut self, t: &Anticipation) {
+        self.fired_for = t.due;
+        self.until = Some(t.until);
+    }
+
+    /// After a fired timer, the request met (`hit`: work found, spinning
+    /// or not) or missed; nothing otherwise.
+    fn settle(&mut self, hit: bool) {
+        if self.until.take().is_some() {
+            self.record(hit);
+        }
+    }
 
     /// Whether to set a timer for the request due at `due`.
     fn take(&mut self, due: u64) -> bool {
@@ -494,12 +508,14 @@ fn spin_until(
     found: &dyn Fn() -> bool,
     until: Option<u64>,
 ) -> bool {
-    let (budget, deadline_ns) = match (&shared.spin.adaptive, until) {
-        (Some(a), Some(until)) if until > a.now() => (
-            shared.spin.policy.pauses,
-            Some(until.saturating_sub(a.now())),
-        ),
-        (Some(a), _) => {
+    // A timer's deadline still ahead: the nanoseconds left to it.
+    let left = until
+        .zip(shared.spin.adaptive.as_ref())
+        .map(|(until, a)| until.saturating_sub(a.now()))
+        .filter(|&ns| ns > 0);
+    let (budget, deadline_ns) = match (&shared.spin.adaptive, left) {
+        (Some(_), Some(ns)) => (shared.spin.policy.pauses, Some(ns)),
+        (Some(a), None) => {
             let open = shared.spin.requests.load(Ordering::Relaxed) > 0;
             a.budget(&shared.spin.policy, open)
         }
@@ -570,17 +586,17 @@ fn set_denormals_are_zero() {
 
 #[cfg(test)]
 mod tests {
-    use super::TimerOutcomes;
+    use super::Timer;
 
     /// Counts the expected requests (due at 1, 2, ...) `t` lets pass
     /// without a timer before it sets one again, from `from` on.
-    fn passed(t: &mut TimerOutcomes, from: u64) -> u64 {
+    fn passed(t: &mut Timer, from: u64) -> u64 {
         (from..).take_while(|&due| !t.take(due)).count() as u64
     }
 
     #[test]
     fn timers_that_miss_back_off_and_a_hit_starts_over() {
-        let mut t = TimerOutcomes::default();
+        let mut t = Timer::default();
         assert!(t.take(1), "a timer at first");
         t.record(false);
         assert_eq!(passed(&mut t, 2), 2, "one miss: two requests without");
@@ -593,7 +609,7 @@ mod tests {
         for _ in 0..20 {
             t.record(false);
         }
-        assert_eq!(passed(&mut t, 100), TimerOutcomes::MAX_SKIP as u64);
+        assert_eq!(passed(&mut t, 100), Timer::MAX_SKIP as u64);
         t.record(true);
         assert!(t.take(1000), "a hit: a timer again at once");
     }
