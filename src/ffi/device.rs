@@ -91,6 +91,7 @@ impl Device for CallbackDevice {
         unsafe { checked(self.ops.device_free)(self.ctx, ptr.cast()) }
     }
 
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     unsafe fn copy_to(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<()> {
         // SAFETY: the ranges are valid per the trait's contract.
         let rc = unsafe { checked(self.ops.copy_to_device)(self.ctx, dst.cast(), src.cast(), len) };

@@ -15,7 +15,8 @@
 //! * `window`, `align`: the task window's one check, the segment rounding.
 //! * `mirror`: the untouched, reusable anonymous host mirror.
 //! * `pin`: page-locking that follows the runs, for every host buffer.
-//! * `prefetch`: the lines an upload's copies use, asked for before them.
+//! * `prefetch`: what a small upload does about cold lines (the staging
+//!   lines asked for at planning, the upload's code in one section).
 //! * [`one_call`]: one call at a time on a shared value (the C handle's
 //!   guard).
 pub mod abi;

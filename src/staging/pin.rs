@@ -21,6 +21,8 @@
 //! (the mirror, a staging buffer, ...) and the maker's one failure rule;
 //! what to pin when is its generation's policy (v1: `super::v1::pins`; v2:
 //! `super::v2::ship`).
+use std::sync::Arc;
+
 use super::mirror::Mapping;
 use crate::device::{Device, PinnedRegion};
 
@@ -231,20 +233,25 @@ impl MakerPins {
 
     /// Makes `[start, end)` of `target`'s buffer part of one pinned range
     /// unless pinning has ended; the first failure warns and ends it.
+    #[inline]
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     pub(crate) fn ensure(
         &mut self,
         target: PinTarget,
-        device: &dyn Device,
+        device: &Arc<dyn Device>,
         start: usize,
         end: usize,
     ) {
-        if self.failed {
+        // Off (the usual case) without a look at the buffers or the device
+        // (the device is reached only past this test: a cold upload then
+        // reads neither its vtable nor the buffers' lines).
+        if !self.active() {
             return;
         }
         let Some(pins) = self.buffers[target.0].as_mut() else {
             return;
         };
-        if let Some(warning) = pins.ensure(device, start, end) {
+        if let Some(warning) = pins.ensure(&**device, start, end) {
             self.failed = true;
             crate::diag::warn(&warning);
         }

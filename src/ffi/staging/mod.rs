@@ -425,6 +425,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_abort_run(maker: *mut lrt_runtime_mak
 /// device's reason). The maker stays usable for the next run after any
 /// failure.
 #[no_mangle]
+#[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
 pub unsafe extern "C" fn lrt_runtime_maker_upload(
     maker: *mut lrt_runtime_maker,
     report: *mut lrt_upload_report,

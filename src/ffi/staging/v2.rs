@@ -418,6 +418,7 @@ pub unsafe extern "C" fn lrt_runtime_maker_v2_set_core_counts(
 /// device_room: nothing is copied in any of these cases. LRT_ERR_DEVICE
 /// when a copy fails. The maker stays usable for the next run.
 #[no_mangle]
+#[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
 pub unsafe extern "C" fn lrt_runtime_maker_v2_upload_frame(
     maker: *mut lrt_runtime_maker,
     frame: *const lrt_v2_frame,

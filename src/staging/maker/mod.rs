@@ -78,7 +78,13 @@ pub(crate) fn device_kind(e: &Error, kind: ErrorKind) -> ErrorKind {
 
 /// Nanoseconds since `since`.
 pub(crate) fn elapsed_ns(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    ns_between(since, Instant::now())
+}
+
+/// Nanoseconds from `from` to `to` (0 if `to` is earlier): one clock read
+/// serves as the end of one span and the start of the next.
+pub(crate) fn ns_between(from: Instant, to: Instant) -> u64 {
+    u64::try_from(to.saturating_duration_since(from).as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Where a run is. Claims and uploads need a run that is not `Closed`; the

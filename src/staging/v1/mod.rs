@@ -23,8 +23,8 @@ use std::time::Instant;
 
 use super::abi::{lrt_layout, lrt_task_slot, lrt_upload_policy, lrt_upload_report};
 use super::maker::{
-    elapsed_ns, BorrowedImage, DeviceRegion, Gathered, Generation, Maker, MakerConfig, MakerCore,
-    Placement, StatusWords, MEASURE_MAX_BYTES,
+    elapsed_ns, ns_between, BorrowedImage, DeviceRegion, Gathered, Generation, Maker, MakerConfig,
+    MakerCore, Placement, StatusWords, MEASURE_MAX_BYTES,
 };
 use super::mirror::Mapping;
 use super::pin::MakerPins;
@@ -142,7 +142,7 @@ impl MakerV1 {
     fn measure_model(&mut self) {
         let len = (self.seg.end as usize).min(MEASURE_MAX_BYTES);
         let core = &mut self.core;
-        core.pins.ensure(self.pins.mirror, &*core.device, 0, len);
+        core.pins.ensure(self.pins.mirror, &core.device, 0, len);
         let dst = core.region.base();
         // SAFETY: the device image holds seg.end >= len bytes, and nothing
         // meaningful yet; the staging buffer is distinct from the mirror.
@@ -245,6 +245,7 @@ impl MakerV1 {
     /// Validates `total_tasks = current_task_index` and every live slot
     /// pointer, relocates, ships the image per policy and restores the
     /// mirror's host pointers (the contract is `lrt_runtime_maker_upload`'s).
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     pub fn upload(&mut self) -> Result<lrt_upload_report> {
         self.core.require_open("upload before begin_run")?;
         let t_reloc = Instant::now();
@@ -269,9 +270,9 @@ impl MakerV1 {
         // mirror gets back what the host left there, as for the pointers.
         h.orchestrator_done = 1;
         self.relocate_slots(&plan, true);
-        let relocate_ns = elapsed_ns(t_reloc);
-
         let t_copy = Instant::now();
+        let relocate_ns = ns_between(t_reloc, t_copy);
+
         let shipped = self.ship(&plan);
         let copy_ns = elapsed_ns(t_copy);
         // The run has been shipped or its copy failed: either way it is over

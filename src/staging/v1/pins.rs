@@ -85,7 +85,7 @@ impl V1Pins {
         for (off, len) in Self::mirror_parts(seg, core.window, slots) {
             core.pins.ensure(
                 self.mirror,
-                &*core.device,
+                &core.device,
                 off as usize,
                 (off + len) as usize,
             );
@@ -109,7 +109,7 @@ impl V1Pins {
         match source {
             CopySource::WholeMirror => {
                 core.pins
-                    .ensure(self.mirror, &*core.device, 0, seg.end as usize)
+                    .ensure(self.mirror, &core.device, 0, seg.end as usize)
             }
             CopySource::MirrorPrefixes => self.pin_mirror(core, seg),
             CopySource::Gathered { end: gather_end } => {
@@ -118,7 +118,7 @@ impl V1Pins {
                 // slots (at least what this gather fills).
                 if let Some(staging) = self.staging {
                     let end = offsets_for(self.slots).end.max(gather_end);
-                    core.pins.ensure(staging, &*core.device, 0, end as usize);
+                    core.pins.ensure(staging, &core.device, 0, end as usize);
                 }
             }
         }

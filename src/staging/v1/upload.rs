@@ -184,6 +184,7 @@ impl MakerV1 {
 
     /// Rewrites the live slots' `payload`/`task` to device addresses
     /// (`to_device`) or back; every pointer maps (checked by `plan`).
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     pub(super) fn relocate_slots(&mut self, plan: &Plan, to_device: bool) {
         let (pay, task) = if to_device {
             (plan.pay, plan.task)
@@ -199,6 +200,7 @@ impl MakerV1 {
         }
     }
 
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     fn copy_to_device(&self, dev_off: u64, src: *const u8, len: u64) -> Result<()> {
         let dst = self.core.region.base().wrapping_add(dev_off as usize);
         // SAFETY: dst..dst+len lies in the device image (dev_off + len <=
@@ -214,6 +216,7 @@ impl MakerV1 {
 
     /// Grows the pins for what the plan's copies read, then ships the
     /// (relocated) image on the plan's route; returns (copies, bytes).
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     pub(super) fn ship(&mut self, plan: &Plan) -> Result<(u32, u64)> {
         self.pins.grow_for(
             &mut self.core,

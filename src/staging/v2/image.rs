@@ -38,6 +38,7 @@ pub(super) enum Gather {
 
 impl V2Run {
     /// The compact image of this run's `n` tasks as the pools stand.
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     pub(crate) fn image_segments(&self, n: u64) -> lrt_v2_segments {
         v2_offsets(
             n.max(1),
@@ -276,6 +277,7 @@ impl V2Run {
     /// the two differ by `(pool - mpool) - (payloads - mpayloads)`, the
     /// same for every slot and region of that pool. None: re-take each
     /// region by `locate` (a speculative run, or a bad region to name).
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     pub(super) fn mirror_shifts(
         &self,
         m: &Mapping,
@@ -332,6 +334,7 @@ impl V2Run {
     /// constant per field: the change of the distance between the slot
     /// segment and the payload (descriptor) segment. None: not bound so
     /// (the gather binds them for the image whatever they hold).
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     pub(super) fn slot_shifts(&self, m: &Mapping, c: &lrt_v2_segments, n: u64) -> Option<[i64; 2]> {
         if self.spec.is_some() {
             return None;
@@ -356,6 +359,7 @@ impl V2Run {
     /// `payload`/`task` moved in place by `shifts` (`mirror_shifts` and
     /// `slot_shifts` of the image of `n` tasks: every region and binding
     /// checked) until the returned guard is dropped, which moves them back.
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     pub(super) fn move_slots<'m>(
         &self,
         m: &'m Mapping,
@@ -768,6 +772,7 @@ impl MakerV2 {
     /// N and the checks every upload makes before anything is copied:
     /// `State` before `begin_run` or with `orch_error_code` latched,
     /// `OutOfRange` for N outside `[0, W]`.
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     pub(super) fn live(&self) -> Result<u64> {
         self.core.require_open("v2 upload before v2_begin_run")?;
         let latched = V2Run::orch_error(&self.core.mirror);
@@ -864,6 +869,7 @@ impl MovedSlots<'_> {
 }
 
 impl Drop for MovedSlots<'_> {
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     fn drop(&mut self) {
         // SAFETY: the slots `move_slots` moved, in the mirror this guard
         // borrows; the upload still holds the maker exclusively.

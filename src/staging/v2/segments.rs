@@ -46,6 +46,7 @@ pub fn v2_ring_segment_offsets(task_window: u64) -> Result<lrt_v2_segments> {
 /// `InvalidArgument` when `n` exceeds `LRT_MAX_TASK_WINDOW`, a pool holds more than `n`
 /// tasks at their caps can use (128 fanin ids, 32 tensors, 16 scalars each),
 /// or the image would exceed `i32::MAX` bytes.
+#[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
 pub fn v2_image_segments(
     n: u64,
     fanin_ids: u64,

@@ -58,9 +58,10 @@
 //! than after the reference's own steps between the two have pushed them
 //! out of the caches (a small image's upload is then dominated by those
 //! misses, not by its bytes). The upload takes the plan when the run,
-//! its pools and its frames are those planned for, checks again before
-//! any copy, and asks for the first lines of all its copies together
-//! before the first one (`prefetch`).
+//! its pools and its frames are those planned for and checks again before
+//! any copy. What else a small upload does about cold lines (the staging
+//! lines asked for at planning, the upload's code kept together) is
+//! `prefetch.rs`'s.
 //!
 //! Every check an upload makes runs before its first copy; a rejected
 //! upload copies nothing and leaves the run open.
@@ -68,7 +69,7 @@ use std::mem::size_of;
 use std::time::Instant;
 
 use super::super::abi::{lrt_upload_policy, lrt_upload_report};
-use super::super::maker::{device_kind, elapsed_ns, CostModel, Gathered};
+use super::super::maker::{device_kind, elapsed_ns, ns_between, CostModel, Gathered};
 use super::super::mirror::Mapping;
 use super::super::prefetch;
 use super::image::{shipped_header, Gather, MoveShifts};
@@ -184,6 +185,7 @@ impl MakerV2 {
     /// `InvalidArgument` for a NULL or unaligned image address or a frame
     /// before that would start below address 0, `OutOfRange` when the image
     /// and the frame after do not fit `f.room`.
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     pub fn upload_frame(&mut self, f: &V2Frame<'_>) -> Result<lrt_upload_report> {
         let n = self.live()?;
         if f.image.is_null() || f.image as usize % 64 != 0 {
@@ -214,6 +216,7 @@ impl MakerV2 {
 
     /// The checks every route relies on, the route, the copies; then the
     /// run is over (shipped or failed) and remembered for the next guess.
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     fn ship(&mut self, n: u64, f: &V2Frame<'_>) -> Result<lrt_upload_report> {
         let t0 = Instant::now();
         let in_place = self.run.exact(n);
@@ -289,6 +292,7 @@ impl MakerV2 {
     /// The copies straight from the mirror of a split route: the live part
     /// of each slot segment (with `slots`: the direct route) and the used
     /// part of each pool, empty ones left out.
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     fn mirror_parts(&self, n: u64, slots: bool) -> Parts {
         let (ms, c, u) = (
             self.run.segments(),
@@ -423,10 +427,8 @@ impl MakerV2 {
     /// # Safety
     /// Every part's source is readable for its length, and the device is
     /// writable at every part's destination (the frame's contract).
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     unsafe fn copy_parts(&self, image: *mut u8, parts: &[Part]) -> (u32, Result<()>) {
-        for &(to, src, len) in parts {
-            prefetch::ahead(image.wrapping_offset(to as isize), src, len as usize);
-        }
         for (k, &(to, src, len)) in parts.iter().enumerate() {
             let dst = image.wrapping_offset(to as isize);
             // SAFETY: the caller's contract.
@@ -449,6 +451,7 @@ impl MakerV2 {
     /// mirror alone. The regions are checked as the image is gathered (or,
     /// for the direct route, before the slots are moved in the mirror); a
     /// bad one is `InvalidArgument` before any copy.
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     fn ship_gathered(
         &mut self,
         n: u64,
@@ -539,13 +542,13 @@ impl MakerV2 {
         if !staged_after && al > 0 {
             parts.push((seg.end as i64, f.after.as_ptr(), al as u64));
         }
-        let relocate_ns = elapsed_ns(t0);
         let t1 = Instant::now();
+        let relocate_ns = ns_between(t0, t1);
         // Pinned as far as the runs use it, grown to the next power of two
         // of bytes so that a steady workload pins once.
         let pin_end = end.next_power_of_two().min(buf.len());
         let core = &mut self.core;
-        core.pins.ensure(pins, &*core.device, 0, pin_end);
+        core.pins.ensure(pins, &core.device, 0, pin_end);
         // The direct route's slots moved for the image until the copies
         // are made, and moved back whatever they did (the guard's drop).
         let moved = direct.map(|k| self.run.move_slots(&self.core.mirror, n, k));
@@ -572,6 +575,7 @@ impl MakerV2 {
     /// The direct route's moves for a run of `n > 0` tasks read from the
     /// mirror alone: None unless every region holds (`mirror_shifts`) and
     /// every slot is bound as a claim binds it (`slot_shifts`).
+    #[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
     fn direct_shifts(&self, n: u64) -> Option<MoveShifts> {
         let (m, c) = (&self.core.mirror, self.run.image_segments(n));
         let parts = self.run.pool_parts(m, std::ptr::null_mut());
@@ -588,6 +592,7 @@ impl MakerV2 {
 /// # Safety
 /// `out` is 64-aligned, writable for the header's 256 bytes, and does not
 /// overlap the mirror.
+#[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]
 unsafe fn stage_header(m: &Mapping, out: *mut u8) {
     // SAFETY: the caller's contract; every bit pattern is a valid header.
     unsafe {
