@@ -11,6 +11,12 @@
 #   --only LIST    comma-separated subset of bgemm,benchmark_bgemm,pa17,pa1032
 #   --stock-only   build and run the stock runtime only (any commit)
 #   --no-build     reuse the runtimes the last invocation built (reruns)
+#   --leanrt-libs DIRS
+#                  comma-separated directories, each holding a libleanrt.so.0
+#                  (e.g. another commit's target/release): each is one more
+#                  variant (lib1, lib2, ...), the leanrt runtime loading that
+#                  library, alternating with stock and leanrt process by
+#                  process (an A/B of leanrt builds in one run)
 #   --skip-without-checkout
 #                  with no checkout arguments, read SIMPLER_CHECKOUT and
 #                  PTO_ISA_CHECKOUT; when they are unset, say "skipped" and
@@ -31,6 +37,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LEANRT_ROOT=$(cd "$HERE/../.." && pwd)
 ROUNDS=6 PROCS=2 ONLY=bgemm,benchmark_bgemm,pa17,pa1032 STOCK_ONLY=0 SKIP_MISSING=0 NO_BUILD=0
+LIBS=
 args=()
 while (($#)); do
   case "$1" in
@@ -39,6 +46,7 @@ while (($#)); do
     --only) ONLY=$2; shift 2;;
     --stock-only) STOCK_ONLY=1; shift;;
     --no-build) NO_BUILD=1; shift;;
+    --leanrt-libs) LIBS=$2; shift 2;;
     --skip-without-checkout) SKIP_MISSING=1; shift;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0;;
     *) args+=("$1"); shift;;
@@ -171,11 +179,23 @@ trap restore EXIT
 
 VARIANTS=(stock)
 ((STOCK_ONLY)) || VARIANTS+=(leanrt)
+declare -A LIBDIRS  # variant -> the directory its libleanrt.so.0 is loaded from
+if [ -n "$LIBS" ]; then
+  ((!STOCK_ONLY)) || { echo "--leanrt-libs needs the leanrt runtime (not --stock-only)" >&2; exit 2; }
+  IFS=, read -r -a dirs <<< "$LIBS"
+  for i in "${!dirs[@]}"; do
+    d=$(cd "${dirs[$i]}" 2>/dev/null && pwd) && [ -f "$d/libleanrt.so.0" ] ||
+      { echo "--leanrt-libs: ${dirs[$i]} holds no libleanrt.so.0" >&2; exit 2; }
+    VARIANTS+=("lib$((i + 1))"); LIBDIRS[lib$((i + 1))]=$d
+    echo "lib$((i + 1)): the leanrt runtime with $d/libleanrt.so.0"
+  done
+fi
 if ((NO_BUILD)); then
-  for v in "${VARIANTS[@]}"; do
+  for v in stock leanrt; do
+    ((STOCK_ONLY)) && [ "$v" = leanrt ] && continue
     [ -f "$WORK/$v/libhost_runtime.so" ] || { echo "--no-build: no $v runtime from an earlier run" >&2; exit 1; }
   done
-  echo "reusing the runtimes in $WORK/{${VARIANTS[*]// /,}}"
+  echo "reusing the runtimes in $WORK/{stock$( ((STOCK_ONLY)) || echo ,leanrt)}"
 else
   say "build: the reference's task interface, then its stock a2a3sim host_build_graph runtime"
   cmake -S "$REF" -B "$REF/build/cmake_only" -DCMAKE_BUILD_TYPE=Release \
@@ -281,15 +301,17 @@ for w in "${WANT[@]}"; do
   rm -f "$WORK/logs/$w".*.log
   for ((p = 1; p <= PROCS; p++)); do
     for v in "${VARIANTS[@]}"; do
-      cp "$WORK/$v/libhost_runtime.so" "$LIBDIR/"
+      runtime=$v lib=
+      [[ -v "LIBDIRS[$v]" ]] && runtime=leanrt lib=${LIBDIRS[$v]}
+      cp "$WORK/$runtime/libhost_runtime.so" "$LIBDIR/"
       log=$WORK/logs/$w.$v.$p.log
       # The log's first line says what made it (the reference's phase tool
       # echoes it above its table).
       cmd="python ${TEST[$w]} -p a2a3sim --rounds $ROUNDS --log-level info${CASE[$w]:+ --case ${CASE[$w]}}${EXTRA[$w]:+ ${EXTRA[$w]}}"
       printf '[stamp] %s; simpler %s, %s runtime%s\n' "$cmd" "${HEAD:0:9}" "$v" \
-        "$([ "$v" = leanrt ] && echo ", leanrt $STAMP_LEANRT")" > "$log"
+        "$([ "$v" = leanrt ] && echo ", leanrt $STAMP_LEANRT")${lib:+, leanrt from $lib}" > "$log"
       # shellcheck disable=SC2086
-      if (cd "$(dirname "${TEST[$w]}")" && python "${TEST[$w]}" -p a2a3sim --rounds "$ROUNDS" \
+      if (cd "$(dirname "${TEST[$w]}")" && ${lib:+env LD_LIBRARY_PATH="$lib"} python "${TEST[$w]}" -p a2a3sim --rounds "$ROUNDS" \
             --log-level info ${CASE[$w]:+--case ${CASE[$w]}} ${EXTRA[$w]}) >> "$log" 2>&1 &&
          grep -q ' PASSED' "$log" && ! grep -q ' FAILED' "$log"; then
         echo "$w $v process $p: golden passed ($ROUNDS rounds)"
@@ -371,18 +393,21 @@ for w in only:
                  {v: med([r[2]["sm_part"] for r in rs if "sm_part" in r[2]]) for v, rs in per.items()}))
 if len(variants) > 1 and rows:
     nan = float("nan")
-    for title, k in (("bind (the reference's [STRACE] bind span)", 1),
-                     ("shared-memory part (run.sh's span from the shared_mem phase's start to the "
-                      "arena_h2d phase's end:\n  not one of the reference's phases; it also covers the "
-                      "stock path's untimed framing and compaction)", 2)):
+    for title, k, unit, scale in (
+            ("bind (the reference's [STRACE] bind span)", 1, "ms", 1),
+            ("shared-memory part (run.sh's span from the shared_mem phase's start to the "
+             "arena_h2d phase's end:\n  not one of the reference's phases; it also covers the "
+             "stock path's untimed framing and compaction)", 2, "us", 1000)):
         if all(all(x != x for x in r[k].values()) for r in rows):
             continue  # a commit without the bind phases
-        print(f"\nsummary: {title}, median ms")
-        print(f"  {'workload':28}" + "".join(f"{v:>12}" for v in variants) + f"{'leanrt/stock':>14}")
+        print(f"\nsummary: {title}, median {unit}")
+        others = [v for v in variants if v != "stock"]
+        print(f"  {'workload':28}" + "".join(f"{v:>12}" for v in variants)
+              + "".join(f"{v + '/stock':>14}" for v in others))
         for r in rows:
             m = r[k]
-            ratio = m.get("leanrt", nan) / m.get("stock", nan)
-            print(f"  {r[0]:28}" + "".join(f"{m.get(v, nan):12.3f}" for v in variants) + f"{ratio:14.3f}")
+            print(f"  {r[0]:28}" + "".join(f"{m.get(v, nan) * scale:12.3f}" for v in variants)
+                  + "".join(f"{m.get(v, nan) / m.get('stock', nan):14.3f}" for v in others))
 PY
 # main's own per-phase summary, where the reference has the tool
 if python -c 'import simpler_setup.tools.hbg_bind_phases' 2>/dev/null; then
