@@ -5,26 +5,27 @@
 //! work; inside a host runtime that ran other work since the last bind,
 //! its time goes to lines that are no longer cached, its code's as much as
 //! its data's, each waited for alone (the reference's simulator at 17
-//! tasks: a dozen steps of 100-400 ns each, around 2 us of copies).
+//! tasks: a dozen steps of 50-400 ns each, around 2 us of copies).
 //!
 //! * Data: the lines of the staging buffer an upload will write first are
 //!   asked for when its run is planned (`ahead_write`, at `set_pool_use`,
 //!   outside the upload). The upload does not ask for its copies' lines
 //!   ahead of them: on the AMD EPYC VM asking for the first lines of all
 //!   eight copies of a 17-task upload before the first one took 0.4-0.6 us
-//!   and the copies took as long after it (the upload 0.25-0.4 us slower
+//!   and the copies took as long after it (the upload 0.2-0.3 us slower
 //!   than without, A/B in the simulator at `7f5d29d`), and asking at the
 //!   upload's entry was slower still.
 //! * Code: the functions an upload runs (the C entry points
 //!   `lrt_runtime_maker_upload` and `lrt_runtime_maker_v2_upload_frame`
 //!   and what they call that is not inlined) are placed in one ELF section,
-//!   `.text.hot.leanrt_upload` (one input section of the library's one
-//!   object, so any linker keeps them together; GNU ld puts it beside the
-//!   other `.text.hot.*`): a few contiguous pages instead of pages across
-//!   the library, so a cold upload waits for fewer instruction-TLB and
-//!   cache misses (the v2 upload's route and report steps 200-280 ns
-//!   -> 70-120 ns, the whole upload 0.3-0.5 us faster in the same A/B). A
-//!   function on that path carries
+//!   `.text.hot.leanrt_upload` (in the library's own builds one input
+//!   section of its one object, which any linker keeps whole; GNU ld also
+//!   groups every `.text.hot.*` input section): a few contiguous pages
+//!   instead of pages across the library, so a cold upload waits for fewer
+//!   instruction-TLB and cache misses (the v2 upload's route and report
+//!   steps 200-280 ns -> 70-120 ns; the upload 4.49 / 4.78 us against
+//!   5.21 / 4.82 without the section, in one A/B). A function on that path
+//!   carries
 //!   `#[cfg_attr(target_os = "linux", link_section = ".text.hot.leanrt_upload")]`.
 //!
 //! A prefetch is a hint: it never faults (an address that is not mapped,
