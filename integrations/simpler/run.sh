@@ -177,8 +177,9 @@ restore() {
 }
 trap restore EXIT
 
-VARIANTS=(stock)
-((STOCK_ONLY)) || VARIANTS+=(leanrt)
+RUNTIMES=(stock)  # the reference's runtimes this invocation builds (or reuses)
+((STOCK_ONLY)) || RUNTIMES+=(leanrt)
+VARIANTS=("${RUNTIMES[@]}")
 declare -A LIBDIRS  # variant -> the directory its libleanrt.so.0 is loaded from
 if [ -n "$LIBS" ]; then
   ((!STOCK_ONLY)) || { echo "--leanrt-libs needs the leanrt runtime (not --stock-only)" >&2; exit 2; }
@@ -191,11 +192,10 @@ if [ -n "$LIBS" ]; then
   done
 fi
 if ((NO_BUILD)); then
-  for v in stock leanrt; do
-    ((STOCK_ONLY)) && [ "$v" = leanrt ] && continue
+  for v in "${RUNTIMES[@]}"; do
     [ -f "$WORK/$v/libhost_runtime.so" ] || { echo "--no-build: no $v runtime from an earlier run" >&2; exit 1; }
   done
-  echo "reusing the runtimes in $WORK/{stock$( ((STOCK_ONLY)) || echo ,leanrt)}"
+  echo "reusing the runtimes in $WORK/{${RUNTIMES[*]// /,}}"
 else
   say "build: the reference's task interface, then its stock a2a3sim host_build_graph runtime"
   cmake -S "$REF" -B "$REF/build/cmake_only" -DCMAKE_BUILD_TYPE=Release \

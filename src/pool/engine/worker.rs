@@ -338,7 +338,7 @@ impl Timer {
         if hit {
             self.misses = 0;
         } else {
-            self.misses = (self.misses + 1).min(7);
+            self.misses = (self.misses + 1).min(Self::MAX_SKIP.trailing_zeros());
             self.skip = (1 << self.misses).min(Self::MAX_SKIP);
         }
     }
