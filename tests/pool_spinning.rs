@@ -141,6 +141,36 @@ fn a_steady_caller_is_anticipated_and_an_irregular_one_is_not() {
     assert_eq!(sum_of(&json, "timer_wakeups"), 0, "{json}");
 }
 
+/// Two request threads sharing one pool, each on a steady cadence of its
+/// own (a loop every 40 ms and every 70 ms, absolute schedules): the gaps
+/// between the pool's loops, whoever calls them, follow no cadence, but
+/// each caller is followed apart, so both are anticipated.
+#[test]
+fn callers_sharing_a_pool_are_each_anticipated() {
+    let p = pool(-1, &[(LRT_POOL_KEY_CPU_BUDGET, "0")]);
+    p.start_profiling().unwrap();
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for (period, loops) in [(40u32, 30u32), (70, 17)] {
+            let p = &p;
+            s.spawn(move || {
+                for k in 1..=loops {
+                    loop_once(p, 256);
+                    let next = start + Duration::from_millis(u64::from(period * k));
+                    if let Some(left) = next.checked_duration_since(Instant::now()) {
+                        std::thread::sleep(left);
+                    }
+                }
+            });
+        }
+    });
+    let json = p.stop_profiling().unwrap();
+    assert!(
+        sum_of(&json, "timer_wakeups") > 0,
+        "no worker woke on its timer: {json}"
+    );
+}
+
 /// The workers' ids seen in one loop of 400 sleeping iterations on `p`.
 fn helpers_of_a_long_loop(p: &ThreadPool) -> usize {
     let ids = std::sync::Mutex::new(std::collections::BTreeSet::new());

@@ -92,6 +92,8 @@ pub struct PoolArgs {
     pub concurrent_gaps: Vec<f64>,
     pub runs: u32,
     pub concurrent_ms: u64,
+    /// concurrent: slices each caller count's cells are run in, in turn.
+    pub concurrent_slices: u32,
     /// ONNX Runtime libraries for the ort peer (empty: the one it finds).
     pub ort_libs: Vec<PathBuf>,
     pub out: Output,
@@ -194,6 +196,7 @@ fn pool_args(m: &ArgMatches) -> PoolArgs {
         concurrent_gaps: dedup(many(m, "concurrent-gaps")),
         runs: one(m, "runs"),
         concurrent_ms: one(m, "concurrent-ms"),
+        concurrent_slices: one(m, "concurrent-slices"),
         ort_libs: dedup(many(m, "ort-libs")),
         out: output(m),
     }
@@ -532,6 +535,18 @@ fn pool_command() -> Command {
                 "concurrent: how long each caller runs per gap, ms (unless --runs)",
                 "1000",
             ))
+            .arg(
+                flag_arg(
+                    "concurrent-slices",
+                    "N",
+                    "concurrent: run each caller count's cells in N turns, every cell once per \
+                     turn for 1/N of --concurrent-ms (or of --runs), and merge each cell's turns, \
+                     so that a machine whose speed drifts during the run weighs on every cell \
+                     alike",
+                )
+                .default_value("5")
+                .value_parser(whole::<u32>(1, Some(1000))),
+            )
             .arg(
                 list_arg(
                     "ort-libs",

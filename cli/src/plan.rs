@@ -45,6 +45,7 @@ pub fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
         concurrent_gaps_ms: a.concurrent_gaps.clone(),
         concurrent_runs: a.runs,
         concurrent_ms: a.concurrent_ms,
+        concurrent_slices: a.concurrent_slices,
     };
     let (configs, notes) = pool::skipped_configs(&a.config);
     let mut peers = Vec::new();
@@ -93,7 +94,7 @@ pub fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
 
 /// Runs the cells of a pool plan, each in a child process.
 pub fn run_pool(plan: &PoolPlan, quiet: bool) -> Result<Vec<pool::CellResult>, String> {
-    let progress = Progress::new(pool::cells(plan).len() as u64, "pool", quiet);
+    let progress = Progress::new(pool::steps(plan), "pool", quiet);
     let results = pool::run(plan, &|m| progress.step(m));
     progress.finish();
     results

@@ -140,6 +140,7 @@ fn bad_flags_and_impossible_values_fail_clearly() {
     assert_usage_error(&["pool", "--concurrent-gaps=-1"], "number >= 0");
     assert_usage_error(&["pool", "--runs=-1"], "--runs");
     assert_usage_error(&["pool", "--concurrent-ms", "0"], "--concurrent-ms");
+    assert_usage_error(&["pool", "--concurrent-slices", "0"], "--concurrent-slices");
     assert_usage_error(
         &[
             "pool",
@@ -1109,7 +1110,8 @@ const TINY_CONCURRENT: &[&str] = &[
 
 /// The concurrent scenario at tiny sizes, leanrt only: per caller count the
 /// baseline, leanrt's shared pool and a pool per caller, each with every
-/// gap's figures (no timing asserted).
+/// gap's figures (no timing asserted), run in three turns whose shares of
+/// the runs (2, 1, 1) add up to `--runs` in one result per cell.
 #[test]
 fn pool_concurrent_scenario_smoke() {
     let d = scratch("concurrent");
@@ -1124,6 +1126,8 @@ fn pool_concurrent_scenario_smoke() {
         "0,0.2",
         "--runs",
         "4",
+        "--concurrent-slices",
+        "3",
         "--json",
         j.to_str().unwrap(),
     ]);
@@ -1139,6 +1143,7 @@ fn pool_concurrent_scenario_smoke() {
     for g in ["back to back", "gap 0.2 ms"] {
         assert!(out.contains(g), "{out}");
     }
+    assert!(flat_out.contains("in 3 turns"), "{out}");
     let v = read_json(&j);
     let cells = v["pool"].as_array().unwrap();
     // Per K: baseline, shared, per caller.
@@ -1159,6 +1164,7 @@ fn pool_concurrent_scenario_smoke() {
             // --runs 4 per caller.
             assert_eq!(r["runs"], 4 * k, "{r}");
             assert_eq!(r["latency_us"]["n"], 4 * k);
+            assert_eq!(r["latency_us"]["samples"].as_array().unwrap().len(), 4 * k);
             assert!(r["cpu_s"].as_f64().unwrap() > 0.0);
             assert!(r["runs_per_s"].as_f64().unwrap() > 0.0);
         }

@@ -114,10 +114,19 @@ pub fn concurrent_table(results: &[CellResult]) -> String {
         run.round_us,
         run.round_items,
         run.between_us,
-        if s.concurrent_runs > 0 {
-            format!("{} runs per caller and gap", s.concurrent_runs)
-        } else {
-            format!("each caller runs for {} ms per gap", s.concurrent_ms)
+        {
+            let per = if s.concurrent_runs > 0 {
+                format!("{} runs per caller and gap", s.concurrent_runs)
+            } else {
+                format!("each caller runs for {} ms per gap", s.concurrent_ms)
+            };
+            match s.concurrent_slices {
+                0 | 1 => per,
+                n => format!(
+                    "{per}, in {n} turns (every cell of a caller count once per turn, results \
+                     merged)"
+                ),
+            }
         },
     ));
     t.legend(

@@ -176,25 +176,63 @@ fn ort_notes(plan: &PoolPlan) -> Vec<String> {
         .collect()
 }
 
+/// The child processes `run` starts for the plan (a progress bar's steps).
+pub fn steps(plan: &PoolPlan) -> u64 {
+    cells(plan).iter().map(|s| u64::from(s.turns())).sum()
+}
+
 /// Runs every cell of the plan, each in a child process; `step` is told
-/// when each starts.
+/// when each starts. The concurrent cells of one caller count (and thread
+/// count) run in turns (`CellSpec::turns`): every cell once per
+/// turn, with its share of the runs or of the time, and each cell's turns
+/// merged into one result (`CellResult::add_concurrent_turn`). A machine
+/// whose speed drifts during the run (a shared host) then weighs on every
+/// arrangement alike, not on whichever ran while it was slow.
 pub fn run(plan: &PoolPlan, step: &dyn Fn(&str)) -> Result<Vec<CellResult>, String> {
     for n in ort_notes(plan) {
         eprintln!("note: {n}");
     }
-    let mut out = Vec::new();
-    for spec in cells(plan) {
-        step(&match &spec.concurrent {
-            Some(c) => format!(
-                "{} {} ×{}, {} callers",
-                spec.peer.label(),
-                c.arrangement.label(),
-                spec.threads,
-                c.callers
-            ),
-            None => format!("{} ×{}", spec.peer.label(), spec.threads),
-        });
-        out.push(run_cell_in_child(&spec)?);
+    let cells = cells(plan);
+    let mut out = Vec::with_capacity(cells.len());
+    let mut rest = &cells[..];
+    while let Some(first) = rest.first() {
+        let same_group = |s: &CellSpec| {
+            s.threads == first.threads
+                && matches!((s.concurrent, first.concurrent), (Some(a), Some(b)) if a.callers == b.callers)
+        };
+        let group = rest.iter().take_while(|s| same_group(s)).count().max(1);
+        let (now, later) = rest.split_at(group);
+        rest = later;
+        let turns = first.turns();
+        let mut merged: Vec<CellResult> = Vec::with_capacity(now.len());
+        for turn in 0..turns {
+            for (k, spec) in now.iter().enumerate() {
+                let mut label = match &spec.concurrent {
+                    Some(c) => format!(
+                        "{} {} ×{}, {} callers",
+                        spec.peer.label(),
+                        c.arrangement.label(),
+                        spec.threads,
+                        c.callers
+                    ),
+                    None => format!("{} ×{}", spec.peer.label(), spec.threads),
+                };
+                if turns > 1 {
+                    label += &format!(", turn {} of {turns}", turn + 1);
+                }
+                step(&label);
+                let r = run_cell_in_child(&spec.turn_of(turn))?;
+                if turn == 0 {
+                    merged.push(r);
+                } else {
+                    merged[k].add_concurrent_turn(r)?;
+                }
+            }
+        }
+        for (r, spec) in merged.iter_mut().zip(now) {
+            r.spec = spec.clone();
+        }
+        out.extend(merged);
     }
     Ok(out)
 }

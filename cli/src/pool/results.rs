@@ -109,6 +109,19 @@ impl ConcurrentRun {
     pub fn cpu_per_run_ms(&self) -> f64 {
         1e3 * self.cpu_s / (self.runs.max(1) as f64)
     }
+
+    /// Adds `turn`, the same gap measured in a later turn of the cell: the
+    /// runs, wall times and CPU add up (throughput = all runs ÷ all wall
+    /// time), the latencies are pooled.
+    fn add_turn(&mut self, turn: ConcurrentRun) {
+        self.runs += turn.runs;
+        self.wall_s += turn.wall_s;
+        self.cpu_s += turn.cpu_s;
+        self.runs_per_s = self.runs as f64 / self.wall_s.max(1e-9);
+        let mut samples = std::mem::take(&mut self.latency_us.samples);
+        samples.extend(turn.latency_us.samples);
+        self.latency_us = Summary::of(samples);
+    }
 }
 
 impl RequestRun {
@@ -215,6 +228,24 @@ impl CellResult {
     /// This cell's key cells in a table.
     pub fn keys(&self) -> Vec<String> {
         vec![self.label.clone(), self.spec.threads.to_string()]
+    }
+
+    /// Adds `turn`, a later turn of the same concurrent cell (`pool::run`),
+    /// gap by gap.
+    pub fn add_concurrent_turn(&mut self, turn: CellResult) -> Result<(), String> {
+        let gaps = |r: &CellResult| r.concurrent.iter().map(|c| c.gap_ms).collect::<Vec<_>>();
+        if gaps(self) != gaps(&turn) {
+            return Err(format!(
+                "{}: a turn measured gaps {:?}, the first {:?}",
+                self.label,
+                gaps(&turn),
+                gaps(self)
+            ));
+        }
+        for (c, t) in self.concurrent.iter_mut().zip(turn.concurrent) {
+            c.add_turn(t);
+        }
+        Ok(())
     }
 
     /// A result with nothing measured yet.

@@ -80,6 +80,14 @@ pub struct Sizes {
     pub concurrent_runs: u32,
     #[serde(default)]
     pub concurrent_ms: u64,
+    /// concurrent: turns each caller count's cells run in (`pool::run`);
+    /// a cell's own spec holds its share of the runs or the time.
+    #[serde(default = "one_slice")]
+    pub concurrent_slices: u32,
+}
+
+fn one_slice() -> u32 {
+    1
 }
 
 /// The kernel of one index (`workload::index`).
@@ -181,6 +189,7 @@ impl Sizes {
             concurrent_gaps_ms: vec![0.0, 0.1],
             concurrent_runs: 2,
             concurrent_ms: 1,
+            concurrent_slices: 1,
             run: RunShape {
                 preamble_us: 1.0,
                 rounds: 4,
@@ -255,6 +264,31 @@ pub struct CellSpec {
     /// The concurrent scenario's cell (then `scenarios` is not used).
     #[serde(default)]
     pub concurrent: Option<Concurrent>,
+}
+
+impl CellSpec {
+    /// How many turns this cell runs in (`pool::run`): the concurrent
+    /// scenario's `concurrent_slices`, but never more than its runs per
+    /// caller and gap (each turn runs one at least); 1 for any other cell.
+    pub fn turns(&self) -> u32 {
+        let s = &self.sizes;
+        match (self.concurrent, s.concurrent_runs) {
+            (None, _) => 1,
+            (Some(_), 0) => s.concurrent_slices.max(1),
+            (Some(_), runs) => s.concurrent_slices.clamp(1, runs),
+        }
+    }
+
+    /// Turn `turn` of `self.turns()`: its share of the runs per caller and
+    /// gap (the shares add up to them), or of the time (rounded up).
+    pub fn turn_of(&self, turn: u32) -> CellSpec {
+        let mut s = self.clone();
+        let turns = self.turns();
+        let runs = s.sizes.concurrent_runs;
+        s.sizes.concurrent_runs = runs / turns + u32::from(turn < runs % turns);
+        s.sizes.concurrent_ms = s.sizes.concurrent_ms.div_ceil(u64::from(turns)).max(1);
+        s
+    }
 }
 
 /// request: one inference run = spinning enabled (where the configuration

@@ -32,7 +32,19 @@
 //! wake-up at the start of every request. The gaps between requests
 //! (those not inside one) are averaged too; once [`STEADY_GAPS`] of them
 //! in a row each fell within an eighth of the average, the next request
-//! is expected at the last loop's end plus that average. A worker that
+//! is expected at the last loop's end plus that average.
+//!
+//! Each caller thread is followed apart (its own last loop's end, gaps
+//! and cadence, in one of [`CALLER_SLOTS`] slots: the one a number the
+//! thread draws once points to, else a free one, else the one whose last
+//! loop ended longest ago), so that several request threads sharing one
+//! pool (one ONNX Runtime session called from several threads) are each
+//! anticipated as a pool of their own would anticipate them: a gap is
+//! measured from the same caller's last loop, not from whichever caller
+//! ended a loop last, and a sleeping worker sets its timer for the
+//! earliest request any steady caller is expected to make. With more
+//! callers than slots, threads take slots from each other, which resets
+//! their cadence: they get no timers, as any irregular caller. A worker that
 //! goes to sleep then sets itself a timer for a little before it (the
 //! timers' own lateness plus [`WAKE_GUARD_NS`]; the lateness is measured
 //! on each timer that fires and on each request whose notify beat its
@@ -41,18 +53,20 @@
 //! spins until the request comes or a little after it was due
 //! ([`Anticipation::until`]), then sleeps untimed; one timer per expected
 //! request. A gap off the cadence resets the count, so irregular callers
-//! (and several callers interleaving on one pool) get no timers. The cost
+//! get no timers. The cost
 //! is one wake-up and the spin from the timer to the request, per
 //! request; the gain, that the request's first loop finds its helpers
 //! awake.
 //!
-//! State: `last_end` (nanoseconds since the pool was made; 0 = no loop
-//! yet), `short_gap` (the average; it starts where the spin is the
-//! floor), `long_gap`, `steady` and `timer_late` (the anticipation's).
-//! All are plain relaxed atomics: concurrent callers may lose an update,
-//! which only makes an estimate a little less exact (a timer a little
-//! early or late, or none); none of them decides whether work is found,
-//! which the sleep protocol (`sleep.rs`) alone does.
+//! State: per caller slot `owner` (the thread's number; 0 = free),
+//! `last_end` (nanoseconds since the pool was made; 0 = no loop yet),
+//! `long_gap` and `steady`; per pool `short_gap` (the average; it starts
+//! where the spin is the floor) and `timer_late`. All are plain relaxed
+//! atomics: concurrent callers may lose an update (or two threads on one
+//! slot see each other's), which only makes an estimate a little less
+//! exact (a timer a little early or late, or none); none of them decides
+//! whether work is found, which the sleep protocol (`sleep.rs`) alone
+//! does.
 use super::super::spin::{calibrated_pause_ns, SpinPolicy};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -73,6 +87,50 @@ pub(super) const WAKE_GUARD_NS: u64 = SPIN_FLOOR_NS / 2;
 const INITIAL_TIMER_LATE_NS: u64 = 2 * SPIN_FLOOR_NS;
 /// Gaps between requests longer than this are not anticipated.
 const LONGEST_ANTICIPATED_NS: u64 = 1_000_000_000;
+/// Caller threads a pool follows apart (module docs).
+pub(super) const CALLER_SLOTS: usize = 8;
+
+/// The number this thread follows its loops by in every pool (drawn on its
+/// first loop; never 0).
+fn caller_number() -> u64 {
+    use std::cell::Cell;
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static NUMBER: Cell<u64> = const { Cell::new(0) };
+    }
+    NUMBER.with(|n| {
+        if n.get() == 0 {
+            n.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        n.get()
+    })
+}
+
+/// One caller's loops, as its pool sees them (module docs).
+#[derive(Default)]
+#[repr(align(64))]
+struct Caller {
+    /// The thread's number (`caller_number`); 0: no caller yet.
+    owner: AtomicU64,
+    last_end: AtomicU64,
+    /// The average gap between its requests (0: none yet).
+    long_gap: AtomicU64,
+    /// Its gaps between requests in a row within an eighth of the average.
+    steady: AtomicU64,
+}
+
+impl Caller {
+    /// The next request this caller is expected to make (its due time and
+    /// average gap), if it is on a steady cadence.
+    fn expected(&self) -> Option<(u64, u64)> {
+        let gap = self.long_gap.load(Ordering::Relaxed);
+        let last = self.last_end.load(Ordering::Relaxed);
+        (self.steady.load(Ordering::Relaxed) >= STEADY_GAPS
+            && last != 0
+            && gap <= LONGEST_ANTICIPATED_NS)
+            .then_some((last + gap, gap))
+    }
+}
 
 /// A request a sleeping worker expects (nanoseconds on the pool's clock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,12 +147,8 @@ pub(super) struct Adaptive {
     epoch: Instant,
     /// The configured budget in nanoseconds.
     budget_ns: u64,
-    last_end: AtomicU64,
+    callers: [Caller; CALLER_SLOTS],
     short_gap: AtomicU64,
-    /// The average gap between requests (0: none yet).
-    long_gap: AtomicU64,
-    /// Gaps between requests in a row within an eighth of the average.
-    steady: AtomicU64,
     /// How late the anticipation timers fired, on average.
     timer_late: AtomicU64,
 }
@@ -112,11 +166,9 @@ impl Adaptive {
         Some(Adaptive {
             epoch: Instant::now(),
             budget_ns,
-            last_end: AtomicU64::new(0),
+            callers: Default::default(),
             // Until gaps are seen: the floor.
             short_gap: AtomicU64::new(SPIN_FLOOR_NS / 2),
-            long_gap: AtomicU64::new(0),
-            steady: AtomicU64::new(0),
             // Until measured: Linux's default timer slack (50 µs) plus a
             // wake-up.
             timer_late: AtomicU64::new(INITIAL_TIMER_LATE_NS),
@@ -133,9 +185,45 @@ impl Adaptive {
         self.epoch + std::time::Duration::from_nanos(ns)
     }
 
+    /// The calling thread's slot: its own (first where its number points,
+    /// then anywhere), else a free one, else the one whose last loop ended
+    /// longest ago (a thread that left, most likely), taken over with its
+    /// cadence forgotten.
+    fn caller(&self) -> &Caller {
+        let me = caller_number();
+        let home = &self.callers[me as usize % CALLER_SLOTS];
+        if home.owner.load(Ordering::Relaxed) == me {
+            return home;
+        }
+        let slots = &self.callers;
+        if let Some(c) = slots.iter().find(|c| c.owner.load(Ordering::Relaxed) == me) {
+            return c;
+        }
+        let taken = slots
+            .iter()
+            .find(|c| {
+                c.owner
+                    .compare_exchange(0, me, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            })
+            .unwrap_or_else(|| {
+                let c = slots
+                    .iter()
+                    .min_by_key(|c| c.last_end.load(Ordering::Relaxed))
+                    .unwrap_or(home);
+                c.owner.store(me, Ordering::Relaxed);
+                c
+            });
+        taken.last_end.store(0, Ordering::Relaxed);
+        taken.long_gap.store(0, Ordering::Relaxed);
+        taken.steady.store(0, Ordering::Relaxed);
+        taken
+    }
+
     /// A caller starts a parallel loop.
     pub(super) fn loop_started(&self) {
-        let last = self.last_end.load(Ordering::Relaxed);
+        let c = self.caller();
+        let last = c.last_end.load(Ordering::Relaxed);
         if last == 0 {
             return;
         }
@@ -146,37 +234,33 @@ impl Adaptive {
             return;
         }
         // A gap between requests: on the cadence, or a new one.
-        let avg = self.long_gap.load(Ordering::Relaxed);
+        let avg = c.long_gap.load(Ordering::Relaxed);
         if avg > 0 && gap.abs_diff(avg) <= avg / 8 {
-            self.long_gap.store((avg * 3 + gap) / 4, Ordering::Relaxed);
-            self.steady.fetch_add(1, Ordering::Relaxed);
+            c.long_gap.store((avg * 3 + gap) / 4, Ordering::Relaxed);
+            c.steady.fetch_add(1, Ordering::Relaxed);
         } else {
-            self.long_gap.store(gap, Ordering::Relaxed);
-            self.steady.store(0, Ordering::Relaxed);
+            c.long_gap.store(gap, Ordering::Relaxed);
+            c.steady.store(0, Ordering::Relaxed);
         }
     }
 
     /// The request a worker going to sleep at `now` may set a timer for:
-    /// None off a steady cadence, or when the timer would already be due.
+    /// the earliest one a steady caller is expected to make whose timer is
+    /// not already due; None if there is none.
     pub(super) fn anticipate(&self, now: u64) -> Option<Anticipation> {
-        let gap = self.long_gap.load(Ordering::Relaxed);
-        let last = self.last_end.load(Ordering::Relaxed);
-        if self.steady.load(Ordering::Relaxed) < STEADY_GAPS
-            || last == 0
-            || gap > LONGEST_ANTICIPATED_NS
-        {
-            return None;
-        }
-        let due = last + gap;
         let lead = self.timer_late.load(Ordering::Relaxed) + WAKE_GUARD_NS;
-        let wake_at = due.saturating_sub(lead);
-        (wake_at > now).then_some(Anticipation {
-            due,
-            wake_at,
-            // Late by up to a thirty-second of the gap (and a wake-up's
-            // worth at least) is still the request expected.
-            until: due + (gap / 32).max(SPIN_FLOOR_NS),
-        })
+        self.callers
+            .iter()
+            .filter_map(Caller::expected)
+            .map(|(due, gap)| Anticipation {
+                due,
+                wake_at: due.saturating_sub(lead),
+                // Late by up to a thirty-second of the gap (and a wake-up's
+                // worth at least) is still the request expected.
+                until: due + (gap / 32).max(SPIN_FLOOR_NS),
+            })
+            .filter(|t| t.wake_at > now)
+            .min_by_key(|t| t.due)
     }
 
     /// A worker's timer for `a` fired at `now`, or a notify woke the worker
@@ -192,7 +276,7 @@ impl Adaptive {
 
     /// A caller's parallel loop ended.
     pub(super) fn loop_ended(&self) {
-        self.last_end.store(self.now(), Ordering::Relaxed);
+        self.caller().last_end.store(self.now(), Ordering::Relaxed);
     }
 
     /// The spin budget now, (pauses, wall-clock deadline in nanoseconds):
@@ -220,7 +304,9 @@ mod tests {
         if now <= gap_ns {
             std::thread::sleep(std::time::Duration::from_nanos(gap_ns + 1_000 - now));
         }
-        a.last_end.store(a.now() - gap_ns, Ordering::Relaxed);
+        a.caller()
+            .last_end
+            .store(a.now() - gap_ns, Ordering::Relaxed);
         a.loop_started();
     }
 
@@ -274,15 +360,15 @@ mod tests {
         }
         // Within an eighth of the average.
         burst(&a, period + period / 10);
-        let last = a.last_end.load(Ordering::Relaxed);
+        let last = a.caller().last_end.load(Ordering::Relaxed);
         let t = a.anticipate(a.now()).expect("a steady cadence");
-        let avg = a.long_gap.load(Ordering::Relaxed);
+        let avg = a.caller().long_gap.load(Ordering::Relaxed);
         assert_eq!(t.due, last + avg);
         assert_eq!(t.wake_at, t.due - INITIAL_TIMER_LATE_NS - WAKE_GUARD_NS);
         assert_eq!(t.until, t.due + avg / 32);
         // Gaps inside a request leave the cadence alone.
         gap(&a, 10_000);
-        assert_eq!(a.long_gap.load(Ordering::Relaxed), avg);
+        assert_eq!(a.caller().long_gap.load(Ordering::Relaxed), avg);
         // Nothing when the timer would already be due.
         let now = a.anticipate(a.now()).expect("still steady");
         assert_eq!(a.anticipate(now.wake_at), None);
@@ -294,7 +380,7 @@ mod tests {
         // A gap off the cadence: forgotten until it is steady again.
         burst(&a, period / 2);
         assert_eq!(a.anticipate(a.now()), None);
-        let reset = a.long_gap.load(Ordering::Relaxed);
+        let reset = a.caller().long_gap.load(Ordering::Relaxed);
         assert!(
             (period / 2..period / 2 + 1_000_000).contains(&reset),
             "{reset}"
@@ -319,5 +405,64 @@ mod tests {
         assert_eq!(ns, Some(SPIN_FLOOR_NS));
         assert!((1..legacy.pauses).contains(&pauses));
         assert_eq!(l.budget(&legacy, true), (legacy.pauses, None));
+    }
+
+    #[test]
+    fn callers_sharing_a_pool_are_followed_apart() {
+        let policy = SpinPolicy::new(true, -1, 1);
+        let a = Adaptive::new(&policy).unwrap();
+        // Two request threads on one pool, each on its own steady cadence,
+        // their requests interleaved: each thread's gaps are measured from
+        // its own last loop.
+        let (fast, slow) = (4_000_000u64, 9_000_000u64);
+        std::thread::scope(|s| {
+            for period in [fast, slow] {
+                let a = &a;
+                s.spawn(move || {
+                    for _ in 0..=STEADY_GAPS {
+                        burst(a, period);
+                    }
+                    let c = a.caller();
+                    let avg = c.long_gap.load(Ordering::Relaxed);
+                    assert!((period..period + 1_000_000).contains(&avg), "{avg}");
+                    assert!(c.steady.load(Ordering::Relaxed) >= STEADY_GAPS);
+                });
+            }
+        });
+        // The timer is for the earliest request due.
+        let steady: Vec<(u64, u64)> = a.callers.iter().filter_map(Caller::expected).collect();
+        assert_eq!(steady.len(), 2, "{steady:?}");
+        // (As a worker going to sleep before either is due would see it.)
+        let t = a.anticipate(1).expect("two steady callers");
+        let first = steady.iter().map(|&(due, _)| due).min().unwrap();
+        assert_eq!(t.due, first);
+        // Once its timer is due, the other caller's request is next.
+        let then = a.anticipate(t.wake_at).expect("the other caller");
+        assert!(then.due > t.due, "{then:?} after {t:?}");
+        // The two threads took two slots; this one takes a free one.
+        let mine = a.caller() as *const Caller;
+        let owned = |a: &Adaptive| {
+            a.callers
+                .iter()
+                .filter(|c| c.owner.load(Ordering::Relaxed) != 0)
+                .count()
+        };
+        assert_eq!(owned(&a), 3);
+        assert_eq!(a.caller() as *const Caller, mine, "kept");
+        // Every slot another thread's: this one takes over the one whose
+        // last loop ended longest ago, and starts from nothing there.
+        for (k, c) in a.callers.iter().enumerate() {
+            c.owner.store(u64::MAX - k as u64, Ordering::Relaxed);
+            c.last_end
+                .store(1_000 + (k as u64 + 5) % 8, Ordering::Relaxed);
+            c.steady.store(STEADY_GAPS, Ordering::Relaxed);
+        }
+        let oldest = &a.callers[3];
+        let c = a.caller();
+        assert!(std::ptr::eq(c, oldest));
+        assert_eq!(c.owner.load(Ordering::Relaxed), caller_number());
+        assert_eq!(c.steady.load(Ordering::Relaxed), 0);
+        assert_eq!(c.last_end.load(Ordering::Relaxed), 0);
+        assert_eq!(owned(&a), CALLER_SLOTS);
     }
 }
