@@ -92,44 +92,50 @@ def main(paths):
         print(line)
     print("\ntarget: leanrt default throughput ≥ 1.0× baseline and ≥ 1.0× best ORT, "
           "p99 ≤ 1.1× best ORT's (medians of the per-run ratios)\n")
-    print("| K | leanrt | gap | ×baseline | ×best ORT | p99 ÷ best ORT's | best ORT (run 1) | met |")
-    print("|---|---|---|---:|---:|---:|---|---|")
-    for key in keys:
-        t, k, label, a = key
-        if not label.startswith("leanrt"):
-            continue
-        for g in gaps:
-            fs = [r[key][g] for r in runs if key in r and g in r[key]]
-            xb = med([f["xbase"] for f in fs])
-            xo = med([f["xort"] for f in fs if "xort" in f])
-            p99 = med([f["p99ort"] for f in fs if "p99ort" in f])
-            met = xb >= 1.0 and xo >= 1.0 and p99 <= 1.1
-            print(f"| {k} | {label} {ARR[a]} | {gap_name(g)} | {xb:.2f}× | {xo:.2f}× | {p99:.2f}× |"
-                  f" {fs[0].get('best', '-')} | {'met' if met else 'not met'} |")
+
+    def best_row_per_run(key, g):
+        fs = [r[key][g] for r in runs if key in r and g in r[key]]
+        return ([(f["xbase"], f["xort"], f["p99ort"]) for f in fs if "xort" in f],
+                fs[0].get("best", "-"))
+
+    def best_arrangement(key, g):
+        t, k = key[:2]
+        peers = [o for o in keys if o[:2] == (t, k) and o[2].startswith("ort ")]
+        if not peers:
+            return [], "-"
+        best = max(peers, key=lambda o: med([r[o][g]["rps"] for r in runs
+                                             if o in r and g in r[o]]))
+        pairs = [(r[key][g], r[best][g]) for r in runs
+                 if key in r and best in r and g in r[key] and g in r[best]]
+        return ([(f["xbase"], f["rps"] / o["rps"], f["p99"] / o["p99"]) for f, o in pairs],
+                f"{best[2]} {ARR[best[3]]}")
+
+    target_table(keys, gaps, best_row_per_run,
+                 "| K | leanrt | gap | ×baseline | ×best ORT | p99 ÷ best ORT's | best ORT (run 1) | met |")
     print("\nthe same target against one ORT arrangement: per K and gap the ORT row "
           "(version, arrangement) with the highest median throughput over the runs, "
           "the ratios run by run, then their medians\n")
-    print("| K | leanrt | gap | ×baseline | ×that ORT | p99 ÷ its | ORT arrangement | met |")
+    target_table(keys, gaps, best_arrangement,
+                 "| K | leanrt | gap | ×baseline | ×that ORT | p99 ÷ its | ORT arrangement | met |")
+
+
+def target_table(keys, gaps, versus, head):
+    """One row per leanrt cell and gap: `versus(key, gap)` gives the runs'
+    (×baseline, ×ORT, p99 ratio) and the ORT row's name."""
+    print(head)
     print("|---|---|---|---:|---:|---:|---|---|")
     for key in keys:
         t, k, label, a = key
         if not label.startswith("leanrt"):
             continue
         for g in gaps:
-            peers = [o for o in keys if o[:2] == (t, k) and o[2].startswith("ort ")]
-            if not peers:
+            ratios, name = versus(key, g)
+            if not ratios:
                 continue
-            best = max(peers, key=lambda o: med([r[o][g]["rps"] for r in runs
-                                                 if o in r and g in r[o]]))
-            pairs = [(r[key][g], r[best][g]) for r in runs
-                     if key in r and best in r and g in r[key] and g in r[best]]
-            xb = med([f["xbase"] for f, _ in pairs])
-            xo = med([f["rps"] / o["rps"] for f, o in pairs])
-            p99 = med([f["p99"] / o["p99"] for f, o in pairs])
+            xb, xo, p99 = (med([r[i] for r in ratios]) for i in range(3))
             met = xb >= 1.0 and xo >= 1.0 and p99 <= 1.1
             print(f"| {k} | {label} {ARR[a]} | {gap_name(g)} | {xb:.2f}× | {xo:.2f}× | {p99:.2f}× |"
-                  f" {best[2]} {ARR[best[3]]} | {'met' if met else 'not met'} |")
-
+                  f" {name} | {'met' if met else 'not met'} |")
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
