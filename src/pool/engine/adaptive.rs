@@ -68,7 +68,8 @@
 //! whether work is found, which the sleep protocol (`sleep.rs`) alone
 //! does.
 use super::super::spin::{calibrated_pause_ns, SpinPolicy};
-use std::sync::atomic::{AtomicU64, Ordering};
+use super::shared::caller_number;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// The shortest adaptive spin: about one sleep and wake-up's cost.
@@ -90,22 +91,6 @@ const LONGEST_ANTICIPATED_NS: u64 = 1_000_000_000;
 /// Caller threads a pool follows apart (module docs).
 pub(super) const CALLER_SLOTS: usize = 8;
 
-/// The number this thread follows its loops by in every pool (drawn on its
-/// first loop; never 0).
-fn caller_number() -> u64 {
-    use std::cell::Cell;
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    thread_local! {
-        static NUMBER: Cell<u64> = const { Cell::new(0) };
-    }
-    NUMBER.with(|n| {
-        if n.get() == 0 {
-            n.set(NEXT.fetch_add(1, Ordering::Relaxed));
-        }
-        n.get()
-    })
-}
-
 /// One caller's loops, as its pool sees them (module docs).
 #[derive(Default)]
 #[repr(align(64))]
@@ -117,18 +102,20 @@ struct Caller {
     long_gap: AtomicU64,
     /// Its gaps between requests in a row within an eighth of the average.
     steady: AtomicU64,
+    /// The CPU it started its last loop on.
+    cpu: AtomicU32,
 }
 
 impl Caller {
-    /// The next request this caller is expected to make (its due time and
-    /// average gap), if it is on a steady cadence.
-    fn expected(&self) -> Option<(u64, u64)> {
+    /// The next request this caller is expected to make (its due time,
+    /// average gap and CPU), if it is on a steady cadence.
+    fn expected(&self) -> Option<(u64, u64, u32)> {
         let gap = self.long_gap.load(Ordering::Relaxed);
         let last = self.last_end.load(Ordering::Relaxed);
         (self.steady.load(Ordering::Relaxed) >= STEADY_GAPS
             && last != 0
             && gap <= LONGEST_ANTICIPATED_NS)
-            .then_some((last + gap, gap))
+            .then(|| (last + gap, gap, self.cpu.load(Ordering::Relaxed)))
     }
 }
 
@@ -141,6 +128,8 @@ pub(super) struct Anticipation {
     pub(super) wake_at: u64,
     /// Until when the woken worker spins waiting for it.
     pub(super) until: u64,
+    /// The CPU its caller started its last loop on (`u32::MAX`: unknown).
+    pub(super) cpu: u32,
 }
 
 pub(super) struct Adaptive {
@@ -220,9 +209,10 @@ impl Adaptive {
         taken
     }
 
-    /// A caller starts a parallel loop.
-    pub(super) fn loop_started(&self) {
+    /// A caller starts a parallel loop, on `cpu`.
+    pub(super) fn loop_started(&self, cpu: u32) {
         let c = self.caller();
+        c.cpu.store(cpu, Ordering::Relaxed);
         let last = c.last_end.load(Ordering::Relaxed);
         if last == 0 {
             return;
@@ -252,12 +242,13 @@ impl Adaptive {
         self.callers
             .iter()
             .filter_map(Caller::expected)
-            .map(|(due, gap)| Anticipation {
+            .map(|(due, gap, cpu)| Anticipation {
                 due,
                 wake_at: due.saturating_sub(lead),
                 // Late by up to a thirty-second of the gap (and a wake-up's
                 // worth at least) is still the request expected.
                 until: due + (gap / 32).max(SPIN_FLOOR_NS),
+                cpu,
             })
             .filter(|t| t.wake_at > now)
             .min_by_key(|t| t.due)
@@ -300,6 +291,11 @@ mod tests {
 
     /// Records a loop that started `gap_ns` after the last one ended.
     fn gap(a: &Adaptive, gap_ns: u64) {
+        gap_on(a, gap_ns, 0);
+    }
+
+    /// `gap`, the loop started on `cpu`.
+    fn gap_on(a: &Adaptive, gap_ns: u64, cpu: u32) {
         let now = a.now();
         if now <= gap_ns {
             std::thread::sleep(std::time::Duration::from_nanos(gap_ns + 1_000 - now));
@@ -307,7 +303,7 @@ mod tests {
         a.caller()
             .last_end
             .store(a.now() - gap_ns, Ordering::Relaxed);
-        a.loop_started();
+        a.loop_started(cpu);
     }
 
     #[test]
@@ -411,16 +407,17 @@ mod tests {
     fn callers_sharing_a_pool_are_followed_apart() {
         let policy = SpinPolicy::new(true, -1, 1);
         let a = Adaptive::new(&policy).unwrap();
-        // Two request threads on one pool, each on its own steady cadence,
-        // their requests interleaved: each thread's gaps are measured from
-        // its own last loop.
+        // Two request threads on one pool, each on its own steady cadence
+        // and CPU, their requests interleaved: each thread's gaps are
+        // measured from its own last loop.
         let (fast, slow) = (4_000_000u64, 9_000_000u64);
         std::thread::scope(|s| {
-            for period in [fast, slow] {
+            for (period, cpu) in [(fast, 3), (slow, 5)] {
                 let a = &a;
                 s.spawn(move || {
                     for _ in 0..=STEADY_GAPS {
-                        burst(a, period);
+                        gap_on(a, period, cpu);
+                        a.loop_ended();
                     }
                     let c = a.caller();
                     let avg = c.long_gap.load(Ordering::Relaxed);
@@ -430,12 +427,16 @@ mod tests {
             }
         });
         // The timer is for the earliest request due.
-        let steady: Vec<(u64, u64)> = a.callers.iter().filter_map(Caller::expected).collect();
+        let steady: Vec<(u64, u64, u32)> = a.callers.iter().filter_map(Caller::expected).collect();
         assert_eq!(steady.len(), 2, "{steady:?}");
         // (As a worker going to sleep before either is due would see it.)
         let t = a.anticipate(1).expect("two steady callers");
-        let first = steady.iter().map(|&(due, _)| due).min().unwrap();
-        assert_eq!(t.due, first);
+        let &(first, _, cpu) = steady.iter().min_by_key(|&&(due, _, _)| due).unwrap();
+        assert_eq!(
+            (t.due, t.cpu),
+            (first, cpu),
+            "the earliest, with its caller's CPU"
+        );
         // Once its timer is due, the other caller's request is next.
         let then = a.anticipate(t.wake_at).expect("the other caller");
         assert!(then.due > t.due, "{then:?} after {t:?}");

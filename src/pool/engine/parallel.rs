@@ -135,9 +135,9 @@ impl ThreadPool {
         if spin.force_stop {
             spin.loops_active.fetch_add(1, Ordering::Relaxed);
         }
-        shared.note_caller_cpu();
+        let cpu = shared.note_caller_cpu();
         if let Some(a) = &spin.adaptive {
-            a.loop_started();
+            a.loop_started(cpu);
         }
         let who = trace::who(me);
         // Once published: the caller's share, then the slot closed and the

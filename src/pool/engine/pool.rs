@@ -126,6 +126,8 @@ impl ThreadPool {
                     .then(|| Adaptive::new(&policy))
                     .flatten(),
                 caller_cpu: AtomicU32::new(u32::MAX),
+                caller: AtomicU64::new(0),
+                other_cpu: AtomicU64::new(0),
             },
             profiling,
             setup: WorkerSetup {

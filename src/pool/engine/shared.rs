@@ -23,6 +23,23 @@ pub(super) fn cpu_share() -> &'static CpuShare {
     SHARE.get_or_init(|| CpuShare::new(crate::pool::cpu::logical_cores()))
 }
 
+/// The number the calling thread is known by as the caller of loops, in
+/// every pool (drawn on its first loop; never 0): `adaptive.rs` follows
+/// each caller by it, `Shared::note_caller_cpu` tells callers apart by it.
+pub(super) fn caller_number() -> u64 {
+    use std::cell::Cell;
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static NUMBER: Cell<u64> = const { Cell::new(0) };
+    }
+    NUMBER.with(|n| {
+        if n.get() == 0 {
+            n.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        n.get()
+    })
+}
+
 /// The CPU share's epoch now (`budget.rs`): the monotonic clock since
 /// the process's first call, in units of `2^EPOCH_NS_LOG2` ns.
 pub(super) fn share_epoch() -> u64 {
@@ -114,7 +131,21 @@ pub(super) struct SpinControl {
     /// safe: it is a placement hint, read and written whole; a stale value
     /// costs one needless yield or one missed one, never a missed loop.
     pub(super) caller_cpu: AtomicU32,
+    /// The thread (`caller_number`) that last started a loop or request.
+    pub(super) caller: AtomicU64,
+    /// The CPU of the caller before, when another caller on another CPU
+    /// started a loop or request after it (lower 32 bits), and the CPU
+    /// share's epoch then (upper 32; 0: none yet): two callers taking turns
+    /// on the pool lately, see `cpu_to_avoid`. Relaxed, for the reason
+    /// `caller_cpu` is.
+    pub(super) other_cpu: AtomicU64,
 }
+
+/// How long, in epochs of the CPU share, a CPU a loop started on still
+/// counts as a caller's after loops moved to another (`other_cpu`): two
+/// census epochs (4.2 ms), longer than the gap between two request
+/// threads' loops that take turns on one pool.
+const OTHER_CPU_EPOCHS: u64 = 2 << super::budget::CENSUS_SHIFT;
 
 /// What a worker applies to its own thread when it starts.
 pub(super) struct WorkerSetup {
@@ -134,11 +165,42 @@ impl Shared {
         self.sections.team_event.notify(n);
     }
 
-    /// Notes the calling thread's CPU as the one a loop or request runs on.
-    pub(super) fn note_caller_cpu(&self) {
-        self.spin
-            .caller_cpu
-            .store(crate::pool::cpu::current_cpu(), Ordering::Relaxed);
+    /// Notes the calling thread's CPU as the one a loop or request runs on
+    /// (and the one of the caller before, when it was another thread on
+    /// another CPU: `other_cpu`); returns it.
+    pub(super) fn note_caller_cpu(&self) -> u32 {
+        let cpu = crate::pool::cpu::current_cpu();
+        let me = caller_number();
+        let spin = &self.spin;
+        if spin.caller_cpu.load(Ordering::Relaxed) == cpu
+            && spin.caller.load(Ordering::Relaxed) == me
+        {
+            return cpu;
+        }
+        let old = spin.caller_cpu.swap(cpu, Ordering::Relaxed);
+        let before = spin.caller.swap(me, Ordering::Relaxed);
+        if before != me && old != cpu && old != u32::MAX && cpu != u32::MAX {
+            spin.other_cpu
+                .store(share_epoch() << 32 | u64::from(old), Ordering::Relaxed);
+        }
+        cpu
+    }
+
+    /// The CPU a worker going to sleep with no request expected leaves out
+    /// of its affinity (`worker.rs`), at the CPU share's `epoch`: the one
+    /// the last loop or request started on, or, while another caller on
+    /// another CPU started loops lately (`other_cpu`), that caller's: of
+    /// two callers taking turns on the pool, the one that did not start the
+    /// last request is the likelier to start the next, and its CPU is where
+    /// a worker woken for it could not run. `u32::MAX`: none.
+    pub(super) fn cpu_to_avoid(&self, epoch: u64) -> u32 {
+        let other = self.spin.other_cpu.load(Ordering::Relaxed);
+        let recent = other != 0 && (other >> 32) + OTHER_CPU_EPOCHS >= epoch & u64::from(u32::MAX);
+        if recent {
+            other as u32
+        } else {
+            self.spin.caller_cpu.load(Ordering::Relaxed)
+        }
     }
 
     /// Whether the calling (worker) thread runs on the CPU of the thread
@@ -173,5 +235,69 @@ impl Shared {
         let r = f();
         cpu_share().idle();
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::{affinity, options::PoolOptions, ThreadPool};
+
+    /// One caller that moves between CPUs leaves the CPU it is on to be
+    /// avoided; a second caller on another CPU makes the first caller's
+    /// CPU the one to avoid (the likelier to start the next loop), until
+    /// that is older than `OTHER_CPU_EPOCHS`. Needs two CPUs (else it says
+    /// so and checks the one-CPU case).
+    #[test]
+    fn the_cpu_to_avoid_is_the_other_callers_while_two_take_turns() {
+        let mut opts = PoolOptions::default();
+        opts.set_num_threads(2).unwrap();
+        let pool = ThreadPool::create(&opts).unwrap().unwrap();
+        let shared = &pool.shared;
+        let cpus = affinity::allowed_cpus();
+        let on = |cpu: usize| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    assert!(affinity::pin_current_thread(&[cpu]));
+                    shared.note_caller_cpu()
+                })
+                .join()
+                .unwrap()
+            })
+        };
+        let (a, b) = match cpus[..] {
+            [a, b, ..] => (a, b),
+            [a] => {
+                eprintln!("one CPU allowed: only its own case checked");
+                assert_eq!(on(a), a as u32);
+                assert_eq!(shared.cpu_to_avoid(share_epoch()), a as u32);
+                return;
+            }
+            [] => panic!("no CPU allowed"),
+        };
+        // One thread that moves: the CPU it is on now.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for cpu in [a, b] {
+                    assert!(affinity::pin_current_thread(&[cpu]));
+                    assert_eq!(shared.note_caller_cpu(), cpu as u32);
+                }
+            });
+        });
+        let now = share_epoch();
+        assert_eq!(shared.cpu_to_avoid(now), b as u32, "one caller that moved");
+        // Another thread on the other CPU: the first one's CPU, while recent.
+        assert_eq!(on(a), a as u32);
+        assert_eq!(
+            shared.cpu_to_avoid(now),
+            b as u32,
+            "two callers: the other's"
+        );
+        let later = share_epoch() + OTHER_CPU_EPOCHS + 1;
+        assert_eq!(
+            shared.cpu_to_avoid(later),
+            a as u32,
+            "expired: the last one's"
+        );
     }
 }

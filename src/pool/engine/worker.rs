@@ -167,17 +167,23 @@ pub(super) fn main(start: WorkerStart) {
         // tends to queue a woken thread on its waker's CPU, where we could
         // not run while the caller computes its share of the loop that woke
         // us (a whole request, measured). Narrowed, the wake-up lands on a
-        // CPU we may use; restored once awake.
-        let caller = shared.spin.caller_cpu.load(Ordering::Relaxed);
-        let away = affinity::avoid_cpu(caller as usize);
+        // CPU we may use; restored once awake. Of several callers, the
+        // CPU of the one whose request is expected next (its timer's), else
+        // `Shared::cpu_to_avoid`'s guess: left out the CPU of the wrong
+        // caller, a worker asleep on the other could not run where its
+        // caller computes (two callers taking turns on two CPUs lost up to
+        // half their helpers' blocks that way, measured).
+        let now = share_epoch();
         // A request expected on a steady cadence (adaptive.rs): a timer a
         // little before it, once per request, while spinning is allowed.
         let expected = shared.spin.adaptive.as_ref().and_then(|a| {
-            let epoch = if shared.cpu_budget { share_epoch() } else { 0 };
+            let epoch = if shared.cpu_budget { now } else { 0 };
             a.anticipate(a.now())
                 .filter(|t| shared.may_spin(epoch) && timer.wants(t))
                 .map(|t| (a, t))
         });
+        let avoid = expected.map_or_else(|| shared.cpu_to_avoid(now), |(_, t)| t.cpu);
+        let away = affinity::avoid_cpu(avoid as usize);
         let notified = sleep_counted(
             &shared.event,
             ticket,
