@@ -68,7 +68,6 @@
 //! whether work is found, which the sleep protocol (`sleep.rs`) alone
 //! does.
 use super::super::spin::{calibrated_pause_ns, SpinPolicy};
-use super::shared::caller_number;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -90,6 +89,24 @@ const INITIAL_TIMER_LATE_NS: u64 = 2 * SPIN_FLOOR_NS;
 const LONGEST_ANTICIPATED_NS: u64 = 1_000_000_000;
 /// Caller threads a pool follows apart (module docs).
 pub(super) const CALLER_SLOTS: usize = 8;
+
+/// The number the calling thread is known by as the caller of loops, in
+/// every pool (drawn on its first loop; never 0): `Adaptive::caller`
+/// follows each caller by it, `Shared::note_caller_cpu` tells callers
+/// apart by it.
+pub(super) fn caller_number() -> u64 {
+    use std::cell::Cell;
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static NUMBER: Cell<u64> = const { Cell::new(0) };
+    }
+    NUMBER.with(|n| {
+        if n.get() == 0 {
+            n.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        n.get()
+    })
+}
 
 /// One caller's loops, as its pool sees them (module docs).
 #[derive(Default)]

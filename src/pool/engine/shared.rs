@@ -1,7 +1,7 @@
 //! The state the pool handle and its workers share, in named parts: the
 //! queues, the parallel sections, the spin control and the profiling
 //! counters, beside the broadcast slot and the general event count.
-use super::adaptive::Adaptive;
+use super::adaptive::{caller_number, Adaptive};
 use super::budget::{CpuShare, EPOCH_NS_LOG2};
 use super::job::{Job, LoopJob};
 use super::profile::Profiling;
@@ -21,23 +21,6 @@ pub(super) const CASCADE: usize = 2;
 pub(super) fn cpu_share() -> &'static CpuShare {
     static SHARE: std::sync::OnceLock<CpuShare> = std::sync::OnceLock::new();
     SHARE.get_or_init(|| CpuShare::new(crate::pool::cpu::logical_cores()))
-}
-
-/// The number the calling thread is known by as the caller of loops, in
-/// every pool (drawn on its first loop; never 0): `adaptive.rs` follows
-/// each caller by it, `Shared::note_caller_cpu` tells callers apart by it.
-pub(super) fn caller_number() -> u64 {
-    use std::cell::Cell;
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    thread_local! {
-        static NUMBER: Cell<u64> = const { Cell::new(0) };
-    }
-    NUMBER.with(|n| {
-        if n.get() == 0 {
-            n.set(NEXT.fetch_add(1, Ordering::Relaxed));
-        }
-        n.get()
-    })
 }
 
 /// The CPU share's epoch now (`budget.rs`): the monotonic clock since
