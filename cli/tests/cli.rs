@@ -1283,6 +1283,8 @@ fn pool_concurrent_scenario_runs_beside_ort() {
     }
     let flat_out = flat(&o.stdout);
     assert!(flat_out.contains("best ORT (ort "), "{out}");
+    // The default 5 turns, never more than --runs 3: 3 turns of 1 run.
+    assert!(flat_out.contains("in 3 turns"), "{out}");
     for a in ["global pools", "1 thread each"] {
         assert!(out.contains(a), "{out}");
     }

@@ -120,8 +120,8 @@ pub fn concurrent_table(results: &[CellResult]) -> String {
             } else {
                 format!("each caller runs for {} ms per gap", s.concurrent_ms)
             };
-            match s.concurrent_slices {
-                0 | 1 => per,
+            match s.concurrent_turns() {
+                1 => per,
                 n => format!(
                     "{per}, in {n} turns (every cell of a caller count once per turn, results \
                      merged)"

@@ -86,6 +86,18 @@ pub struct Sizes {
     pub concurrent_slices: u32,
 }
 
+impl Sizes {
+    /// The turns a concurrent cell runs in (`pool::run`):
+    /// `concurrent_slices`, but never more than its runs per caller and gap
+    /// (each turn runs one at least).
+    pub fn concurrent_turns(&self) -> u32 {
+        match self.concurrent_runs {
+            0 => self.concurrent_slices.max(1),
+            runs => self.concurrent_slices.clamp(1, runs),
+        }
+    }
+}
+
 fn one_slice() -> u32 {
     1
 }
@@ -267,15 +279,13 @@ pub struct CellSpec {
 }
 
 impl CellSpec {
-    /// How many turns this cell runs in (`pool::run`): the concurrent
-    /// scenario's `concurrent_slices`, but never more than its runs per
-    /// caller and gap (each turn runs one at least); 1 for any other cell.
+    /// How many turns this cell runs in (`pool::run`):
+    /// `Sizes::concurrent_turns` for a concurrent cell, 1 for any other.
     pub fn turns(&self) -> u32 {
-        let s = &self.sizes;
-        match (self.concurrent, s.concurrent_runs) {
-            (None, _) => 1,
-            (Some(_), 0) => s.concurrent_slices.max(1),
-            (Some(_), runs) => s.concurrent_slices.clamp(1, runs),
+        if self.concurrent.is_some() {
+            self.sizes.concurrent_turns()
+        } else {
+            1
         }
     }
 

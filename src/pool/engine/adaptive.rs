@@ -195,8 +195,7 @@ impl Adaptive {
     /// then anywhere), else a free one, else the one whose last loop ended
     /// longest ago (a thread that left, most likely), taken over with its
     /// cadence forgotten.
-    fn caller(&self) -> &Caller {
-        let me = caller_number();
+    fn caller(&self, me: u64) -> &Caller {
         let home = &self.callers[me as usize % CALLER_SLOTS];
         if home.owner.load(Ordering::Relaxed) == me {
             return home;
@@ -226,9 +225,10 @@ impl Adaptive {
         taken
     }
 
-    /// A caller starts a parallel loop, on `cpu`.
-    pub(super) fn loop_started(&self, cpu: u32) {
-        let c = self.caller();
+    /// The caller numbered `me` (`caller_number`) starts a parallel loop,
+    /// on `cpu`.
+    pub(super) fn loop_started(&self, me: u64, cpu: u32) {
+        let c = self.caller(me);
         c.cpu.store(cpu, Ordering::Relaxed);
         let last = c.last_end.load(Ordering::Relaxed);
         if last == 0 {
@@ -282,9 +282,11 @@ impl Adaptive {
             .store((avg * 3 + late) / 4, Ordering::Relaxed);
     }
 
-    /// A caller's parallel loop ended.
-    pub(super) fn loop_ended(&self) {
-        self.caller().last_end.store(self.now(), Ordering::Relaxed);
+    /// The parallel loop of the caller numbered `me` ended.
+    pub(super) fn loop_ended(&self, me: u64) {
+        self.caller(me)
+            .last_end
+            .store(self.now(), Ordering::Relaxed);
     }
 
     /// The spin budget now, (pauses, wall-clock deadline in nanoseconds):
@@ -317,10 +319,10 @@ mod tests {
         if now <= gap_ns {
             std::thread::sleep(std::time::Duration::from_nanos(gap_ns + 1_000 - now));
         }
-        a.caller()
+        a.caller(caller_number())
             .last_end
             .store(a.now() - gap_ns, Ordering::Relaxed);
-        a.loop_started(cpu);
+        a.loop_started(caller_number(), cpu);
     }
 
     #[test]
@@ -357,7 +359,7 @@ mod tests {
     /// A loop `gap_ns` after the last one, and its end.
     fn burst(a: &Adaptive, gap_ns: u64) {
         gap(a, gap_ns);
-        a.loop_ended();
+        a.loop_ended(caller_number());
     }
 
     #[test]
@@ -373,15 +375,18 @@ mod tests {
         }
         // Within an eighth of the average.
         burst(&a, period + period / 10);
-        let last = a.caller().last_end.load(Ordering::Relaxed);
+        let last = a.caller(caller_number()).last_end.load(Ordering::Relaxed);
         let t = a.anticipate(a.now()).expect("a steady cadence");
-        let avg = a.caller().long_gap.load(Ordering::Relaxed);
+        let avg = a.caller(caller_number()).long_gap.load(Ordering::Relaxed);
         assert_eq!(t.due, last + avg);
         assert_eq!(t.wake_at, t.due - INITIAL_TIMER_LATE_NS - WAKE_GUARD_NS);
         assert_eq!(t.until, t.due + avg / 32);
         // Gaps inside a request leave the cadence alone.
         gap(&a, 10_000);
-        assert_eq!(a.caller().long_gap.load(Ordering::Relaxed), avg);
+        assert_eq!(
+            a.caller(caller_number()).long_gap.load(Ordering::Relaxed),
+            avg
+        );
         // Nothing when the timer would already be due.
         let now = a.anticipate(a.now()).expect("still steady");
         assert_eq!(a.anticipate(now.wake_at), None);
@@ -393,7 +398,7 @@ mod tests {
         // A gap off the cadence: forgotten until it is steady again.
         burst(&a, period / 2);
         assert_eq!(a.anticipate(a.now()), None);
-        let reset = a.caller().long_gap.load(Ordering::Relaxed);
+        let reset = a.caller(caller_number()).long_gap.load(Ordering::Relaxed);
         assert!(
             (period / 2..period / 2 + 1_000_000).contains(&reset),
             "{reset}"
@@ -434,9 +439,9 @@ mod tests {
                 s.spawn(move || {
                     for _ in 0..=STEADY_GAPS {
                         gap_on(a, period, cpu);
-                        a.loop_ended();
+                        a.loop_ended(caller_number());
                     }
-                    let c = a.caller();
+                    let c = a.caller(caller_number());
                     let avg = c.long_gap.load(Ordering::Relaxed);
                     assert!((period..period + 1_000_000).contains(&avg), "{avg}");
                     assert!(c.steady.load(Ordering::Relaxed) >= STEADY_GAPS);
@@ -458,7 +463,7 @@ mod tests {
         let then = a.anticipate(t.wake_at).expect("the other caller");
         assert!(then.due > t.due, "{then:?} after {t:?}");
         // The two threads took two slots; this one takes a free one.
-        let mine = a.caller() as *const Caller;
+        let mine = a.caller(caller_number()) as *const Caller;
         let owned = |a: &Adaptive| {
             a.callers
                 .iter()
@@ -466,7 +471,7 @@ mod tests {
                 .count()
         };
         assert_eq!(owned(&a), 3);
-        assert_eq!(a.caller() as *const Caller, mine, "kept");
+        assert_eq!(a.caller(caller_number()) as *const Caller, mine, "kept");
         // Every slot another thread's: this one takes over the one whose
         // last loop ended longest ago, and starts from nothing there.
         for (k, c) in a.callers.iter().enumerate() {
@@ -476,7 +481,7 @@ mod tests {
             c.steady.store(STEADY_GAPS, Ordering::Relaxed);
         }
         let oldest = &a.callers[3];
-        let c = a.caller();
+        let c = a.caller(caller_number());
         assert!(std::ptr::eq(c, oldest));
         assert_eq!(c.owner.load(Ordering::Relaxed), caller_number());
         assert_eq!(c.steady.load(Ordering::Relaxed), 0);

@@ -31,6 +31,7 @@
 //! caller returns only after the gate's `close_and_wait` saw every helper
 //! that entered leave (`gate.rs`); a panic of any participant is caught,
 //! kept, and rethrown on the caller after that join.
+use super::adaptive::caller_number;
 use super::gate::{self, Gate};
 use super::job::{Job, LoopJob, QueuedLoop, Work};
 use super::membership::{self, current};
@@ -135,9 +136,11 @@ impl ThreadPool {
         if spin.force_stop {
             spin.loops_active.fetch_add(1, Ordering::Relaxed);
         }
-        let cpu = shared.note_caller_cpu();
+        // This thread as a caller (`adaptive.rs`), looked up once a loop.
+        let caller = caller_number();
+        let cpu = shared.note_caller_cpu(caller);
         if let Some(a) = &spin.adaptive {
-            a.loop_started(cpu);
+            a.loop_started(caller, cpu);
         }
         let who = trace::who(me);
         // Once published: the caller's share, then the slot closed and the
@@ -201,19 +204,20 @@ impl ThreadPool {
                 .gate
                 .close_and_wait_yielding(CLOSE_SPINS, &|| job.helper_on(cpu));
             trace::record(shared.id, who, Ev::GateDone, 0);
-            return self.finish_loop(&queued.job);
+            return self.finish_loop(&queued.job, caller);
         }
-        self.finish_loop(&job);
+        self.finish_loop(&job, caller);
     }
 
     /// After the join: loop accounting, then rethrow a panic of the work.
-    fn finish_loop(&self, job: &LoopJob) {
+    /// `caller`: the calling thread's `caller_number`.
+    fn finish_loop(&self, job: &LoopJob, caller: u64) {
         let spin = &self.shared.spin;
         if spin.force_stop {
             spin.loops_active.fetch_sub(1, Ordering::Relaxed);
         }
         if let Some(a) = &spin.adaptive {
-            a.loop_ended();
+            a.loop_ended(caller);
         }
         if let Some(p) = job.take_panic() {
             resume_unwind(p);

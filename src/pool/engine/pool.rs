@@ -13,7 +13,7 @@
 //! drop the pool, so a drop on a worker is a task that owned it: that
 //! worker is not joined (it cannot join itself) and leaves once the task
 //! returns. In a forked child, `Drop` touches nothing (`fork.rs`).
-use super::adaptive::Adaptive;
+use super::adaptive::{caller_number, Adaptive};
 use super::callers::{CallGuard, Callers};
 use super::membership::{self, current, InUse};
 use super::profile::Profiling;
@@ -198,7 +198,7 @@ impl ThreadPool {
         shared.spin.requests.fetch_add(1, Ordering::Relaxed);
         shared.spin.enabled.store(true, Ordering::Relaxed);
         let wake = !self.forked() && shared.spin.policy.pauses > 0;
-        shared.note_caller_cpu();
+        shared.note_caller_cpu(caller_number());
         let who = trace::who(current(shared.id).map(|w| w.index));
         trace::record(shared.id, who, Ev::Enable, u64::from(wake));
         if wake {

@@ -1,7 +1,7 @@
 //! The state the pool handle and its workers share, in named parts: the
 //! queues, the parallel sections, the spin control and the profiling
 //! counters, beside the broadcast slot and the general event count.
-use super::adaptive::{caller_number, Adaptive};
+use super::adaptive::Adaptive;
 use super::budget::{CpuShare, EPOCH_NS_LOG2};
 use super::job::{Job, LoopJob};
 use super::profile::Profiling;
@@ -150,10 +150,10 @@ impl Shared {
 
     /// Notes the calling thread's CPU as the one a loop or request runs on
     /// (and the one of the caller before, when it was another thread on
-    /// another CPU: `other_cpu`); returns it.
-    pub(super) fn note_caller_cpu(&self) -> u32 {
+    /// another CPU: `other_cpu`); returns it. `me`: the calling thread's
+    /// `caller_number`.
+    pub(super) fn note_caller_cpu(&self, me: u64) -> u32 {
         let cpu = crate::pool::cpu::current_cpu();
-        let me = caller_number();
         let spin = &self.spin;
         if spin.caller_cpu.load(Ordering::Relaxed) == cpu
             && spin.caller.load(Ordering::Relaxed) == me
@@ -223,6 +223,7 @@ impl Shared {
 
 #[cfg(test)]
 mod tests {
+    use super::super::adaptive::caller_number;
     use super::*;
     use crate::pool::{affinity, options::PoolOptions, ThreadPool};
 
@@ -242,7 +243,7 @@ mod tests {
             std::thread::scope(|s| {
                 s.spawn(|| {
                     assert!(affinity::pin_current_thread(&[cpu]));
-                    shared.note_caller_cpu()
+                    shared.note_caller_cpu(caller_number())
                 })
                 .join()
                 .unwrap()
@@ -263,7 +264,7 @@ mod tests {
             s.spawn(|| {
                 for cpu in [a, b] {
                     assert!(affinity::pin_current_thread(&[cpu]));
-                    assert_eq!(shared.note_caller_cpu(), cpu as u32);
+                    assert_eq!(shared.note_caller_cpu(caller_number()), cpu as u32);
                 }
             });
         });
