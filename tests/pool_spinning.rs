@@ -171,6 +171,33 @@ fn callers_sharing_a_pool_are_each_anticipated() {
     );
 }
 
+/// Requests of one loop each, off any cadence (no timers): once as many
+/// requests in a row had as many loops (`adaptive.rs`), a worker that runs
+/// out of work after a request's expected last loop sleeps without
+/// spinning, so the pool's spin count stops growing. Requests of one loop
+/// and two in turn keep it growing: the workers spin after the loops.
+#[test]
+fn no_spin_after_a_requests_expected_last_loop() {
+    let gaps = [1, 9, 3, 27, 2, 18];
+    for (shape, stops) in [([1, 1], true), ([1, 2], false)] {
+        let p = pool(-1, &[(LRT_POOL_KEY_CPU_BUDGET, "0")]);
+        let mut requests = (0..).map(|k| shape[k % 2]).zip(gaps.iter().cycle());
+        let mut run = |n: usize| {
+            for (loops, &ms) in requests.by_ref().take(n) {
+                for _ in 0..loops {
+                    loop_once(&p, 256);
+                }
+                std::thread::sleep(Duration::from_millis(ms));
+            }
+        };
+        run(6);
+        let before = p.stats().spin_iterations;
+        run(6);
+        let after = p.stats().spin_iterations;
+        assert_eq!(after == before, stops, "{shape:?}: {before} -> {after}");
+    }
+}
+
 /// The workers' ids seen in one loop of 400 sleeping iterations on `p`.
 fn helpers_of_a_long_loop(p: &ThreadPool) -> usize {
     let ids = std::sync::Mutex::new(std::collections::BTreeSet::new());

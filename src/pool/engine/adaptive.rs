@@ -27,12 +27,30 @@
 //! `enable_spinning` not yet matched, `SpinControl::requests`) the caller
 //! said where its request ends, and the configured budget applies.
 //!
+//! The last loop of a request: after it, the ski-rental spin is burnt for
+//! nothing (the next request is a gap between requests away), and a
+//! caller without hints says nowhere where its request ends. But the
+//! requests of one model have the same number of parallel loops, each
+//! time: each caller's loops are counted per request (a burst: loops
+//! separated by short gaps), and once [`SAME_BURSTS`] requests in a row
+//! had as many loops as the one before, the loop that brings the count
+//! to that number is expected to be the request's last. While it runs,
+//! and until the caller's next loop, a worker that runs out of work does
+//! not spin: it goes to sleep at once (with a timer, if the caller's
+//! cadence is steady). Only while no other caller is inside a request
+//! (a loop running or ended less than a short gap ago, not its expected
+//! last): their next loop would pay for the sleep. A request with one
+//! loop more than expected pays a wake-up for its extra loop, once; the
+//! count starts over.
+//!
 //! Anticipation: a caller whose requests recur with a steady gap between
 //! them (a stream of frames, a polling loop) would otherwise pay the
 //! wake-up at the start of every request. The gaps between requests
-//! (those not inside one) are averaged too; once [`STEADY_GAPS`] of them
-//! in a row each fell within an eighth of the average, the next request
-//! is expected at the last loop's end plus that average.
+//! (those not inside one) are averaged too, each measured from the start
+//! of the request's last loop (known to a worker that goes to sleep before
+//! that loop has ended, which its end is not); once [`STEADY_GAPS`] of
+//! them in a row each fell within an eighth of the average, the next
+//! request is expected at the last loop's start plus that average.
 //!
 //! Each caller thread is followed apart (its own last loop's end, gaps
 //! and cadence, in one of [`CALLER_SLOTS`] slots: the one a number the
@@ -59,8 +77,9 @@
 //! awake.
 //!
 //! State: per caller slot `owner` (the thread's number; 0 = free),
-//! `last_end` (nanoseconds since the pool was made; 0 = no loop yet),
-//! `long_gap` and `steady`; per pool `short_gap` (the average; it starts
+//! `last_start` and `last_end` (nanoseconds since the pool was made; 0 =
+//! no loop yet), `long_gap`, `steady`, the burst counts (`loops`, `burst`,
+//! `same`) and `in_last`; per pool `short_gap` (the average; it starts
 //! where the spin is the floor) and `timer_late`. All are plain relaxed
 //! atomics: concurrent callers may lose an update (or two threads on one
 //! slot see each other's), which only makes an estimate a little less
@@ -68,7 +87,7 @@
 //! whether work is found, which the sleep protocol (`sleep.rs`) alone
 //! does.
 use super::super::spin::{calibrated_pause_ns, SpinPolicy};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// The shortest adaptive spin: about one sleep and wake-up's cost.
@@ -80,6 +99,9 @@ pub(super) const SHORT_GAP_NS: u64 = 5 * SPIN_FLOOR_NS;
 /// Gaps between requests, each within an eighth of their average, before
 /// the next request is anticipated.
 pub(super) const STEADY_GAPS: u64 = 3;
+/// Requests in a row with as many loops as the one before, before a
+/// request's last loop is expected (module docs).
+pub(super) const SAME_BURSTS: u32 = 3;
 /// How much earlier than the timers' measured lateness a worker sets its
 /// timer.
 pub(super) const WAKE_GUARD_NS: u64 = SPIN_FLOOR_NS / 2;
@@ -114,13 +136,23 @@ pub(super) fn caller_number() -> u64 {
 struct Caller {
     /// The thread's number (`caller_number`); 0: no caller yet.
     owner: AtomicU64,
+    last_start: AtomicU64,
     last_end: AtomicU64,
-    /// The average gap between its requests (0: none yet).
+    /// The average gap between its requests, from a request's last loop's
+    /// start to the next one's first (0: none yet).
     long_gap: AtomicU64,
     /// Its gaps between requests in a row within an eighth of the average.
     steady: AtomicU64,
     /// The CPU it started its last loop on.
     cpu: AtomicU32,
+    /// Loops in its current request so far.
+    loops: AtomicU32,
+    /// Loops in its last request that ended.
+    burst: AtomicU32,
+    /// Requests in a row with as many loops as the one before.
+    same: AtomicU32,
+    /// Its last loop started is its request's expected last.
+    in_last: AtomicBool,
 }
 
 impl Caller {
@@ -128,7 +160,7 @@ impl Caller {
     /// average gap and CPU), if it is on a steady cadence.
     fn expected(&self) -> Option<(u64, u64, u32)> {
         let gap = self.long_gap.load(Ordering::Relaxed);
-        let last = self.last_end.load(Ordering::Relaxed);
+        let last = self.last_start.load(Ordering::Relaxed);
         (self.steady.load(Ordering::Relaxed) >= STEADY_GAPS
             && last != 0
             && gap <= LONGEST_ANTICIPATED_NS)
@@ -139,7 +171,8 @@ impl Caller {
 /// A request a sleeping worker expects (nanoseconds on the pool's clock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Anticipation {
-    /// When the request is due: the last loop's end plus the average gap.
+    /// When the request is due: the last loop's start plus the average
+    /// gap.
     pub(super) due: u64,
     /// When the worker's timer is set for.
     pub(super) wake_at: u64,
@@ -219,10 +252,24 @@ impl Adaptive {
                 c.owner.store(me, Ordering::Relaxed);
                 c
             });
-        taken.last_end.store(0, Ordering::Relaxed);
-        taken.long_gap.store(0, Ordering::Relaxed);
-        taken.steady.store(0, Ordering::Relaxed);
+        for t in [
+            &taken.last_start,
+            &taken.last_end,
+            &taken.long_gap,
+            &taken.steady,
+        ] {
+            t.store(0, Ordering::Relaxed);
+        }
+        for n in [&taken.loops, &taken.burst, &taken.same] {
+            n.store(0, Ordering::Relaxed);
+        }
+        taken.in_last.store(false, Ordering::Relaxed);
         taken
+    }
+
+    /// Gaps shorter than this are inside a request.
+    fn short_gap_limit(&self) -> u64 {
+        self.budget_ns.min(SHORT_GAP_NS)
     }
 
     /// The caller numbered `me` (`caller_number`) starts a parallel loop,
@@ -230,25 +277,63 @@ impl Adaptive {
     pub(super) fn loop_started(&self, me: u64, cpu: u32) {
         let c = self.caller(me);
         c.cpu.store(cpu, Ordering::Relaxed);
+        let now = self.now();
+        let start = c.last_start.swap(now, Ordering::Relaxed);
         let last = c.last_end.load(Ordering::Relaxed);
-        if last == 0 {
-            return;
-        }
-        let gap = self.now().saturating_sub(last);
-        if gap < self.budget_ns.min(SHORT_GAP_NS) {
+        let loops = if last == 0 {
+            1
+        } else if now.saturating_sub(last) < self.short_gap_limit() {
             let avg = self.short_gap.load(Ordering::Relaxed);
+            let gap = now.saturating_sub(last);
             self.short_gap.store((avg * 3 + gap) / 4, Ordering::Relaxed);
-            return;
-        }
-        // A gap between requests: on the cadence, or a new one.
-        let avg = c.long_gap.load(Ordering::Relaxed);
-        if avg > 0 && gap.abs_diff(avg) <= avg / 8 {
-            c.long_gap.store((avg * 3 + gap) / 4, Ordering::Relaxed);
-            c.steady.fetch_add(1, Ordering::Relaxed);
+            c.loops.load(Ordering::Relaxed).saturating_add(1)
         } else {
-            c.long_gap.store(gap, Ordering::Relaxed);
-            c.steady.store(0, Ordering::Relaxed);
+            // A gap between requests: the one that ended is counted, and
+            // the gap is on the cadence or starts a new one.
+            let ended = c.loops.load(Ordering::Relaxed);
+            if c.burst.swap(ended, Ordering::Relaxed) == ended {
+                c.same.fetch_add(1, Ordering::Relaxed);
+            } else {
+                c.same.store(0, Ordering::Relaxed);
+            }
+            let gap = now.saturating_sub(start);
+            let avg = c.long_gap.load(Ordering::Relaxed);
+            if avg > 0 && gap.abs_diff(avg) <= avg / 8 {
+                c.long_gap.store((avg * 3 + gap) / 4, Ordering::Relaxed);
+                c.steady.fetch_add(1, Ordering::Relaxed);
+            } else {
+                c.long_gap.store(gap, Ordering::Relaxed);
+                c.steady.store(0, Ordering::Relaxed);
+            }
+            1
+        };
+        c.loops.store(loops, Ordering::Relaxed);
+        let last_loop = c.same.load(Ordering::Relaxed) >= SAME_BURSTS
+            && loops == c.burst.load(Ordering::Relaxed);
+        c.in_last.store(last_loop, Ordering::Relaxed);
+    }
+
+    /// Whether a request's expected last loop is running or has run, and
+    /// no other caller is inside a request (module docs): then a worker
+    /// that runs out of work sleeps at once.
+    fn between_requests(&self, now: u64) -> bool {
+        let mut any_last = false;
+        for c in &self.callers {
+            if c.owner.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            if c.in_last.load(Ordering::Relaxed) {
+                any_last = true;
+                continue;
+            }
+            let end = c.last_end.load(Ordering::Relaxed);
+            if c.last_start.load(Ordering::Relaxed) > end
+                || now.saturating_sub(end) < self.short_gap_limit()
+            {
+                return false;
+            }
         }
+        any_last
     }
 
     /// The request a worker going to sleep at `now` may set a timer for:
@@ -290,10 +375,14 @@ impl Adaptive {
     }
 
     /// The spin budget now, (pauses, wall-clock deadline in nanoseconds):
-    /// `policy`'s own while a request is open, else the adaptive one.
+    /// `policy`'s own while a request is open, else the adaptive one (none
+    /// between requests).
     pub(super) fn budget(&self, policy: &SpinPolicy, request_open: bool) -> (u64, Option<u64>) {
         if request_open {
             return (policy.pauses, policy.deadline_ns);
+        }
+        if self.between_requests(self.now()) {
+            return (0, Some(0));
         }
         let ns = (2 * self.short_gap.load(Ordering::Relaxed))
             .max(SPIN_FLOOR_NS)
@@ -319,9 +408,10 @@ mod tests {
         if now <= gap_ns {
             std::thread::sleep(std::time::Duration::from_nanos(gap_ns + 1_000 - now));
         }
-        a.caller(caller_number())
-            .last_end
-            .store(a.now() - gap_ns, Ordering::Relaxed);
+        let c = a.caller(caller_number());
+        let then = a.now() - gap_ns;
+        c.last_end.store(then, Ordering::Relaxed);
+        c.last_start.store(then, Ordering::Relaxed);
         a.loop_started(caller_number(), cpu);
     }
 
@@ -375,7 +465,7 @@ mod tests {
         }
         // Within an eighth of the average.
         burst(&a, period + period / 10);
-        let last = a.caller(caller_number()).last_end.load(Ordering::Relaxed);
+        let last = a.caller(caller_number()).last_start.load(Ordering::Relaxed);
         let t = a.anticipate(a.now()).expect("a steady cadence");
         let avg = a.caller(caller_number()).long_gap.load(Ordering::Relaxed);
         assert_eq!(t.due, last + avg);
@@ -403,6 +493,68 @@ mod tests {
             (period / 2..period / 2 + 1_000_000).contains(&reset),
             "{reset}"
         );
+    }
+
+    /// A request of `loops` loops 10 µs apart, `gap_ns` after the last.
+    fn request(a: &Adaptive, gap_ns: u64, loops: u32) {
+        burst(a, gap_ns);
+        for _ in 1..loops {
+            burst(a, 10_000);
+        }
+    }
+
+    #[test]
+    fn a_requests_expected_last_loop_is_followed_by_no_spin() {
+        let policy = SpinPolicy::new(true, -1, 1);
+        let a = Adaptive::new(&policy).unwrap();
+        let me = caller_number();
+        let spins = |a: &Adaptive| a.budget(&policy, false).0 > 0;
+        // Requests of 4 loops, off any cadence: the first sets the count,
+        // SAME_BURSTS more with as many are needed.
+        for k in 0..=SAME_BURSTS {
+            request(&a, 1_000_000 * (1 + u64::from(k % 2) * 7), 4);
+            assert!(spins(&a), "request {k}");
+        }
+        // The next one's first three loops are followed by the spin; its
+        // fourth, running or ended, by none, until the next request.
+        request(&a, 3_000_000, 3);
+        assert!(spins(&a));
+        a.loop_started(me, 0);
+        assert!(!spins(&a), "the expected last loop running");
+        a.loop_ended(me);
+        assert!(!spins(&a), "and after it");
+        assert_eq!(a.budget(&policy, true).0, policy.pauses, "a request open");
+        // Another caller inside a request: its next loop would pay.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                a.loop_started(caller_number(), 1);
+                assert!(spins(&a), "another caller's loop running");
+                a.loop_ended(caller_number());
+                assert!(spins(&a), "another caller's loop just ended");
+            });
+        });
+        // A request with one loop more: its fifth loop is not expected and
+        // the count starts over.
+        request(&a, 2_000_000, 1);
+        assert!(spins(&a), "a new request's first loop");
+        // (The other caller's loop ended long ago.)
+        let other = a
+            .callers
+            .iter()
+            .find(|c| ![0, me].contains(&c.owner.load(Ordering::Relaxed)));
+        for t in [&other.unwrap().last_start, &other.unwrap().last_end] {
+            t.store(1, Ordering::Relaxed);
+        }
+        for _ in 1..5 {
+            burst(&a, 10_000);
+        }
+        assert!(spins(&a), "one loop more than expected");
+        for _ in 0..SAME_BURSTS {
+            request(&a, 5_000_000, 5);
+        }
+        assert!(spins(&a), "5 loops: a new count");
+        request(&a, 5_000_000, 5);
+        assert!(!spins(&a), "5 loops expected");
     }
 
     #[test]
