@@ -69,6 +69,9 @@ def analyse(pool, rows, show):
         return
     dur, waits, helped, loops, hblocks, cblocks = [], [], 0, 0, 0, 0
     wake_enable, wake_publish, enter_delay, same_cpu, worker_spin = [], [], [], 0, []
+    # A worker's spin counts for the request during which it ends (a spin
+    # that starts on a timer before a request counts for that request).
+    spin_t = {}
     for k, req in enumerate(reqs):
         callers = [r for r in req if r[1] == 0]
         t0, t1 = callers[0][0], callers[-1][0]
@@ -76,7 +79,6 @@ def analyse(pool, rows, show):
         wait = 0.0
         publish = share = None
         entered = False
-        spin_t = None
         spun = 0.0
         first_woke = None
         for r in req:
@@ -101,12 +103,9 @@ def analyse(pool, rows, show):
                 if ev == 11:
                     hblocks += arg
                 if ev == 7:
-                    spin_t = t
-                if ev == 8 and spin_t is not None:
-                    spun += (t - spin_t) / 1e3
-                    spin_t = None
-        if spin_t is not None:
-            spun += (t1 - spin_t) / 1e3
+                    spin_t[who] = t
+                if ev == 8 and who in spin_t:
+                    spun += (t - spin_t.pop(who)) / 1e3
         worker_spin.append(spun)
         waits.append(wait)
         if hinted and first_woke is not None:

@@ -94,6 +94,9 @@ pub struct PoolArgs {
     pub concurrent_ms: u64,
     /// concurrent: slices each caller count's cells are run in, in turn.
     pub concurrent_slices: u32,
+    /// request: slices a thread count's request-only cells are run in, in
+    /// turn.
+    pub request_slices: u32,
     /// ONNX Runtime libraries for the ort peer (empty: the one it finds).
     pub ort_libs: Vec<PathBuf>,
     pub out: Output,
@@ -197,6 +200,7 @@ fn pool_args(m: &ArgMatches) -> PoolArgs {
         runs: one(m, "runs"),
         concurrent_ms: one(m, "concurrent-ms"),
         concurrent_slices: one(m, "concurrent-slices"),
+        request_slices: one(m, "request-slices"),
         ort_libs: dedup(many(m, "ort-libs")),
         out: output(m),
     }
@@ -429,6 +433,18 @@ fn pool_command() -> Command {
                 0.0,
             ))
             .arg(count("requests", "bursty and request: requests per gap", "100"))
+            .arg(
+                flag_arg(
+                    "request-slices",
+                    "N",
+                    "request (as the only scenario): run a thread count's cells in N turns, \
+                     every cell once per turn for 1/N of --requests, and merge each cell's \
+                     turns, so that a machine whose speed drifts during the run weighs on every \
+                     cell alike",
+                )
+                .default_value("5")
+                .value_parser(whole::<u32>(1, Some(1000))),
+            )
             .arg(
                 list_arg("gaps", "bursty: gaps between requests, ms")
                     .default_value("1,10")

@@ -46,6 +46,7 @@ pub fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
         concurrent_runs: a.runs,
         concurrent_ms: a.concurrent_ms,
         concurrent_slices: a.concurrent_slices,
+        request_slices: a.request_slices,
     };
     let (configs, notes) = pool::skipped_configs(&a.config);
     let mut peers = Vec::new();

@@ -35,6 +35,13 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Adds `other`'s samples (a later turn's, say) to these.
+    pub fn add(&mut self, other: Summary) {
+        let mut samples = std::mem::take(&mut self.samples);
+        samples.extend(other.samples);
+        *self = Summary::of(samples);
+    }
+
     /// Summarizes `samples` (kept whole for --json).
     pub fn of(samples: Vec<f64>) -> Summary {
         let n = samples.len();

@@ -141,6 +141,7 @@ fn bad_flags_and_impossible_values_fail_clearly() {
     assert_usage_error(&["pool", "--runs=-1"], "--runs");
     assert_usage_error(&["pool", "--concurrent-ms", "0"], "--concurrent-ms");
     assert_usage_error(&["pool", "--concurrent-slices", "0"], "--concurrent-slices");
+    assert_usage_error(&["pool", "--request-slices", "0"], "--request-slices");
     assert_usage_error(
         &[
             "pool",
@@ -772,6 +773,52 @@ fn pool_request_and_wake_scenarios_report_their_figures() {
         assert!(c["bursty"].as_array().unwrap().is_empty());
     }
     assert!(svg_bars(&s) >= 2 * cells.len());
+}
+
+/// Request-only cells run in turns (`--request-slices`): every cell of a
+/// thread count once per turn, each turn's requests and serial runs
+/// merged into the cell's figures.
+#[test]
+fn pool_request_cells_run_in_turns() {
+    let d = scratch("request-turns");
+    let j = d.join("t.json");
+    let json = j.to_str().unwrap();
+    // 5 requests per gap of the tiny run, in `slices` turns.
+    let run = |configs: &str, slices: &str| {
+        let mut args = vec!["pool", "--threads", "2", "--peers", "none", "--scenario"];
+        args.extend(["request", "--config", configs, "--requests", "5"]);
+        args.extend(["--request-slices", slices, "--json", json]);
+        args.extend(&TINY_REQUEST[2..]);
+        let o = leanrt(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        (flat(&o.stdout), read_json(&j))
+    };
+    let (out, v) = run("default,no_spin", "3");
+    assert!(out.contains("5 requests per gap, in 3 turns"), "{out}");
+    let cells = v["pool"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{v}");
+    for c in cells {
+        // The whole cell's spec, the turns' requests merged: 2 + 2 + 1.
+        assert_eq!(c["spec"]["sizes"]["requests"], 5);
+        let req = c["request"].as_array().unwrap();
+        assert_eq!(req.len(), 2);
+        for q in req {
+            assert_eq!(q["latency_us"]["n"], 5, "{q}");
+            assert_eq!(q["latency_us"]["samples"].as_array().unwrap().len(), 5);
+            let pct = q["run_cpu_pct"].as_f64().unwrap();
+            let (cpu, wall) = (
+                q["run_cpu_s"].as_f64().unwrap(),
+                q["run_wall_s"].as_f64().unwrap(),
+            );
+            assert!((pct - 100.0 * cpu / wall).abs() < 1e-6, "{q}");
+        }
+        // At least 3 serial runs per turn.
+        assert_eq!(c["request_serial_us"]["n"], 9, "{c}");
+    }
+    // One turn: the requests as asked, no turns in the legend.
+    let (out, v) = run("default", "1");
+    assert!(!out.contains("turns"), "{out}");
+    assert_eq!(v["pool"][0]["request_serial_us"]["n"], 5);
 }
 
 #[test]

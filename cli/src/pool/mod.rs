@@ -182,12 +182,13 @@ pub fn steps(plan: &PoolPlan) -> u64 {
 }
 
 /// Runs every cell of the plan, each in a child process; `step` is told
-/// when each starts. The concurrent cells of one caller count (and thread
-/// count) run in turns (`CellSpec::turns`): every cell once per
-/// turn, with its share of the runs or of the time, and each cell's turns
-/// merged into one result (`CellResult::add_concurrent_turn`). A machine
-/// whose speed drifts during the run (a shared host) then weighs on every
-/// arrangement alike, not on whichever ran while it was slow.
+/// when each starts. The concurrent cells of one caller count, and the
+/// request-only cells, of one thread count, run in turns
+/// (`CellSpec::turn_group`, `CellSpec::turns`): every cell once per turn,
+/// with its share of the runs, the requests or the time, and each cell's
+/// turns merged into one result (`CellResult::add_turn`). A machine whose
+/// speed drifts during the run (a shared host) then weighs on every cell
+/// alike, not on whichever ran while it was slow.
 pub fn run(plan: &PoolPlan, step: &dyn Fn(&str)) -> Result<Vec<CellResult>, String> {
     for n in ort_notes(plan) {
         eprintln!("note: {n}");
@@ -198,7 +199,8 @@ pub fn run(plan: &PoolPlan, step: &dyn Fn(&str)) -> Result<Vec<CellResult>, Stri
     while let Some(first) = rest.first() {
         let same_group = |s: &CellSpec| {
             s.threads == first.threads
-                && matches!((s.concurrent, first.concurrent), (Some(a), Some(b)) if a.callers == b.callers)
+                && first.turn_group().is_some()
+                && s.turn_group() == first.turn_group()
         };
         let group = rest.iter().take_while(|s| same_group(s)).count().max(1);
         let (now, later) = rest.split_at(group);
@@ -225,7 +227,7 @@ pub fn run(plan: &PoolPlan, step: &dyn Fn(&str)) -> Result<Vec<CellResult>, Stri
                 if turn == 0 {
                     merged.push(r);
                 } else {
-                    merged[k].add_concurrent_turn(r)?;
+                    merged[k].add_turn(r)?;
                 }
             }
         }

@@ -56,13 +56,21 @@ pub fn request_table(results: &[CellResult]) -> String {
          serial between rounds; run%/gap% = process CPU over wall time inside runs / in the gaps \
          between them; CPU/run = the process's CPU inside plus between runs ÷ runs, ms; hints = spinning enabled/disabled around each run \
          ({}=1, as ORT's session does); serial = the same run on the \
-         caller alone",
+         caller alone; {} requests per gap{}",
         run.preamble_us,
         run.rounds,
         run.round_us,
         run.round_items,
         run.between_us,
         leanrt::pool::abi::LRT_POOL_KEY_FORCE_SPINNING_STOP,
+        first.spec.sizes.requests,
+        match first.spec.turns() {
+            1 => String::new(),
+            n => format!(
+                ", in {n} turns (every cell of a thread count once per turn, each with a new \
+                 pool or session, results merged)"
+            ),
+        },
     ));
     t.render()
 }

@@ -118,13 +118,27 @@ impl ConcurrentRun {
         self.wall_s += turn.wall_s;
         self.cpu_s += turn.cpu_s;
         self.runs_per_s = self.runs as f64 / self.wall_s.max(1e-9);
-        let mut samples = std::mem::take(&mut self.latency_us.samples);
-        samples.extend(turn.latency_us.samples);
-        self.latency_us = Summary::of(samples);
+        self.latency_us.add(turn.latency_us);
     }
 }
 
 impl RequestRun {
+    /// Adds `turn`, a later turn's runs at the same gap (`pool::run`).
+    fn add_turn(&mut self, turn: RequestRun) {
+        self.run_wall_s += turn.run_wall_s;
+        self.run_cpu_s += turn.run_cpu_s;
+        self.gap_wall_s += turn.gap_wall_s;
+        self.gap_cpu_s += turn.gap_cpu_s;
+        self.run_cpu_pct = Self::percent(self.run_cpu_s, self.run_wall_s);
+        self.gap_cpu_pct = Self::percent(self.gap_cpu_s, self.gap_wall_s);
+        self.latency_us.add(turn.latency_us);
+    }
+
+    /// CPU over wall time, percent.
+    pub fn percent(cpu_s: f64, wall_s: f64) -> f64 {
+        100.0 * cpu_s / wall_s.max(1e-9)
+    }
+
     /// Total CPU per run, inside plus between runs (the process's CPU over
     /// the whole gap's measurement ÷ runs), ms: what power follows.
     pub fn cpu_per_run_ms(&self) -> f64 {
@@ -230,20 +244,29 @@ impl CellResult {
         vec![self.label.clone(), self.spec.threads.to_string()]
     }
 
-    /// Adds `turn`, a later turn of the same concurrent cell (`pool::run`),
-    /// gap by gap.
-    pub fn add_concurrent_turn(&mut self, turn: CellResult) -> Result<(), String> {
-        let gaps = |r: &CellResult| r.concurrent.iter().map(|c| c.gap_ms).collect::<Vec<_>>();
-        if gaps(self) != gaps(&turn) {
+    /// Adds `turn`, a later turn of the same cell (`pool::run`), gap by
+    /// gap: its concurrent runs, or its requests and serial runs.
+    pub fn add_turn(&mut self, turn: CellResult) -> Result<(), String> {
+        let concurrent = |r: &CellResult| r.concurrent.iter().map(|c| c.gap_ms).collect::<Vec<_>>();
+        let request = |r: &CellResult| r.request.iter().map(|q| q.gap).collect::<Vec<_>>();
+        if concurrent(self) != concurrent(&turn) || request(self) != request(&turn) {
             return Err(format!(
-                "{}: a turn measured gaps {:?}, the first {:?}",
+                "{}: a turn measured other gaps than the first ({:?} {:?}, the first {:?} {:?})",
                 self.label,
-                gaps(&turn),
-                gaps(self)
+                concurrent(&turn),
+                request(&turn),
+                concurrent(self),
+                request(self)
             ));
         }
         for (c, t) in self.concurrent.iter_mut().zip(turn.concurrent) {
             c.add_turn(t);
+        }
+        for (q, t) in self.request.iter_mut().zip(turn.request) {
+            q.add_turn(t);
+        }
+        if let (Some(s), Some(t)) = (&mut self.request_serial_us, turn.request_serial_us) {
+            s.add(t);
         }
         Ok(())
     }

@@ -84,6 +84,11 @@ pub struct Sizes {
     /// a cell's own spec holds its share of the runs or the time.
     #[serde(default = "one_slice")]
     pub concurrent_slices: u32,
+    /// request: turns a request-only cell runs in (`pool::run`), every such
+    /// cell of a thread count once per turn; a cell's own spec holds its
+    /// share of the requests.
+    #[serde(default = "one_slice")]
+    pub request_slices: u32,
 }
 
 impl Sizes {
@@ -95,6 +100,13 @@ impl Sizes {
             0 => self.concurrent_slices.max(1),
             runs => self.concurrent_slices.clamp(1, runs),
         }
+    }
+
+    /// The turns a request-only cell runs in (`pool::run`):
+    /// `request_slices`, but never more than its requests per gap (each
+    /// turn runs one at least).
+    pub fn request_turns(&self) -> u32 {
+        self.request_slices.clamp(1, self.requests.max(1))
     }
 }
 
@@ -202,6 +214,7 @@ impl Sizes {
             concurrent_runs: 2,
             concurrent_ms: 1,
             concurrent_slices: 1,
+            request_slices: 1,
             run: RunShape {
                 preamble_us: 1.0,
                 rounds: 4,
@@ -279,24 +292,45 @@ pub struct CellSpec {
 }
 
 impl CellSpec {
+    /// A request-only cell (the request scenario and no other).
+    fn request_only(&self) -> bool {
+        self.concurrent.is_none() && self.scenarios.len() == 1 && self.scenarios[0] == "request"
+    }
+
+    /// The cells that run in turns together (`pool::run`), of one thread
+    /// count: the concurrent cells of one caller count (Some(K)), the
+    /// request-only cells (Some(0)); None: a cell that runs alone.
+    pub fn turn_group(&self) -> Option<usize> {
+        match &self.concurrent {
+            Some(c) => Some(c.callers),
+            None => self.request_only().then_some(0),
+        }
+    }
+
     /// How many turns this cell runs in (`pool::run`):
-    /// `Sizes::concurrent_turns` for a concurrent cell, 1 for any other.
+    /// `Sizes::concurrent_turns` for a concurrent cell,
+    /// `Sizes::request_turns` for a request-only one, 1 for any other.
     pub fn turns(&self) -> u32 {
-        if self.concurrent.is_some() {
-            self.sizes.concurrent_turns()
-        } else {
-            1
+        match self.turn_group() {
+            Some(0) => self.sizes.request_turns(),
+            Some(_) => self.sizes.concurrent_turns(),
+            None => 1,
         }
     }
 
     /// Turn `turn` of `self.turns()`: its share of the runs per caller and
-    /// gap (the shares add up to them), or of the time (rounded up).
+    /// gap, or of the requests per gap (the shares add up to them), or of
+    /// the time (rounded up).
     pub fn turn_of(&self, turn: u32) -> CellSpec {
         let mut s = self.clone();
         let turns = self.turns();
-        let runs = s.sizes.concurrent_runs;
-        s.sizes.concurrent_runs = runs / turns + u32::from(turn < runs % turns);
-        s.sizes.concurrent_ms = s.sizes.concurrent_ms.div_ceil(u64::from(turns)).max(1);
+        let share = |n: u32| n / turns + u32::from(turn < n % turns);
+        if self.concurrent.is_some() {
+            s.sizes.concurrent_runs = share(s.sizes.concurrent_runs);
+            s.sizes.concurrent_ms = s.sizes.concurrent_ms.div_ceil(u64::from(turns)).max(1);
+        } else if turns > 1 {
+            s.sizes.requests = share(s.sizes.requests);
+        }
         s
     }
 }
