@@ -81,6 +81,11 @@ pub struct Usage {
     pub minflt: u64,
 }
 
+/// CPU seconds over wall seconds, percent (0 wall counts as 1 ns).
+pub fn cpu_pct(cpu_s: f64, wall_s: f64) -> f64 {
+    100.0 * cpu_s / wall_s.max(1e-9)
+}
+
 /// getrusage(RUSAGE_SELF) now.
 pub fn usage() -> Usage {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();

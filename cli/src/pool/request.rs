@@ -6,7 +6,7 @@ use super::peers::Peer;
 use super::results::RequestRun;
 use super::spec::{Gap, Sizes};
 use super::workload::{inference_run, inference_run_serial, Gaps};
-use crate::stats::{us, usage, Summary};
+use crate::stats::{cpu_pct, us, usage, Summary};
 use std::time::Instant;
 
 /// Every gap of the sizes, then the serial baseline. One untimed run
@@ -43,8 +43,8 @@ fn at_gap(p: &dyn Peer, s: &Sizes, gap: Gap) -> RequestRun {
         gap,
         hints: p.hints(),
         latency_us: Summary::of(latency),
-        run_cpu_pct: RequestRun::percent(run_cpu, run_wall),
-        gap_cpu_pct: RequestRun::percent(gap_cpu, gap_wall),
+        run_cpu_pct: cpu_pct(run_cpu, run_wall),
+        gap_cpu_pct: cpu_pct(gap_cpu, gap_wall),
         run_wall_s: run_wall,
         run_cpu_s: run_cpu,
         gap_wall_s: gap_wall,

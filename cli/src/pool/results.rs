@@ -1,6 +1,6 @@
 //! What a cell measured (the JSON a child prints and `--json` keeps).
 use super::spec::{CellSpec, Gap};
-use crate::stats::Summary;
+use crate::stats::{cpu_pct, Summary};
 use leanrt::pool::abi::lrt_pool_stats;
 use serde::{Deserialize, Serialize};
 
@@ -129,14 +129,9 @@ impl RequestRun {
         self.run_cpu_s += turn.run_cpu_s;
         self.gap_wall_s += turn.gap_wall_s;
         self.gap_cpu_s += turn.gap_cpu_s;
-        self.run_cpu_pct = Self::percent(self.run_cpu_s, self.run_wall_s);
-        self.gap_cpu_pct = Self::percent(self.gap_cpu_s, self.gap_wall_s);
+        self.run_cpu_pct = cpu_pct(self.run_cpu_s, self.run_wall_s);
+        self.gap_cpu_pct = cpu_pct(self.gap_cpu_s, self.gap_wall_s);
         self.latency_us.add(turn.latency_us);
-    }
-
-    /// CPU over wall time, percent.
-    pub fn percent(cpu_s: f64, wall_s: f64) -> f64 {
-        100.0 * cpu_s / wall_s.max(1e-9)
     }
 
     /// Total CPU per run, inside plus between runs (the process's CPU over

@@ -4,7 +4,7 @@ use super::peers::Peer;
 use super::results::{Bursty, CellResult, IdleAfterBurst, Throughput, Wake};
 use super::spec::{Sizes, WAKE_IDLE_MS};
 use super::workload::{request, request_joined, sleep_precise, work, IS_CALLER};
-use crate::stats::{median, us, usage, Summary};
+use crate::stats::{cpu_pct, median, us, usage, Summary};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -82,7 +82,7 @@ pub fn bursty(p: &dyn Peer, s: &Sizes) -> Vec<Bursty> {
         out.push(Bursty {
             gap_ms: gap,
             latency_us: Summary::of(v),
-            cpu_pct: 100.0 * cpu / wall.max(1e-9),
+            cpu_pct: cpu_pct(cpu, wall),
             wall_s: wall,
             cpu_s: cpu,
             joined_pct: Some(100.0 * f64::from(joined) / f64::from(s.requests.max(1))),
@@ -216,6 +216,6 @@ pub fn throughput(p: &dyn Peer, s: &Sizes) -> Throughput {
         wall_s: wall,
         requests_per_s: v.len() as f64 / wall.max(1e-9),
         latency_us: Summary::of(v),
-        cpu_pct: 100.0 * cpu / wall.max(1e-9),
+        cpu_pct: cpu_pct(cpu, wall),
     }
 }

@@ -328,7 +328,7 @@ impl CellSpec {
         if self.concurrent.is_some() {
             s.sizes.concurrent_runs = share(s.sizes.concurrent_runs);
             s.sizes.concurrent_ms = s.sizes.concurrent_ms.div_ceil(u64::from(turns)).max(1);
-        } else if turns > 1 {
+        } else {
             s.sizes.requests = share(s.sizes.requests);
         }
         s

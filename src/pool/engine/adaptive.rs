@@ -280,12 +280,13 @@ impl Adaptive {
         let now = self.now();
         let start = c.last_start.swap(now, Ordering::Relaxed);
         let last = c.last_end.load(Ordering::Relaxed);
+        let since_end = now.saturating_sub(last);
         let loops = if last == 0 {
             1
-        } else if now.saturating_sub(last) < self.short_gap_limit() {
+        } else if since_end < self.short_gap_limit() {
             let avg = self.short_gap.load(Ordering::Relaxed);
-            let gap = now.saturating_sub(last);
-            self.short_gap.store((avg * 3 + gap) / 4, Ordering::Relaxed);
+            self.short_gap
+                .store((avg * 3 + since_end) / 4, Ordering::Relaxed);
             c.loops.load(Ordering::Relaxed).saturating_add(1)
         } else {
             // A gap between requests: the one that ended is counted, and
