@@ -1467,9 +1467,9 @@ enum lrt_status lrt_pool_options_set_spin_duration_us(struct lrt_pool_options *o
 enum lrt_status lrt_pool_options_set_spin_backoff_max(struct lrt_pool_options *opts, int max);
 
 /**
- * 0 = Eigen's fixed blocks; > 0 = ONNX Runtime's dynamic blocks of
- * remaining / (degree of parallelism * base). Negative:
- * `LRT_ERR_INVALID_ARGUMENT`.
+ * 0 = fixed blocks (Eigen's count, cut evenly: docs/POOL.md); > 0 =
+ * ONNX Runtime's dynamic blocks of remaining / (degree of parallelism *
+ * base). Negative: `LRT_ERR_INVALID_ARGUMENT`.
  */
 enum lrt_status lrt_pool_options_set_dynamic_block_base(struct lrt_pool_options *opts, int base);
 

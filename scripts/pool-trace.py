@@ -11,7 +11,9 @@ disable_spinning, or the caller's loops between gaps when the pool gets no
 hints): how long the request took, how long the caller waited at the loops'
 end gates, how often a worker helped and how many blocks it ran, how long a
 worker took to wake after enable_spinning or a publish, and how often the
-worker ran on the caller's CPU. Prints medians and p90s, and with
+worker ran on the caller's CPU, and how far apart the participants of a
+loop ran out of blocks (first to last, in loops a worker helped). Prints
+medians and p90s, and with
 --requests N the first N requests event by event.
 """
 import sys
@@ -69,6 +71,9 @@ def analyse(pool, rows, show):
         return
     dur, waits, helped, loops, hblocks, cblocks = [], [], 0, 0, 0, 0
     wake_enable, wake_publish, enter_delay, same_cpu, worker_spin = [], [], [], 0, []
+    # Per helped loop: when each participant ran out of blocks (the
+    # caller's share_done, each worker's leave).
+    spreads = []
     # A worker's spin counts for the request during which it ends (a spin
     # that starts on a timer before a request counts for that request).
     spin_t = {}
@@ -78,6 +83,7 @@ def analyse(pool, rows, show):
         dur.append((t1 - t0) / 1e3)
         wait = 0.0
         publish = share = None
+        ends = []
         entered = False
         spun = 0.0
         first_woke = None
@@ -86,9 +92,13 @@ def analyse(pool, rows, show):
             if who == 0:
                 if ev == 3:
                     publish, entered, loops = r, False, loops + 1
+                    ends = []
                 elif ev == 4:
                     share = r
                     cblocks += arg
+                    ends.append(t)
+                elif ev == 5 and len(ends) > 1:
+                    spreads.append((max(ends) - min(ends)) / 1e3)
                 elif ev == 5 and share is not None:
                     wait += (t - share[0]) / 1e3
             else:
@@ -102,6 +112,8 @@ def analyse(pool, rows, show):
                         same_cpu += 1
                 if ev == 11:
                     hblocks += arg
+                    if publish is not None:
+                        ends.append(t)
                 if ev == 7:
                     spin_t[who] = t
                 if ev == 8 and who in spin_t:
@@ -125,6 +137,9 @@ def analyse(pool, rows, show):
               f"  ({len(wake_enable)} of {n} requests woke a sleeper)")
     if enter_delay:
         print(f"  publish->enter us p50 {pct(enter_delay, .5):8.1f}  p90 {pct(enter_delay, .9):8.1f}")
+    if spreads:
+        print(f"  out of blocks, first to last us p50 {pct(spreads, .5):6.1f}  p90 {pct(spreads, .9):8.1f}"
+              f"  (in {len(spreads)} loops)")
     print(f"  loops helped {helped}/{loops}; blocks caller {cblocks}, workers {hblocks}; "
           f"helper on the caller's CPU in {same_cpu} of {helped} loops helped")
 

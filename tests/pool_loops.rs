@@ -64,6 +64,26 @@ fn every_index_exactly_once_for_every_loop_kind() {
     }
 }
 
+/// Fixed blocks as many as Eigen's rule makes, cut evenly: 67 iterations
+/// of 1e6 cycles on 2 threads are Eigen's 8 blocks of (at most) 9, here
+/// 8 or 9 long, 33 and 34 iterations in the two halves that the caller and
+/// the helper start in (Eigen's cut: 9s and a last block of 4).
+#[test]
+fn fixed_blocks_are_cut_evenly() {
+    let p = pool_support::pool(2);
+    let blocks = Mutex::new(Vec::new());
+    try_parallel_for(p.as_ref(), 67, 1e6, &|a, b| {
+        blocks.lock().unwrap().push((a, b))
+    });
+    let mut v = blocks.into_inner().unwrap();
+    v.sort_unstable();
+    let lens: Vec<isize> = v.iter().map(|&(a, b)| b - a).collect();
+    assert_eq!(v.len(), 8, "{v:?}");
+    assert!(lens.iter().all(|&l| l == 8 || l == 9), "{v:?}");
+    let first_half: isize = lens[..4].iter().sum();
+    assert!((33..=34).contains(&first_half), "{v:?}");
+}
+
 #[test]
 fn dynamic_block_base_covers_every_index() {
     for base in [1, 4, 16] {

@@ -11,6 +11,17 @@
 //! once (one RMW per claim on its shard), so every index runs exactly once;
 //! the engine's gate guarantees the body is never called after the loop
 //! returned.
+//!
+//! Fixed blocks are as many as Eigen's size makes (`ceil(total / size)`),
+//! but cut evenly: block `b` of `u` is `[floor(total * b / u),
+//! floor(total * (b + 1) / u))`, so blocks differ by at most one iteration
+//! and none is longer than Eigen's size. Eigen (and ORT's loop counter) cut
+//! blocks of exactly that size and leave the remainder in one short last
+//! block; the shards then hold unequal work (67 iterations in 8 blocks of
+//! 9: 36 in the caller's shard, 31 in the helper's), and the participant
+//! with the lighter shard waits at the loop's end for most of a block. Cut
+//! evenly, every participant's shard of blocks holds its share of the
+//! iterations to within one per block (33 and 34).
 use super::cost::{self, TensorOpCost};
 use super::engine::ThreadPool;
 use crate::{Error, Result};
@@ -23,7 +34,8 @@ const MAX_SHARDS: usize = 8;
 /// How blocks are sized.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Blocks {
-    /// Fixed blocks of this many iterations (Eigen's rule, or 1).
+    /// As many blocks as this size makes (Eigen's rule, or 1), cut evenly
+    /// (module docs).
     Fixed(isize),
     /// ORT's dynamic blocks: `remaining / (dop * base)`.
     Dynamic { dop: i32, base: i32 },
@@ -48,11 +60,19 @@ struct Counter {
     shards: [CachePadded<Shard>; MAX_SHARDS],
     n: usize,
     total: isize,
+    /// `blocks.units(total)`.
+    units: isize,
     blocks: Blocks,
 }
 
+/// Where part `i` of `parts` even parts of `0..len` starts:
+/// `floor(len * i / parts)` (parts differ by at most 1, the longer ones
+/// spread over the range), without overflow.
 fn split(len: isize, parts: usize, i: usize) -> isize {
-    ((len as u128 * i as u128) / parts as u128) as isize
+    match len.checked_mul(i as isize) {
+        Some(p) => p / parts as isize,
+        None => ((len as u128 * i as u128) / parts as u128) as isize,
+    }
 }
 
 impl Counter {
@@ -82,13 +102,14 @@ impl Counter {
             shards,
             n,
             total,
+            units,
             blocks,
         }
     }
 
     fn claim_in(&self, shard: &Shard) -> Option<(isize, isize)> {
         match self.blocks {
-            Blocks::Fixed(size) => {
+            Blocks::Fixed(_) => {
                 let len = shard.end - shard.begin;
                 if shard.next.load(Ordering::Relaxed) >= len {
                     return None;
@@ -97,8 +118,9 @@ impl Counter {
                 if k >= len {
                     return None;
                 }
-                let first = (shard.begin + k) * size;
-                Some((first, first + size.min(self.total - first)))
+                // Block b of the loop's `units`, cut evenly (module docs).
+                let (b, units) = ((shard.begin + k) as usize, self.units as usize);
+                Some((split(self.total, units, b), split(self.total, units, b + 1)))
             }
             Blocks::Dynamic { dop, base } => {
                 let n = self.n as u128;
@@ -425,6 +447,52 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, 4);
+    }
+
+    /// Fixed blocks keep Eigen's count and size limit but are cut evenly:
+    /// lengths differ by at most one, and with as many blocks per shard
+    /// the shards' iterations differ by at most one. Eigen's cut
+    /// (blocks of exactly the size, a short last one) gives 36 and 31 for
+    /// 67 iterations in blocks of 9 on two participants.
+    #[test]
+    fn fixed_blocks_are_cut_evenly() {
+        let shard_loads = |total: isize, size: isize, p: usize| {
+            let b = Blocks::Fixed(size);
+            let c = Counter::new(total, b, b.units(total), p);
+            // Every block of each shard, claimed inside that shard only.
+            (0..c.n)
+                .map(|s| {
+                    let mut load = 0;
+                    while let Some((a, z)) = c.claim_in(&c.shards[s]) {
+                        load += z - a;
+                    }
+                    load
+                })
+                .collect::<Vec<isize>>()
+        };
+        assert_eq!(shard_loads(67, 9, 2), vec![33, 34]);
+        for total in [2isize, 3, 50, 67, 81, 1000, 12345] {
+            for size in [1isize, 2, 7, 9, 64] {
+                if size > total {
+                    continue;
+                }
+                let v = claims(total, Blocks::Fixed(size), 1);
+                covers(&v, total);
+                assert_eq!(v.len() as isize, Blocks::Fixed(size).units(total));
+                let lens: Vec<isize> = v.iter().map(|&(a, z)| z - a).collect();
+                let (lo, hi) = (*lens.iter().min().unwrap(), *lens.iter().max().unwrap());
+                assert!(hi <= size && hi - lo <= 1, "{total}/{size}: {lens:?}");
+                for p in [2usize, 3, 4, 8] {
+                    let units = Blocks::Fixed(size).units(total);
+                    if units % p as isize != 0 {
+                        continue;
+                    }
+                    let loads = shard_loads(total, size, p);
+                    let (lo, hi) = (*loads.iter().min().unwrap(), *loads.iter().max().unwrap());
+                    assert!(hi - lo <= 1, "{total}/{size} on {p}: {loads:?}");
+                }
+            }
+        }
     }
 
     #[test]

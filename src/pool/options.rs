@@ -262,8 +262,8 @@ impl PoolOptions {
         Ok(())
     }
 
-    /// 0 = Eigen's fixed blocks; > 0 = ORT's dynamic blocks of
-    /// `remaining / (dop * base)`.
+    /// 0 = fixed blocks (Eigen's count, cut evenly); > 0 = ORT's dynamic
+    /// blocks of `remaining / (dop * base)`.
     pub fn set_dynamic_block_base(&mut self, base: i32) -> Result<()> {
         if base < 0 {
             return Err(Error::invalid_argument(format!(

@@ -134,9 +134,9 @@ pub unsafe extern "C" fn lrt_pool_options_set_spin_backoff_max(
     })
 }
 
-/// 0 = Eigen's fixed blocks; > 0 = ONNX Runtime's dynamic blocks of
-/// remaining / (degree of parallelism * base). Negative:
-/// `LRT_ERR_INVALID_ARGUMENT`.
+/// 0 = fixed blocks (Eigen's count, cut evenly: docs/POOL.md); > 0 =
+/// ONNX Runtime's dynamic blocks of remaining / (degree of parallelism *
+/// base). Negative: `LRT_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
 pub unsafe extern "C" fn lrt_pool_options_set_dynamic_block_base(
     opts: *mut lrt_pool_options,

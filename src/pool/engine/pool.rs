@@ -177,7 +177,7 @@ impl ThreadPool {
         self.shared.dop
     }
 
-    /// ORT's `dynamic_block_base` (0: Eigen's fixed blocks).
+    /// ORT's `dynamic_block_base` (0: fixed blocks).
     pub(crate) fn dynamic_block_base(&self) -> i32 {
         self.shared.dynamic_block_base
     }

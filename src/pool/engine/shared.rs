@@ -50,7 +50,7 @@ pub(super) struct Shared {
     pub(super) setup: WorkerSetup,
     /// Degree of parallelism (thread count, ×4 on hybrid CPUs).
     pub(super) dop: i32,
-    /// ORT's `dynamic_block_base` (0: Eigen's fixed blocks).
+    /// ORT's `dynamic_block_base` (0: fixed blocks).
     pub(super) dynamic_block_base: i32,
     /// `leanrt.intra_op.cpu_budget`: this pool's loops and workers take
     /// part in the process's [`cpu_share`].
