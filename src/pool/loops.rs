@@ -338,10 +338,30 @@ pub fn try_batch_parallel_for(
     if batches <= 1 {
         return (0..total).for_each(f);
     }
-    p.simple_parallel_for(batches, &|b| {
-        let (start, end) = partition_work(b, batches, total);
+    let longer = total % batches;
+    p.simple_parallel_for(batches, &|u| {
+        let (start, end) = partition_work(spread_batch(u, longer, batches), batches, total);
         (start..end).for_each(f)
     })
+}
+
+/// The batch that claim `u` of `batches` runs: PartitionWork's `longer`
+/// batches of one item more (its first ones) spread evenly over the
+/// claims, the others in order between them. The participants of a loop
+/// start in their own runs of consecutive claims (the sharded counter), so
+/// each run then holds its share of the longer batches to within one, as
+/// evenly cut fixed blocks do (module docs): 67 items in 8 batches of 9, 9,
+/// 9, 8, ... on two threads make 33 and 34 items, not 35 and 32. Only the
+/// order changes; every batch is still PartitionWork's.
+fn spread_batch(u: isize, longer: isize, batches: isize) -> isize {
+    let (u, parts) = (u as usize, batches as usize);
+    // Longer batches among the claims before u, and up to u.
+    let before = split(longer, parts, u);
+    if split(longer, parts, u + 1) > before {
+        before
+    } else {
+        longer + u as isize - before
+    }
 }
 
 /// ORT's `Schedule`: on a worker, or inline when `pool` is `None`.
@@ -493,6 +513,54 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every batch once, and any half of the claims holds half the items
+    /// to within one.
+    #[test]
+    fn batches_are_claimed_with_the_longer_ones_spread() {
+        for total in [2isize, 3, 10, 67, 68, 100, 1001] {
+            for batches in [2isize, 3, 4, 8, 16, 32] {
+                if batches > total {
+                    continue;
+                }
+                let longer = total % batches;
+                let order: Vec<isize> = (0..batches)
+                    .map(|u| spread_batch(u, longer, batches))
+                    .collect();
+                let mut seen = order.clone();
+                seen.sort_unstable();
+                assert_eq!(seen, (0..batches).collect::<Vec<_>>(), "{total}/{batches}");
+                let len = |b: isize| {
+                    let (s, e) = partition_work(b, batches, total);
+                    e - s
+                };
+                for parts in [2usize, 4] {
+                    if batches as usize % parts != 0 {
+                        continue;
+                    }
+                    let loads: Vec<isize> = (0..parts)
+                        .map(|k| {
+                            let (a, z) = (
+                                split(batches, parts, k) as usize,
+                                split(batches, parts, k + 1) as usize,
+                            );
+                            order[a..z].iter().map(|&b| len(b)).sum()
+                        })
+                        .collect();
+                    let (lo, hi) = (*loads.iter().min().unwrap(), *loads.iter().max().unwrap());
+                    assert!(hi - lo <= 1, "{total}/{batches} on {parts}: {loads:?}");
+                }
+            }
+        }
+        // 67 in 8: 33 and 34, where claims in batch order make 35 and 32.
+        let order: Vec<isize> = (0..8).map(|u| spread_batch(u, 3, 8)).collect();
+        let half: isize = order[..4]
+            .iter()
+            .map(|&b| partition_work(b, 8, 67))
+            .map(|(s, e)| e - s)
+            .sum();
+        assert_eq!(half, 33, "{order:?}");
     }
 
     #[test]
