@@ -474,20 +474,21 @@ mod tests {
     /// the shards' iterations differ by at most one. Eigen's cut
     /// (blocks of exactly the size, a short last one) gives 36 and 31 for
     /// 67 iterations in blocks of 9 on two participants.
+    /// Every block of each shard of a counter for `p` participants,
+    /// claimed inside that shard only: what each participant starts on.
+    fn shard_blocks(total: isize, blocks: Blocks, p: usize) -> Vec<Vec<(isize, isize)>> {
+        let c = Counter::new(total, blocks, blocks.units(total), p);
+        (0..c.n)
+            .map(|s| std::iter::from_fn(|| c.claim_in(&c.shards[s])).collect())
+            .collect()
+    }
+
     #[test]
     fn fixed_blocks_are_cut_evenly() {
         let shard_loads = |total: isize, size: isize, p: usize| {
-            let b = Blocks::Fixed(size);
-            let c = Counter::new(total, b, b.units(total), p);
-            // Every block of each shard, claimed inside that shard only.
-            (0..c.n)
-                .map(|s| {
-                    let mut load = 0;
-                    while let Some((a, z)) = c.claim_in(&c.shards[s]) {
-                        load += z - a;
-                    }
-                    load
-                })
+            shard_blocks(total, Blocks::Fixed(size), p)
+                .iter()
+                .map(|v| v.iter().map(|&(a, z)| z - a).sum())
                 .collect::<Vec<isize>>()
         };
         assert_eq!(shard_loads(67, 9, 2), vec![33, 34]);
@@ -539,14 +540,11 @@ mod tests {
                     if batches as usize % parts != 0 {
                         continue;
                     }
-                    let loads: Vec<isize> = (0..parts)
-                        .map(|k| {
-                            let (a, z) = (
-                                split(batches, parts, k) as usize,
-                                split(batches, parts, k + 1) as usize,
-                            );
-                            order[a..z].iter().map(|&b| len(b)).sum()
-                        })
+                    // The claims each participant starts on, as the loop
+                    // over the batches (one per block) shards them.
+                    let loads: Vec<isize> = shard_blocks(batches, Blocks::Fixed(1), parts)
+                        .iter()
+                        .map(|v| v.iter().map(|&(u, _)| len(order[u as usize])).sum())
                         .collect();
                     let (lo, hi) = (*loads.iter().min().unwrap(), *loads.iter().max().unwrap());
                     assert!(hi - lo <= 1, "{total}/{batches} on {parts}: {loads:?}");
