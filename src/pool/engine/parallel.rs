@@ -133,12 +133,14 @@ impl ThreadPool {
             unsafe { std::mem::transmute::<&Work<'_>, &'static Work<'static>>(work) };
         let job = LoopJob::new(work);
         let spin = &shared.spin;
+        // This thread as a caller (`adaptive.rs`), looked up once a loop;
+        // its CPU noted before the loop lets workers spin (see
+        // `SpinControl::caller_cpu`).
+        let caller = caller_number();
+        let cpu = shared.note_caller_cpu(caller);
         if spin.force_stop {
             spin.loops_active.fetch_add(1, Ordering::Relaxed);
         }
-        // This thread as a caller (`adaptive.rs`), looked up once a loop.
-        let caller = caller_number();
-        let cpu = shared.note_caller_cpu(caller);
         if let Some(a) = &spin.adaptive {
             a.loop_started(caller, cpu);
         }

@@ -118,6 +118,7 @@ impl ThreadPool {
             spin: SpinControl {
                 enabled: AtomicBool::new(true),
                 requests: AtomicUsize::new(0),
+                enables: AtomicU64::new(0),
                 force_stop: opts.force_spinning_stop,
                 loops_active: AtomicUsize::new(0),
                 policy,
@@ -195,13 +196,16 @@ impl ThreadPool {
     /// workers may spin while a request is open even between loops).
     pub fn enable_spinning(&self) {
         let shared = &self.shared;
+        // The caller's CPU first, then the permission to spin (see
+        // `SpinControl::caller_cpu`).
+        shared.note_caller_cpu(caller_number());
         shared.spin.requests.fetch_add(1, Ordering::Relaxed);
         shared.spin.enabled.store(true, Ordering::Relaxed);
         let wake = !self.forked() && shared.spin.policy.pauses > 0;
-        shared.note_caller_cpu(caller_number());
         let who = trace::who(current(shared.id).map(|w| w.index));
         trace::record(shared.id, who, Ev::Enable, u64::from(wake));
         if wake {
+            shared.spin.enables.fetch_add(1, Ordering::Relaxed);
             shared.wake(usize::MAX);
         }
     }

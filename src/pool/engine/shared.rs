@@ -95,6 +95,13 @@ pub(super) struct SpinControl {
     /// `disable_spinning`. Relaxed is safe: like `enabled`, it only bounds
     /// spinning; the count itself is kept exact by its RMWs.
     pub(super) requests: AtomicUsize,
+    /// `enable_spinning` calls that woke the workers, so far: a publication
+    /// under the sleep protocol (`sleep.rs`), bumped before the wake. A
+    /// worker reads it before it spins and again after `prepare`; changed,
+    /// it spins for the request that began instead of sleeping through it
+    /// (an enable between the end of its spin and its `prepare` finds no
+    /// waiter to wake). Relaxed: ordered by the event count's RMWs.
+    pub(super) enables: AtomicU64,
     /// `session.force_spinning_stop`: spin only while a loop or a request
     /// is in progress.
     pub(super) force_stop: bool,
@@ -113,6 +120,11 @@ pub(super) struct SpinControl {
     /// the CPU from the very thread whose loop it waits for. Relaxed is
     /// safe: it is a placement hint, read and written whole; a stale value
     /// costs one needless yield or one missed one, never a missed loop.
+    /// Callers note it before they let workers spin (`requests`, `enabled`,
+    /// `loops_active`): a caller preempted right after (its stores are
+    /// visible to whatever runs on its CPU next) is then never the one a
+    /// worker spinning there fails to recognize, for the whole time slice
+    /// the caller waits for.
     pub(super) caller_cpu: AtomicU32,
     /// The thread (`caller_number`) that last started a loop or request.
     pub(super) caller: AtomicU64,

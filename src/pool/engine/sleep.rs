@@ -36,12 +36,13 @@
 //! blocked waiter sees the changed epoch and does not block; a spurious
 //! wake-up only costs a scan. What the callers keep:
 //! * a worker blocks only after `prepare` and a scan of the slot, every
-//!   queue and the shutdown flag (and, for a section member, its section's
-//!   id) that found nothing;
+//!   queue, the shutdown flag, the count of `enable_spinning`'s wakes
+//!   (unchanged since before its spin) and, for a section member, its
+//!   section's id, that found nothing;
 //! * every publication (Schedule push, `Help` push, a loop published in
-//!   the slot, a section's end, shutdown) is followed by `notify`, whose
-//!   first step is an RMW, on every event count a worker that should see
-//!   it may sleep on;
+//!   the slot, a section's end, shutdown, `enable_spinning`'s count) is
+//!   followed by `notify`, whose first step is an RMW, on every event count
+//!   a worker that should see it may sleep on;
 //! * the epoch changes only under the mutex.
 use super::sync::{self, AtomicU64, Condvar, Mutex, Ordering};
 

@@ -148,6 +148,7 @@ pub(super) fn main(start: WorkerStart) {
             }
             section = 0;
         }
+        let enables = shared.spin.enables.load(Ordering::Relaxed);
         let hit = spin(&shared, &me, counters, section, timer.until);
         timer.settle(hit);
         if hit {
@@ -158,6 +159,7 @@ pub(super) fn main(start: WorkerStart) {
         if shared.shutdown.load(Ordering::Acquire)
             || slot_wants(&shared, section)
             || has_work(&shared, &me)
+            || shared.spin.enables.load(Ordering::Relaxed) != enables
         {
             shared.event.cancel(ticket);
             continue;
@@ -267,6 +269,7 @@ fn help_slot(shared: &Shared, section: &mut u64, index: usize) -> bool {
 /// spin policy), then parks on the team event count, until a loop wants it,
 /// a job is queued, the section ends or the pool shuts down.
 fn stay_with_section(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64) {
+    let enables = shared.spin.enables.load(Ordering::Relaxed);
     let wanted = || {
         slot_wants(shared, section)
             || shared.sections.id.load(Ordering::Acquire) != section
@@ -277,7 +280,7 @@ fn stay_with_section(shared: &Shared, me: &WorkerLocal, counters: &Counters, sec
         return;
     }
     let ticket = shared.sections.team_event.prepare();
-    if wanted() {
+    if wanted() || shared.spin.enables.load(Ordering::Relaxed) != enables {
         shared.sections.team_event.cancel(ticket);
         return;
     }
