@@ -97,10 +97,11 @@ def analyse(pool, rows, show):
                     share = r
                     cblocks += arg
                     ends.append(t)
-                elif ev == 5 and len(ends) > 1:
-                    spreads.append((max(ends) - min(ends)) / 1e3)
-                elif ev == 5 and share is not None:
-                    wait += (t - share[0]) / 1e3
+                elif ev == 5:
+                    if len(ends) > 1:
+                        spreads.append((max(ends) - min(ends)) / 1e3)
+                    if share is not None:
+                        wait += (t - share[0]) / 1e3
             else:
                 if ev == 6 and first_woke is None:
                     first_woke = t
