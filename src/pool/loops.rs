@@ -469,11 +469,6 @@ mod tests {
         assert_eq!(n, 4);
     }
 
-    /// Fixed blocks keep Eigen's count and size limit but are cut evenly:
-    /// lengths differ by at most one, and with as many blocks per shard
-    /// the shards' iterations differ by at most one. Eigen's cut
-    /// (blocks of exactly the size, a short last one) gives 36 and 31 for
-    /// 67 iterations in blocks of 9 on two participants.
     /// Every block of each shard of a counter for `p` participants,
     /// claimed inside that shard only: what each participant starts on.
     fn shard_blocks(total: isize, blocks: Blocks, p: usize) -> Vec<Vec<(isize, isize)>> {
@@ -483,6 +478,11 @@ mod tests {
             .collect()
     }
 
+    /// Fixed blocks keep Eigen's count and size limit but are cut evenly:
+    /// lengths differ by at most one, and with as many blocks per shard
+    /// the shards' iterations differ by at most one. Eigen's cut
+    /// (blocks of exactly the size, a short last one) gives 36 and 31 for
+    /// 67 iterations in blocks of 9 on two participants.
     #[test]
     fn fixed_blocks_are_cut_evenly() {
         let shard_loads = |total: isize, size: isize, p: usize| {
