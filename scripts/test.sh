@@ -116,7 +116,7 @@ done_stage
 if [ -f tests/pool_loom.rs ]; then
   # The pool's protocol models, plus the expected failure: the broken-gate
   # model runs in a child process and must fail with loom's deadlock report.
-  stage "loom models of the pool's protocols (and their broken twins: gate, caller count, CPU share, timed sleep, which must fail)"
+  stage "loom models of the pool's protocols (and their broken twins: gate, caller count, CPU share, timed sleep, enable's wake, which must fail)"
   RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \
     cargo test -p leanrt --release --test pool_loom
   done_stage

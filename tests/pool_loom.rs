@@ -21,7 +21,8 @@
 //! (`budget.rs`, with the worker it stops from spinning) have broken twins
 //! checked the same way, and so does the timed sleep (`wait_until`, the
 //! adaptive budget's timers): a worker whose timer ran out and that sleeps
-//! again without a re-scan.
+//! again without a re-scan, and the wake of `enable_spinning`: a worker
+//! that goes to sleep without re-scanning the count of enables.
 #![cfg(loom)]
 
 mod sync {
@@ -169,13 +170,9 @@ fn a_timed_out_waiter_rescans_and_takes_the_work() {
 /// (the notify's signal went to a wait it had left), and blocks forever.
 #[test]
 fn the_timer_without_a_rescan_fails_with_a_deadlock() {
-    let text = broken_model_output(
+    broken_model_deadlocks(
         "broken_timer_sleeps_again_without_a_rescan",
         "the timed sleep without a re-scan",
-    );
-    assert!(
-        text.contains("deadlock"),
-        "the timed sleep without a re-scan failed, but not with loom's deadlock report:\n{text}"
     );
 }
 
@@ -183,6 +180,61 @@ fn the_timer_without_a_rescan_fails_with_a_deadlock() {
 #[ignore = "deliberately broken worker: must fail (deadlock); run by the_timer_without_a_rescan_fails_with_a_deadlock"]
 fn broken_timer_sleeps_again_without_a_rescan() {
     one_unit_against_a_producer(Some(false));
+}
+
+/// A worker's sleep sequence around `enable_spinning` (`worker.rs`): it
+/// reads the count of waking enables, then its spin finds spinning not
+/// allowed (no request open) and it prepares to sleep; the re-scan after
+/// `prepare` compares the count (`rescan` false: the broken twin, which
+/// does not). Returns once it saw the request, as a worker that spins for
+/// it. Against it, `enable_spinning`'s steps: the request opened, the
+/// count bumped, every sleeper notified.
+fn a_request_opened_while_a_worker_goes_to_sleep(rescan: bool) {
+    builder().check(move || {
+        let ec = Arc::new(EventCount::new());
+        let requests = Arc::new(AtomicUsize::new(0));
+        let enables = Arc::new(AtomicUsize::new(0));
+        let (ec2, requests2, enables2) = (ec.clone(), requests.clone(), enables.clone());
+        let worker = loom::thread::spawn(move || loop {
+            let seen = enables2.load(Ordering::Acquire);
+            if requests2.load(Ordering::Relaxed) > 0 {
+                return;
+            }
+            let ticket = ec2.prepare();
+            if rescan && enables2.load(Ordering::Relaxed) != seen {
+                ec2.cancel(ticket);
+                continue;
+            }
+            ec2.wait(ticket);
+        });
+        requests.fetch_add(1, Ordering::Relaxed);
+        enables.fetch_add(1, Ordering::Release);
+        ec.notify(usize::MAX);
+        worker.join().unwrap();
+        assert_eq!(ec.waiters(), 0);
+    });
+}
+
+#[test]
+fn a_worker_going_to_sleep_sees_the_request_that_opened() {
+    a_request_opened_while_a_worker_goes_to_sleep(true);
+}
+
+/// The expected failure of its broken twin: a worker whose spin found no
+/// request, and that the enable's notify reached before its `prepare`,
+/// sleeps through the request (here: for ever).
+#[test]
+fn a_sleep_without_the_enable_count_fails_with_a_deadlock() {
+    broken_model_deadlocks(
+        "broken_sleep_without_the_enable_count",
+        "the sleep without the enable count",
+    );
+}
+
+#[test]
+#[ignore = "deliberately broken worker: must fail (deadlock); run by a_sleep_without_the_enable_count_fails_with_a_deadlock"]
+fn broken_sleep_without_the_enable_count() {
+    a_request_opened_while_a_worker_goes_to_sleep(false);
 }
 
 fn builder() -> loom::model::Builder {
@@ -535,10 +587,16 @@ fn section_team_stays_between_loops() {
 /// `should_panic` test.
 #[test]
 fn the_broken_gate_fails_with_a_deadlock() {
-    let text = broken_model_output("broken_gate_loses_the_owner_wakeup", "the broken gate");
+    broken_model_deadlocks("broken_gate_loses_the_owner_wakeup", "the broken gate");
+}
+
+/// [`broken_model_output`] for a model whose failure is a lost wake-up:
+/// loom's deadlock report.
+fn broken_model_deadlocks(name: &str, what: &str) {
+    let text = broken_model_output(name, what);
     assert!(
         text.contains("deadlock"),
-        "the broken gate failed, but not with loom's deadlock report:\n{text}"
+        "{what} failed, but not with loom's deadlock report:\n{text}"
     );
 }
 

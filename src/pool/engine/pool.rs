@@ -205,7 +205,7 @@ impl ThreadPool {
         let who = trace::who(current(shared.id).map(|w| w.index));
         trace::record(shared.id, who, Ev::Enable, u64::from(wake));
         if wake {
-            shared.spin.enables.fetch_add(1, Ordering::Relaxed);
+            shared.spin.enables.fetch_add(1, Ordering::Release);
             shared.wake(usize::MAX);
         }
     }

@@ -100,7 +100,11 @@ pub(super) struct SpinControl {
     /// worker reads it before it spins and again after `prepare`; changed,
     /// it spins for the request that began instead of sleeping through it
     /// (an enable between the end of its spin and its `prepare` finds no
-    /// waiter to wake). Relaxed: ordered by the event count's RMWs.
+    /// waiter to wake). Bumped with Release after `requests`, read with
+    /// Acquire before the spin: a worker that sees a bump sees the request
+    /// open and spins for it (with Relaxed it could see the bump, find no
+    /// request, and then take the bump for one it had seen: loom found it).
+    /// The re-scan's load is Relaxed: ordered by the event count's RMWs.
     pub(super) enables: AtomicU64,
     /// `session.force_spinning_stop`: spin only while a loop or a request
     /// is in progress.

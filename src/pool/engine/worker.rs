@@ -148,7 +148,7 @@ pub(super) fn main(start: WorkerStart) {
             }
             section = 0;
         }
-        let enables = shared.spin.enables.load(Ordering::Relaxed);
+        let enables = shared.spin.enables.load(Ordering::Acquire);
         let hit = spin(&shared, &me, counters, section, timer.until);
         timer.settle(hit);
         if hit {
@@ -269,7 +269,7 @@ fn help_slot(shared: &Shared, section: &mut u64, index: usize) -> bool {
 /// spin policy), then parks on the team event count, until a loop wants it,
 /// a job is queued, the section ends or the pool shuts down.
 fn stay_with_section(shared: &Shared, me: &WorkerLocal, counters: &Counters, section: u64) {
-    let enables = shared.spin.enables.load(Ordering::Relaxed);
+    let enables = shared.spin.enables.load(Ordering::Acquire);
     let wanted = || {
         slot_wants(shared, section)
             || shared.sections.id.load(Ordering::Acquire) != section
