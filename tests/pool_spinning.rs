@@ -31,6 +31,30 @@ fn wait_until(secs: f64, cond: impl Fn() -> bool) -> bool {
     cond()
 }
 
+/// Waits (up to 10 s) until two polls 1 ms apart both find the two
+/// workers asleep, with the same park and wake-up counts; returns those
+/// wake-ups. Each worker then slept from its first read to its second, and
+/// the next wake-up of each is counted after the returned figure. Taking
+/// the count from a later poll than the one that found both asleep is not
+/// enough: a worker could wake in between (a loop's wake reaching it late,
+/// or passed on by the other worker's cascade, `worker.rs`), be counted in
+/// that figure, and be awake when the test wakes the sleepers, so that its
+/// wake-up is never counted again.
+fn settled_asleep(p: &ThreadPool) -> Option<u64> {
+    let t = Instant::now();
+    let mut last = p.stats();
+    while t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(1));
+        let now = p.stats();
+        let asleep = |s: &leanrt::pool::abi::lrt_pool_stats| s.workers_asleep == 2;
+        if asleep(&last) && asleep(&now) && (last.parks, last.wakeups) == (now.parks, now.wakeups) {
+            return Some(now.wakeups);
+        }
+        last = now;
+    }
+    None
+}
+
 fn loop_once(p: &ThreadPool, n: usize) {
     let h: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
     try_simple_parallel_for(Some(p), n as isize, &|i| {
@@ -44,8 +68,7 @@ fn enable_wakes_sleepers_and_disable_puts_them_back() {
     let p = pool(1000, &[]);
     loop_once(&p, 100);
     p.disable_spinning();
-    assert!(wait_until(10.0, || p.stats().workers_asleep == 2));
-    let before = p.stats().wakeups;
+    let before = settled_asleep(&p).expect("the workers did not settle asleep");
     p.enable_spinning(); // a request starts: sleepers are woken at once
     assert!(wait_until(10.0, || p.stats().wakeups >= before + 2));
     loop_once(&p, 100);
