@@ -3,9 +3,11 @@
 //! the CPU share's cap on a loop's helpers.
 //! No timing is asserted: waits are bounded polls of the pool's counters.
 use leanrt::pool::abi::{
-    LRT_POOL_KEY_ADAPTIVE_SPIN, LRT_POOL_KEY_CPU_BUDGET, LRT_POOL_KEY_FORCE_SPINNING_STOP,
+    lrt_pool_stats, LRT_POOL_KEY_ADAPTIVE_SPIN, LRT_POOL_KEY_CPU_BUDGET,
+    LRT_POOL_KEY_FORCE_SPINNING_STOP,
 };
 use leanrt::pool::{try_simple_parallel_for, PoolOptions, ThreadPool};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
@@ -31,28 +33,24 @@ fn wait_until(secs: f64, cond: impl Fn() -> bool) -> bool {
     cond()
 }
 
-/// Waits (up to 10 s) until two polls 1 ms apart both find the two
-/// workers asleep, with the same park and wake-up counts; returns those
-/// wake-ups. Each worker then slept from its first read to its second, and
-/// the next wake-up of each is counted after the returned figure. Taking
-/// the count from a later poll than the one that found both asleep is not
-/// enough: a worker could wake in between (a loop's wake reaching it late,
-/// or passed on by the other worker's cascade, `worker.rs`), be counted in
-/// that figure, and be awake when the test wakes the sleepers, so that its
-/// wake-up is never counted again.
+/// Waits (up to 10 s, polling as [`wait_until`] does) until two polls in a
+/// row both find the two workers asleep, with the same park and wake-up
+/// counts; returns those wake-ups. Each worker then slept from its first
+/// read to its second, and the next wake-up of each is counted after the
+/// returned figure. Taking the count from a later poll than the one that
+/// found both asleep is not enough: a worker could wake in between (a
+/// loop's wake reaching it late, or passed on by the other worker's
+/// cascade, `worker.rs`), be counted in that figure, and be awake when the
+/// test wakes the sleepers, so that its wake-up is never counted again.
 fn settled_asleep(p: &ThreadPool) -> Option<u64> {
-    let t = Instant::now();
-    let mut last = p.stats();
-    while t.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(1));
+    let last = Cell::new(p.stats());
+    let settled = |s: lrt_pool_stats| (s.workers_asleep == 2).then_some((s.parks, s.wakeups));
+    let ok = wait_until(10.0, || {
         let now = p.stats();
-        let asleep = |s: &leanrt::pool::abi::lrt_pool_stats| s.workers_asleep == 2;
-        if asleep(&last) && asleep(&now) && (last.parks, last.wakeups) == (now.parks, now.wakeups) {
-            return Some(now.wakeups);
-        }
-        last = now;
-    }
-    None
+        let before = last.replace(now);
+        settled(before).is_some() && settled(before) == settled(now)
+    });
+    ok.then(|| last.get().wakeups)
 }
 
 fn loop_once(p: &ThreadPool, n: usize) {
