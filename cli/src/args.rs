@@ -99,6 +99,8 @@ pub struct PoolArgs {
     pub request_slices: u32,
     /// ONNX Runtime libraries for the ort peer (empty: the one it finds).
     pub ort_libs: Vec<PathBuf>,
+    /// Other builds of leanrt, `TAG=PATH` or `PATH` (checked by the plan).
+    pub leanrt_libs: Vec<String>,
     pub out: Output,
 }
 
@@ -202,6 +204,7 @@ fn pool_args(m: &ArgMatches) -> PoolArgs {
         concurrent_slices: one(m, "concurrent-slices"),
         request_slices: one(m, "request-slices"),
         ort_libs: dedup(many(m, "ort-libs")),
+        leanrt_libs: dedup(many(m, "leanrt-libs")),
         out: output(m),
     }
 }
@@ -572,6 +575,14 @@ fn pool_command() -> Command {
                 )
                 .value_parser(clap::value_parser!(PathBuf)),
             )
+            .arg(list_arg(
+                "leanrt-libs",
+                "Other builds of leanrt's pool, each TAG=PATH (or PATH: tagged lib1, lib2, ...) \
+                 naming its libleanrt.so: every configuration also runs on each of them, \
+                 through the C ABI, in the same run as this build (rows 'leanrt@TAG \
+                 CONFIG'; an A/B of two commits on the same work sizes and turns; not the \
+                 concurrent scenario)",
+            ))
             .arg(switch(
                 "oversubscribe",
                 "Run every cell with one competing busy thread per logical core (a separate \

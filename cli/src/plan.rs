@@ -70,6 +70,7 @@ pub fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
             },
         }
     }
+    peers.extend(leanrt_libs(&a.leanrt_libs)?);
     if !a.ort_libs.is_empty()
         && !a
             .peers
@@ -91,6 +92,41 @@ pub fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
         callers: a.callers.clone(),
     };
     Ok((plan, notes))
+}
+
+/// The peers of `--leanrt-libs` (`TAG=PATH` or `PATH`, tagged `libN` by
+/// position), each library loaded and checked here, with an empty
+/// configuration (`pool::cells` gives each its configurations).
+fn leanrt_libs(items: &[String]) -> Result<Vec<pool::PeerKind>, String> {
+    let mut out: Vec<pool::PeerKind> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let (tag, path) = match item.split_once('=') {
+            Some((t, p)) => (t.trim().to_string(), p.trim()),
+            None => (format!("lib{}", i + 1), item.trim()),
+        };
+        if tag.is_empty() || tag.contains(char::is_whitespace) {
+            return Err(format!(
+                "--leanrt-libs {item}: the tag before '=' must be a word"
+            ));
+        }
+        if out
+            .iter()
+            .any(|p| matches!(p, pool::PeerKind::LeanrtLib { tag: t, .. } if *t == tag))
+        {
+            return Err(format!("--leanrt-libs: tag '{tag}' given twice"));
+        }
+        let library = std::fs::canonicalize(path)
+            .map_err(|e| format!("--leanrt-libs {path}: {e}"))?
+            .to_string_lossy()
+            .into_owned();
+        pool::peers::leanrt_lib::check(&library).map_err(|e| format!("--leanrt-libs {e}"))?;
+        out.push(pool::PeerKind::LeanrtLib {
+            config: String::new(),
+            library,
+            tag,
+        });
+    }
+    Ok(out)
 }
 
 /// Runs the cells of a pool plan, each in a child process.

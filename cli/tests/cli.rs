@@ -160,6 +160,10 @@ fn bad_flags_and_impossible_values_fail_clearly() {
         ],
         "--ort-libs /nonexistent/libonnxruntime.so.1.32.0: no such file",
     );
+    assert_usage_error(
+        &["pool", "--leanrt-libs", "/nonexistent/libleanrt.so"],
+        "--leanrt-libs /nonexistent/libleanrt.so: No such file",
+    );
     // Negative numbers are values, not flags; words are not numbers.
     assert_usage_error(&["bind", "--tasks", "-5"], "'-5' for '--tasks");
     assert_usage_error(&["bind", "--tasks", "-5"], "whole number");
@@ -819,6 +823,88 @@ fn pool_request_cells_run_in_turns() {
     let (out, v) = run("default", "1");
     assert!(!out.contains("turns"), "{out}");
     assert_eq!(v["pool"][0]["request_serial_us"]["n"], 5);
+}
+
+/// This build's libleanrt.so, built beside the command (`cargo test
+/// --workspace`, as scripts/test.sh runs it) or as its dependency (deps/).
+fn this_builds_library() -> PathBuf {
+    let exe = Path::new(env!("CARGO_BIN_EXE_leanrt"));
+    let dir = exe.parent().expect("the command's directory");
+    [
+        dir.join("libleanrt.so"),
+        dir.join("deps").join("libleanrt.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .unwrap_or_else(|| {
+        panic!(
+            "no libleanrt.so in {} or its deps/: build the workspace first \
+                 (cargo test --workspace, as scripts/test.sh does)",
+            dir.display()
+        )
+    })
+}
+
+/// `--leanrt-libs` runs every configuration again on each library named
+/// (rows `leanrt@TAG CONFIG`, the untagged one `lib2` by its position), in
+/// the same invocation and turns as the command's own pool: every request
+/// measured, the hinted configuration's hints used. A library named twice
+/// under one tag is refused.
+#[test]
+fn pool_runs_other_builds_of_the_library_beside_its_own() {
+    let lib = this_builds_library();
+    let lib = lib.to_str().unwrap();
+    let d = scratch("leanrt-libs");
+    let j = d.join("l.json");
+    let libs = format!("a={lib},{lib}");
+    let hinted = "spin_1000_backoff_8;session.force_spinning_stop=1";
+    let mut args = vec!["pool", "--threads", "2", "--peers", "none", "--scenario"];
+    let configs = format!("default,{hinted}");
+    args.extend(["request", "--config", configs.as_str()]);
+    args.extend(["--leanrt-libs", libs.as_str(), "--json"]);
+    args.push(j.to_str().unwrap());
+    args.extend(TINY_REQUEST);
+    let o = leanrt(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = flat(&o.stdout);
+    assert!(out.contains("leanrt@a default"), "{out}");
+    assert!(out.contains("leanrt@lib2 default"), "{out}");
+    let v = read_json(&j);
+    let labels: Vec<&str> = v["pool"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["label"].as_str().unwrap())
+        .collect();
+    let want = [
+        "leanrt default".to_string(),
+        "leanrt@a default".into(),
+        "leanrt@lib2 default".into(),
+        format!("leanrt {hinted}"),
+        format!("leanrt@a {hinted}"),
+        format!("leanrt@lib2 {hinted}"),
+    ];
+    assert_eq!(labels, want, "{v}");
+    for c in v["pool"].as_array().unwrap() {
+        let hints = c["label"].as_str().unwrap().ends_with("=1");
+        for q in c["request"].as_array().unwrap() {
+            assert_eq!(q["latency_us"]["n"], 2, "{c}");
+            assert_eq!(q["hints"], hints, "{c}");
+        }
+    }
+    let not_elf = d.join("libnot.so");
+    std::fs::write(&not_elf, "not a library").unwrap();
+    let not_elf = std::fs::canonicalize(&not_elf).unwrap();
+    let not_elf = not_elf.to_str().unwrap();
+    assert_usage_error(
+        &["pool", "--leanrt-libs", not_elf],
+        &format!("--leanrt-libs {not_elf}: "),
+    );
+    let twice = format!("a={lib},a={not_elf}");
+    assert_usage_error(
+        &["pool", "--leanrt-libs", twice.as_str()],
+        "tag 'a' given twice",
+    );
 }
 
 #[test]

@@ -63,20 +63,29 @@ pub struct PoolPlan {
 }
 
 /// The runtimes of one thread count's cells, in run order: each leanrt
-/// configuration followed by ONNX Runtime's same configuration (where the
-/// ORT peer is asked for and the configuration uses ORT's keys only:
-/// `ort_notes` names the others), so that the two sit side by side in the
-/// tables; then the other peers.
+/// configuration followed by the other leanrt builds' (`--leanrt-libs`)
+/// and ONNX Runtime's same configuration (where the ORT peer is asked for
+/// and the configuration uses ORT's keys only: `ort_notes` names the
+/// others), so that they sit side by side in the tables; then the other
+/// peers.
 fn runtimes(plan: &PoolPlan) -> Vec<PeerKind> {
     let mut v = Vec::new();
     for c in &plan.configs {
         v.push(PeerKind::Leanrt { config: c.clone() });
+        v.extend(plan.peers.iter().filter_map(|p| match p {
+            PeerKind::LeanrtLib { library, tag, .. } => Some(PeerKind::LeanrtLib {
+                config: c.clone(),
+                library: library.clone(),
+                tag: tag.clone(),
+            }),
+            _ => None,
+        }));
         v.extend(ort_runtimes(plan, c));
     }
     v.extend(
         plan.peers
             .iter()
-            .filter(|p| !matches!(p, PeerKind::Ort { .. }))
+            .filter(|p| !matches!(p, PeerKind::Ort { .. } | PeerKind::LeanrtLib { .. }))
             .cloned(),
     );
     v

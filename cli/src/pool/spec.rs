@@ -260,6 +260,15 @@ pub enum PeerKind {
         library: String,
         version: String,
     },
+    /// Another build of leanrt's pool (`peers::leanrt_lib`, `--leanrt-libs`):
+    /// its library, called through the C ABI, with one configuration.
+    /// `--leanrt-libs` yields one with an empty `config`; `cells` makes one
+    /// cell of it per configuration, beside leanrt's own.
+    LeanrtLib {
+        config: String,
+        library: String,
+        tag: String,
+    },
 }
 
 impl PeerKind {
@@ -271,6 +280,7 @@ impl PeerKind {
             PeerKind::Ort {
                 config, version, ..
             } => format!("ort {version} {config}"),
+            PeerKind::LeanrtLib { config, tag, .. } => format!("leanrt@{tag} {config}"),
         }
     }
 }

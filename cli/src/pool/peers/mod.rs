@@ -1,5 +1,5 @@
 //! The parallel runtimes `leanrt pool` compares: leanrt's pool (one per
-//! configuration), rayon, OpenMP (libgomp) through `csrc/omp_shim.c`, and
+//! configuration; other builds of it through their libraries, `leanrt_lib`), rayon, OpenMP (libgomp) through `csrc/omp_shim.c`, and
 //! ONNX Runtime's own intra-op pool through a custom op (`ort`, one per
 //! configuration that uses ORT's keys only). Every peer runs the same Rust
 //! loop bodies.
@@ -7,6 +7,7 @@
 //! A peer is a file here implementing [`Peer`] (`peer.rs`), a [`PeerKind`] variant
 //! (its name in tables and in the child's spec), a line in [`open`], and
 //! its `--peers` names in [`NAMES`] / [`parse_peer`].
+pub mod leanrt_lib;
 pub mod leanrt_pool;
 pub mod openmp;
 pub mod ort;
@@ -80,6 +81,9 @@ pub fn available(kind: &PeerKind) -> Result<PeerKind, String> {
 pub fn open(kind: &PeerKind, threads: usize) -> Result<Box<dyn Peer>, String> {
     Ok(match kind {
         PeerKind::Leanrt { config } => Box::new(leanrt_pool::LeanrtPool::new(threads, config)?),
+        PeerKind::LeanrtLib {
+            config, library, ..
+        } => Box::new(leanrt_lib::LeanrtLib::new(library, threads, config)?),
         PeerKind::Rayon => Box::new(rayon::Rayon::new(threads)?),
         PeerKind::OpenMp { .. } => Box::new(openmp::OpenMp::new(threads)?),
         PeerKind::Ort {
