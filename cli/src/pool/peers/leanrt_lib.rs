@@ -23,21 +23,22 @@ type RangeFn = extern "C" fn(*mut c_void, isize, isize);
 type IndexFn = extern "C" fn(*mut c_void, isize);
 type TaskFn = extern "C" fn(*mut c_void);
 
-/// The C functions the peer calls, resolved from one library.
+/// The C functions the peer calls, resolved from one library; each call's
+/// contract is its function's in include/leanrt.h.
 struct Api {
-    options_create: extern "C" fn(*mut *mut c_void) -> c_int,
-    options_destroy: extern "C" fn(*mut c_void),
-    options_set_num_threads: extern "C" fn(*mut c_void, c_int) -> c_int,
-    options_set_config: extern "C" fn(*mut c_void, *const c_char, *const c_char) -> c_int,
-    create: extern "C" fn(*const c_void, *mut *mut c_void) -> c_int,
-    destroy: extern "C" fn(*mut c_void),
-    try_parallel_for: extern "C" fn(*mut c_void, isize, c_double, RangeFn, *mut c_void),
-    try_simple_parallel_for: extern "C" fn(*mut c_void, isize, IndexFn, *mut c_void),
-    schedule: extern "C" fn(*mut c_void, TaskFn, *mut c_void),
-    degree_of_parallelism: extern "C" fn(*const c_void) -> c_int,
-    enable_spinning: extern "C" fn(*mut c_void),
-    disable_spinning: extern "C" fn(*mut c_void),
-    last_error: extern "C" fn(*mut c_char, usize) -> usize,
+    options_create: unsafe extern "C" fn(*mut *mut c_void) -> c_int,
+    options_destroy: unsafe extern "C" fn(*mut c_void),
+    options_set_num_threads: unsafe extern "C" fn(*mut c_void, c_int) -> c_int,
+    options_set_config: unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char) -> c_int,
+    create: unsafe extern "C" fn(*const c_void, *mut *mut c_void) -> c_int,
+    destroy: unsafe extern "C" fn(*mut c_void),
+    try_parallel_for: unsafe extern "C" fn(*mut c_void, isize, c_double, RangeFn, *mut c_void),
+    try_simple_parallel_for: unsafe extern "C" fn(*mut c_void, isize, IndexFn, *mut c_void),
+    schedule: unsafe extern "C" fn(*mut c_void, TaskFn, *mut c_void),
+    degree_of_parallelism: unsafe extern "C" fn(*const c_void) -> c_int,
+    enable_spinning: unsafe extern "C" fn(*mut c_void),
+    disable_spinning: unsafe extern "C" fn(*mut c_void),
+    last_error: unsafe extern "C" fn(*mut c_char, usize) -> usize,
 }
 
 /// Opens `path` and resolves every function the peer calls.
@@ -148,19 +149,24 @@ impl LeanrtLib {
         let api = api(path)?;
         let why = || {
             let mut buf = [0 as c_char; 512];
-            (api.last_error)(buf.as_mut_ptr(), buf.len());
-            // SAFETY: lrt_last_error wrote a NUL-terminated string into
-            // `buf` (truncated to its length).
-            unsafe { CStr::from_ptr(buf.as_ptr()) }
-                .to_string_lossy()
-                .into_owned()
+            // SAFETY: `buf` has `buf.len()` writable bytes; lrt_last_error
+            // writes a NUL-terminated string into them (truncated), which
+            // CStr then reads.
+            unsafe {
+                (api.last_error)(buf.as_mut_ptr(), buf.len());
+                CStr::from_ptr(buf.as_ptr())
+            }
+            .to_string_lossy()
+            .into_owned()
         };
         let mut opts = std::ptr::null_mut();
-        if (api.options_create)(&mut opts) != 0 {
+        // SAFETY: `opts` is a valid place for the new handle.
+        if unsafe { (api.options_create)(&mut opts) } != 0 {
             return Err(format!("{path}: lrt_pool_options_create: {}", why()));
         }
         let made = (|| {
-            if (api.options_set_num_threads)(opts, threads as c_int) != 0 {
+            // SAFETY: `opts` is the live handle made above.
+            if unsafe { (api.options_set_num_threads)(opts, threads as c_int) } != 0 {
                 return Err(format!("{path}: threads {threads}: {}", why()));
             }
             let mut hints = false;
@@ -169,7 +175,9 @@ impl LeanrtLib {
                 let (Ok(ck), Ok(cv)) = (ck, cv) else {
                     return Err(format!("configuration '{config}': a NUL in {k}={v}"));
                 };
-                if (api.options_set_config)(opts, ck.as_ptr(), cv.as_ptr()) != 0 {
+                // SAFETY: `opts` is live; key and value are C strings that
+                // outlive the call.
+                if unsafe { (api.options_set_config)(opts, ck.as_ptr(), cv.as_ptr()) } != 0 {
                     return Err(format!(
                         "{path}: configuration '{config}': {k}={v}: {}",
                         why()
@@ -180,7 +188,8 @@ impl LeanrtLib {
                 }
             }
             let mut pool = std::ptr::null_mut();
-            if (api.create)(opts, &mut pool) != 0 {
+            // SAFETY: `opts` is live; `pool` is a valid place for the pool.
+            if unsafe { (api.create)(opts, &mut pool) } != 0 {
                 return Err(format!("{path}: creating the pool: {}", why()));
             }
             Ok(LeanrtLib {
@@ -189,14 +198,17 @@ impl LeanrtLib {
                 hints: hints && !pool.is_null(),
             })
         })();
-        (api.options_destroy)(opts);
+        // SAFETY: `opts` is live and not used after this.
+        unsafe { (api.options_destroy)(opts) };
         made
     }
 }
 
 impl Drop for LeanrtLib {
     fn drop(&mut self) {
-        (self.api.destroy)(self.pool);
+        // SAFETY: `pool` is this peer's own (NULL or made by lrt_pool_create),
+        // destroyed once, with no call on it in flight (`&mut self`).
+        unsafe { (self.api.destroy)(self.pool) };
     }
 }
 
@@ -224,20 +236,29 @@ extern "C" fn wake_task(ctx: *mut c_void) {
 
 impl Peer for LeanrtLib {
     fn dop(&self) -> usize {
-        (self.api.degree_of_parallelism)(self.pool).max(1) as usize
+        // SAFETY: `pool` is live (NULL or this peer's own).
+        unsafe { (self.api.degree_of_parallelism)(self.pool) }.max(1) as usize
     }
     fn parallel_for(&self, total: usize, cost_cycles: f64, body: &(dyn Fn(usize) + Sync)) {
         let ctx = &body as *const &(dyn Fn(usize) + Sync) as *mut c_void;
-        (self.api.try_parallel_for)(self.pool, total as isize, cost_cycles, range_body, ctx);
+        // SAFETY: `pool` is live; `ctx` points to `body`, which outlives the
+        // loop, and `range_body` reads it as that type.
+        unsafe {
+            (self.api.try_parallel_for)(self.pool, total as isize, cost_cycles, range_body, ctx)
+        };
     }
     fn tiny_region(&self, body: &(dyn Fn(usize) + Sync)) {
         let ctx = &body as *const &(dyn Fn(usize) + Sync) as *mut c_void;
-        (self.api.try_simple_parallel_for)(self.pool, self.dop() as isize, index_body, ctx);
+        let n = self.dop() as isize;
+        // SAFETY: as `parallel_for`'s, with `index_body`.
+        unsafe { (self.api.try_simple_parallel_for)(self.pool, n, index_body, ctx) };
     }
     fn wake_latency(&self) -> Duration {
         let (tx, rx) = mpsc::channel();
         let ctx = Box::into_raw(Box::new((tx, Instant::now())));
-        (self.api.schedule)(self.pool, wake_task, ctx as *mut c_void);
+        // SAFETY: `pool` is live; `wake_task` takes back the box `ctx` once
+        // (lrt_pool_schedule runs the task exactly once).
+        unsafe { (self.api.schedule)(self.pool, wake_task, ctx as *mut c_void) };
         rx.recv().unwrap_or_default()
     }
     fn no_sections_reason(&self) -> String {
@@ -248,12 +269,14 @@ impl Peer for LeanrtLib {
     }
     fn begin_run(&self) {
         if self.hints {
-            (self.api.enable_spinning)(self.pool);
+            // SAFETY: `pool` is live and not NULL (`hints`).
+            unsafe { (self.api.enable_spinning)(self.pool) };
         }
     }
     fn end_run(&self) {
         if self.hints {
-            (self.api.disable_spinning)(self.pool);
+            // SAFETY: as `begin_run`'s.
+            unsafe { (self.api.disable_spinning)(self.pool) };
         }
     }
 }
