@@ -13,7 +13,10 @@
 # NEW_LIB defaults to target/release/libleanrt.so); BIN: the leanrt command
 # that runs both (default target/release/leanrt; its own pool runs too: the
 # new build's code twice, the measurement's spread). RUNS: runs of each
-# command (default 3). ORT_LIBS: as cli/run-concurrent.sh.
+# command (default 3). REQUESTS, TURNS: requests per gap and cell, and the
+# turns they run in (default 600 in 20: this VM's speed moves by up to 1.7x
+# between and within runs, and the finer the turns, the more alike every
+# cell sees it; 200 in 5 before). ORT_LIBS: as cli/run-concurrent.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-target/k1}
@@ -27,7 +30,7 @@ if [ -z "${ORT_LIBS:-}" ]; then
 fi
 HINTED='spin_1000_backoff_8;session.force_spinning_stop=1'
 SHAPE=(--threads 2 --scenario request --rounds 4 --round-us 200 --between-us 5 --preamble-us 20
-       --request-gaps 1,10 --requests 200)
+       --request-gaps 1,10 --requests "${REQUESTS:-600}" --request-slices "${TURNS:-20}")
 { echo "\$ uptime"; uptime; "$BIN" info | head -3; echo "BIN=$BIN OLD_LIB=$OLD_LIB NEW_LIB=$NEW_LIB ORT_LIBS=$ORT_LIBS"; } | tee "$OUT/machine.txt"
 LIBS="old=$OLD_LIB,new=$NEW_LIB"
 for i in $(seq 1 "$RUNS"); do
