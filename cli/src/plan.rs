@@ -70,6 +70,11 @@ pub fn pool_plan(a: &PoolArgs) -> Result<(PoolPlan, Vec<String>), String> {
             },
         }
     }
+    if !a.leanrt_libs.is_empty() && a.scenario.iter().all(|s| s == pool::CONCURRENT) {
+        return Err(
+            "--leanrt-libs runs beside the single-caller scenarios, not the concurrent one".into(),
+        );
+    }
     peers.extend(leanrt_libs(&a.leanrt_libs)?);
     if !a.ort_libs.is_empty()
         && !a

@@ -164,6 +164,16 @@ fn bad_flags_and_impossible_values_fail_clearly() {
         &["pool", "--leanrt-libs", "/nonexistent/libleanrt.so"],
         "--leanrt-libs /nonexistent/libleanrt.so: No such file",
     );
+    assert_usage_error(
+        &[
+            "pool",
+            "--scenario",
+            "concurrent",
+            "--leanrt-libs",
+            "/nonexistent/libleanrt.so",
+        ],
+        "not the concurrent one",
+    );
     // Negative numbers are values, not flags; words are not numbers.
     assert_usage_error(&["bind", "--tasks", "-5"], "'-5' for '--tasks");
     assert_usage_error(&["bind", "--tasks", "-5"], "whole number");
