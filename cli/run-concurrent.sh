@@ -14,6 +14,9 @@
 # "default,legacy_spin" puts ORT's spin as ORT spins it beside).
 # RUNS: runs of each command (default 3). WORK: work kinds (default
 # "spin sgemm"). MS: how long each caller runs per gap (default 1000).
+# SLICES: the turns each caller count's cells run in (default 10: this VM's
+# speed moves within a run, and finer turns spread it over every cell alike;
+# the CLI's own default is 5).
 # ORT_LIBS: ONNX Runtime libraries, comma-separated (default: 1.31.1 and
 # 1.32.0, installed under target/ by scripts/install-ort.sh). LEANRT_BIN: a
 # leanrt binary to use instead of building one. About 2 minutes per run and
@@ -26,6 +29,7 @@ CALLERS=${CALLERS:-1,2,4,8}
 RUNS=${RUNS:-3}
 WORK=${WORK:-spin sgemm}
 MS=${MS:-1000}
+SLICES=${SLICES:-10}
 CONFIGS=${CONFIGS:-default}
 mkdir -p "$OUT"
 B=${LEANRT_BIN:-target/release/leanrt}
@@ -36,7 +40,7 @@ fi
 # The request scenario's run (docs/BENCHMARKS.md): 20 µs serial, 4 rounds
 # of 200 µs split over the pool, 5 µs serial between rounds.
 SHAPE=(--scenario concurrent --rounds 4 --round-us 200 --between-us 5 --preamble-us 20
-       --callers "$CALLERS" --concurrent-gaps 0,1 --concurrent-ms "$MS")
+       --callers "$CALLERS" --concurrent-gaps 0,1 --concurrent-ms "$MS" --concurrent-slices "$SLICES")
 {
   echo "\$ uptime"; uptime
   "$B" info | head -3
