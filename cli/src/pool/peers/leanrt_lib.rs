@@ -16,6 +16,7 @@
 use super::Peer;
 use crate::pool::presets::config_pairs;
 use leanrt::pool::abi::LRT_POOL_KEY_FORCE_SPINNING_STOP;
+use leanrt::pool::PoolOptions;
 use std::ffi::{c_char, c_double, c_int, c_void, CStr, CString};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -185,7 +186,10 @@ impl LeanrtLib {
                     ));
                 }
                 if k == LRT_POOL_KEY_FORCE_SPINNING_STOP {
-                    hints = v == "1";
+                    // The key's values as this build's options read them
+                    // (the library just accepted this one).
+                    let mut o = PoolOptions::default();
+                    hints = o.set_config(&k, &v).is_ok() && o.force_spinning_stop();
                 }
             }
             let mut pool = std::ptr::null_mut();

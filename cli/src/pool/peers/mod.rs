@@ -1,5 +1,6 @@
 //! The parallel runtimes `leanrt pool` compares: leanrt's pool (one per
-//! configuration; other builds of it through their libraries, `leanrt_lib`), rayon, OpenMP (libgomp) through `csrc/omp_shim.c`, and
+//! configuration; other builds of it through their libraries,
+//! `leanrt_lib`), rayon, OpenMP (libgomp) through `csrc/omp_shim.c`, and
 //! ONNX Runtime's own intra-op pool through a custom op (`ort`, one per
 //! configuration that uses ORT's keys only). Every peer runs the same Rust
 //! loop bodies.
