@@ -160,15 +160,19 @@ unsafe extern "C" fn thread_atexit(dtor: Dtor, obj: *mut c_void, dso: *mut c_voi
     }
 }
 
-// A hidden global `__cxa_thread_atexit_impl` that tail-jumps to
-// `thread_atexit` (same C signature, arguments still in their registers).
+// A hidden `__cxa_thread_atexit_impl` that tail-jumps to `thread_atexit`
+// (same C signature, arguments still in their registers). Weak, as Rust's
+// standard library refers to it: a global definition made the linker warn
+// "changed binding to STB_WEAK" on every Rust program that links leanrt as
+// a crate (the CLI); a weak definition in the link still takes precedence
+// over the C library's in its shared object (the test below).
 // Part of the `emergency-reserve` feature: a Rust program that links
 // leanrt as a crate gets it for all of its own Rust thread-locals too (the
 // symbol serves the whole link), and turns the feature off to keep the C
 // library's registration.
 #[cfg(all(feature = "emergency-reserve", target_arch = "x86_64"))]
 std::arch::global_asm!(
-    ".globl __cxa_thread_atexit_impl",
+    ".weak __cxa_thread_atexit_impl",
     ".hidden __cxa_thread_atexit_impl",
     ".type __cxa_thread_atexit_impl,@function",
     "__cxa_thread_atexit_impl:",
@@ -178,7 +182,7 @@ std::arch::global_asm!(
 );
 #[cfg(all(feature = "emergency-reserve", target_arch = "aarch64"))]
 std::arch::global_asm!(
-    ".globl __cxa_thread_atexit_impl",
+    ".weak __cxa_thread_atexit_impl",
     ".hidden __cxa_thread_atexit_impl",
     ".type __cxa_thread_atexit_impl,%function",
     "__cxa_thread_atexit_impl:",
