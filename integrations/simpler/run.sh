@@ -11,6 +11,9 @@
 #   --only LIST    comma-separated subset of bgemm,benchmark_bgemm,pa17,pa1032
 #   --stock-only   build and run the stock runtime only (any commit)
 #   --no-build     reuse the runtimes the last invocation built (reruns)
+#   --no-fixes     build the checkout as it is: without patches/fixes/<commit>.patch,
+#                  the reference's own bugs that the script otherwise fixes in both
+#                  builds, stock and leanrt alike (see the README)
 #   --leanrt-libs DIRS
 #                  comma-separated directories, each holding a libleanrt.so.0
 #                  (e.g. another commit's target/release): each is one more
@@ -36,7 +39,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 LEANRT_ROOT=$(cd "$HERE/../.." && pwd)
-ROUNDS=6 PROCS=2 ONLY=bgemm,benchmark_bgemm,pa17,pa1032 STOCK_ONLY=0 SKIP_MISSING=0 NO_BUILD=0
+ROUNDS=6 PROCS=2 ONLY=bgemm,benchmark_bgemm,pa17,pa1032 STOCK_ONLY=0 SKIP_MISSING=0 NO_BUILD=0 FIXES=1
 LIBS=
 args=()
 while (($#)); do
@@ -46,6 +49,7 @@ while (($#)); do
     --only) ONLY=$2; shift 2;;
     --stock-only) STOCK_ONLY=1; shift;;
     --no-build) NO_BUILD=1; shift;;
+    --no-fixes) FIXES=0; shift;;
     --leanrt-libs) LIBS=$2; shift 2;;
     --skip-without-checkout) SKIP_MISSING=1; shift;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0;;
@@ -83,11 +87,19 @@ if [ -z "$PATCH" ] && ((!STOCK_ONLY)); then
   echo "no leanrt patch for $HEAD (patches/: $(cd "$HERE/patches" && ls)); running stock only"
   STOCK_ONLY=1
 fi
+# The reference's own bugs at this commit, fixed in both builds (README).
+FIX=
+if ((FIXES)); then
+  for p in "$HERE"/patches/fixes/*.patch; do
+    [ -e "$p" ] || continue
+    case "$HEAD" in "$(basename "$p" .patch)"*) FIX=$p;; esac
+  done
+fi
 if [ -n "$(git -C "$REF" status --porcelain --untracked-files=no)" ]; then
   echo "$REF has local changes; give a clean checkout" >&2
   exit 1
 fi
-say "reference $HEAD${PATCH:+, patch $(basename "$PATCH")}"
+say "reference $HEAD${PATCH:+, patch $(basename "$PATCH")}${FIX:+, in both builds fixes/$(basename "$FIX")}"
 
 # ---- pto-isa at the pinned commit, from the given checkout -----------------
 PIN=$(tr -d '[:space:]' < "$REF/pto_isa.pin")
@@ -173,6 +185,7 @@ PY
 }
 restore() {
   if [ -n "${PATCHED:-}" ]; then git -C "$REF" apply -R "$PATCH" && PATCHED=; fi
+  if [ -n "${FIXED:-}" ]; then git -C "$REF" apply -R "$FIX" && FIXED=; fi
   [ -f "$WORK/stock/libhost_runtime.so" ] && cp "$WORK/stock/libhost_runtime.so" "$LIBDIR/" || true
 }
 trap restore EXIT
@@ -195,9 +208,16 @@ if ((NO_BUILD)); then
   for v in "${RUNTIMES[@]}"; do
     [ -f "$WORK/$v/libhost_runtime.so" ] || { echo "--no-build: no $v runtime from an earlier run" >&2; exit 1; }
   done
-  echo "reusing the runtimes in $WORK/{${RUNTIMES[*]// /,}}"
+  echo "reusing the runtimes in $WORK/{${RUNTIMES[*]// /,}} ($(cat "$WORK/fixes.txt" 2>/dev/null || echo "fixes unknown"))"
 else
   say "build: the reference's task interface, then its stock a2a3sim host_build_graph runtime"
+  if [ -n "$FIX" ]; then
+    git -C "$REF" apply "$FIX"
+    FIXED=1
+    echo "built with fixes/$(basename "$FIX")" > "$WORK/fixes.txt"
+  else
+    echo "built without fixes" > "$WORK/fixes.txt"
+  fi
   cmake -S "$REF" -B "$REF/build/cmake_only" -DCMAKE_BUILD_TYPE=Release \
     -Dnanobind_DIR="$(python -c 'import nanobind; print(nanobind.cmake_dir())')" > "$WORK/logs/cmake.log"
   cmake --build "$REF/build/cmake_only" --target _task_interface -j "$(nproc)" >> "$WORK/logs/cmake.log"
@@ -219,6 +239,7 @@ else
     [[ $(nm -D "$WORK/leanrt/libhost_runtime.so") == *" U lrt_runtime_maker_"*upload* ]] ||
       { echo "the leanrt build does not call leanrt" >&2; exit 1; }
   fi
+  if [ -n "${FIXED:-}" ]; then git -C "$REF" apply -R "$FIX"; FIXED=; fi
 fi
 
 # ---- workloads ----------------------------------------------------------------------
