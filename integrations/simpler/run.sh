@@ -78,23 +78,21 @@ say() { printf '\n== %s\n' "$*"; }
 
 # ---- which commit, which patch ---------------------------------------------
 HEAD=$(git -C "$REF" rev-parse HEAD)
-PATCH=
-for p in "$HERE"/patches/*.patch; do
-  [ -e "$p" ] || continue
-  case "$HEAD" in "$(basename "$p" .patch)"*) PATCH=$p;; esac
-done
+patch_for() {  # <dir>: the <commit>.patch in it whose name starts HEAD's hash, if any
+  local p
+  for p in "$1"/*.patch; do
+    [ -e "$p" ] || continue
+    case "$HEAD" in "$(basename "$p" .patch)"*) echo "$p";; esac
+  done
+}
+PATCH=$(patch_for "$HERE/patches")
 if [ -z "$PATCH" ] && ((!STOCK_ONLY)); then
-  echo "no leanrt patch for $HEAD (patches/: $(cd "$HERE/patches" && ls)); running stock only"
+  echo "no leanrt patch for $HEAD (patches/: $(cd "$HERE/patches" && echo *.patch)); running stock only"
   STOCK_ONLY=1
 fi
 # The reference's own bugs at this commit, fixed in both builds (README).
 FIX=
-if ((FIXES)); then
-  for p in "$HERE"/patches/fixes/*.patch; do
-    [ -e "$p" ] || continue
-    case "$HEAD" in "$(basename "$p" .patch)"*) FIX=$p;; esac
-  done
-fi
+((!FIXES)) || FIX=$(patch_for "$HERE/patches/fixes")
 if [ -n "$(git -C "$REF" status --porcelain --untracked-files=no)" ]; then
   echo "$REF has local changes; give a clean checkout" >&2
   exit 1
