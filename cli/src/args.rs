@@ -441,9 +441,9 @@ fn pool_command() -> Command {
                     "request-slices",
                     "N",
                     "request (as the only scenario): run a thread count's cells in N turns, \
-                     every cell once per turn for 1/N of --requests, and merge each cell's \
-                     turns, so that a machine whose speed drifts during the run weighs on every \
-                     cell alike",
+                     every cell once per turn for 1/N of --requests (the order mirrored every \
+                     other turn), and merge each cell's turns, so that a machine whose speed \
+                     drifts during the run weighs on every cell alike",
                 )
                 .default_value("5")
                 .value_parser(whole::<u32>(1, Some(1000))),
@@ -559,9 +559,9 @@ fn pool_command() -> Command {
                     "concurrent-slices",
                     "N",
                     "concurrent: run each caller count's cells in N turns, every cell once per \
-                     turn for 1/N of --concurrent-ms (or of --runs), and merge each cell's turns, \
-                     so that a machine whose speed drifts during the run weighs on every cell \
-                     alike",
+                     turn for 1/N of --concurrent-ms (or of --runs; the order mirrored every \
+                     other turn), and merge each cell's turns, so that a machine whose speed \
+                     drifts during the run weighs on every cell alike",
                 )
                 .default_value("5")
                 .value_parser(whole::<u32>(1, Some(1000))),

@@ -1432,3 +1432,27 @@ fn pool_concurrent_scenario_runs_beside_ort() {
         assert!(out.contains(a), "{out}");
     }
 }
+
+/// The readings of issue 31's first target by `cli/concurrent-compare.py`
+/// (best ORT row per run, best median, leave-one-out) on made-up runs
+/// whose answers are known (its `--self-test`). Needs python3, as the ORT
+/// tests do: without it fails unless LEANRT_SKIP_ORT=1.
+#[test]
+fn the_concurrent_comparison_reads_the_target_three_ways() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("concurrent-compare.py");
+    let o = match Command::new("python3")
+        .arg(&script)
+        .arg("--self-test")
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) if std::env::var("LEANRT_SKIP_ORT").as_deref() == Ok("1") => {
+            eprintln!("skipped (LEANRT_SKIP_ORT=1): python3 does not run: {e}");
+            return;
+        }
+        Err(e) => panic!("python3 does not run: {e}\n(set LEANRT_SKIP_ORT=1 to skip)"),
+    };
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{out}{err}");
+    assert!(out.contains("self-test passed"), "{out}");
+}

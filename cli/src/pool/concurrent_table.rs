@@ -123,8 +123,8 @@ pub fn concurrent_table(results: &[CellResult]) -> String {
             match s.concurrent_turns() {
                 1 => per,
                 n => format!(
-                    "{per}, in {n} turns (every cell of a caller count once per turn, results \
-                     merged)"
+                    "{per}, in {n} turns (every cell of a caller count once per turn, the order \
+                     mirrored every other turn; results merged)"
                 ),
             }
         },

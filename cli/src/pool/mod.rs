@@ -197,7 +197,9 @@ pub fn steps(plan: &PoolPlan) -> u64 {
 /// with its share of the runs, the requests or the time, and each cell's
 /// turns merged into one result (`CellResult::add_turn`). A machine whose
 /// speed drifts during the run (a shared host) then weighs on every cell
-/// alike, not on whichever ran while it was slow.
+/// alike, not on whichever ran while it was slow; and the order changes
+/// from turn to turn (`turn_order`), so that no cell always runs first,
+/// last, or right after the same neighbour.
 pub fn run(plan: &PoolPlan, step: &dyn Fn(&str)) -> Result<Vec<CellResult>, String> {
     for n in ort_notes(plan) {
         eprintln!("note: {n}");
@@ -217,7 +219,8 @@ pub fn run(plan: &PoolPlan, step: &dyn Fn(&str)) -> Result<Vec<CellResult>, Stri
         let turns = first.turns();
         let mut merged: Vec<CellResult> = Vec::with_capacity(now.len());
         for turn in 0..turns {
-            for (k, spec) in now.iter().enumerate() {
+            for k in turn_order(now.len(), turn) {
+                let spec = &now[k];
                 let mut label = match &spec.concurrent {
                     Some(c) => format!(
                         "{} {} ×{}, {} callers",
@@ -234,6 +237,7 @@ pub fn run(plan: &PoolPlan, step: &dyn Fn(&str)) -> Result<Vec<CellResult>, Stri
                 step(&label);
                 let r = run_cell_in_child(&spec.turn_of(turn))?;
                 if turn == 0 {
+                    // Turn 0 runs the cells in order: `merged[k]` is cell k's.
                     merged.push(r);
                 } else {
                     merged[k].add_turn(r)?;
@@ -246,4 +250,61 @@ pub fn run(plan: &PoolPlan, step: &dyn Fn(&str)) -> Result<Vec<CellResult>, Stri
         out.extend(merged);
     }
     Ok(out)
+}
+
+/// The order the `n` cells of a group run in at turn `turn`, in pairs of
+/// turns: an even turn runs the cells in order from cell `turn mod n` on
+/// (turn 0: 0, 1, …), the odd turn after it the same sequence backwards.
+/// So over every two turns each cell's positions add up to `n - 1` (a
+/// drift that is linear over the pair weighs on every cell alike), each
+/// cell follows a different neighbour in each direction, and the first
+/// cell of a pair changes from pair to pair.
+fn turn_order(n: usize, turn: u32) -> impl Iterator<Item = usize> {
+    let start = (turn - turn % 2) as usize % n.max(1);
+    let backwards = turn % 2 == 1;
+    (0..n).map(move |j| {
+        let j = if backwards { n - 1 - j } else { j };
+        (start + j) % n
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::turn_order;
+
+    #[test]
+    fn turns_come_in_mirrored_pairs_that_balance_every_position() {
+        for n in 1..=12usize {
+            assert_eq!(
+                turn_order(n, 0).collect::<Vec<_>>(),
+                (0..n).collect::<Vec<_>>()
+            );
+            let mut position_sum = vec![0usize; n];
+            for turn in 0..10u32 {
+                let order: Vec<usize> = turn_order(n, turn).collect();
+                let mut seen = order.clone();
+                seen.sort_unstable();
+                assert_eq!(
+                    seen,
+                    (0..n).collect::<Vec<_>>(),
+                    "n {n} turn {turn}: {order:?}"
+                );
+                for (p, &k) in order.iter().enumerate() {
+                    position_sum[k] += p;
+                }
+                if turn % 2 == 1 {
+                    // After each pair, every cell sat as far from the start as any other.
+                    let pairs = (turn as usize).div_ceil(2);
+                    assert!(
+                        position_sum.iter().all(|&s| s == pairs * (n - 1)),
+                        "n {n}: {position_sum:?}"
+                    );
+                }
+            }
+            if n > 2 {
+                // Pairs start from different cells.
+                assert_ne!(turn_order(n, 0).next(), turn_order(n, 2).next());
+            }
+        }
+    }
 }

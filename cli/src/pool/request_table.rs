@@ -67,8 +67,8 @@ pub fn request_table(results: &[CellResult]) -> String {
         match first.spec.turns() {
             1 => String::new(),
             n => format!(
-                ", in {n} turns (every cell of a thread count once per turn, each with a new \
-                 pool or session, results merged)"
+                ", in {n} turns (every cell of a thread count once per turn, the order \
+                 mirrored every other turn, each with a new pool or session; results merged)"
             ),
         },
     ));
