@@ -58,20 +58,11 @@ def rows_of(path):
             }
             for q in c["concurrent"]
         }
-    # Ratios within the run.
+    # Throughput against the baseline's within the run.
     for (t, k, label, a), gaps in out.items():
         base = next(v for (t2, k2, _, a2), v in out.items() if (t2, k2, a2) == (t, k, "Serial"))
         for g, f in gaps.items():
             f["xbase"] = f["rps"] / base[g]["rps"]
-            if not label.startswith("leanrt"):
-                continue
-            ort = [(v[g], l2, a2) for (t2, k2, l2, a2), v in out.items()
-                   if (t2, k2) == (t, k) and l2.startswith("ort ") and g in v]
-            if ort:
-                best, l2, a2 = max(ort, key=lambda x: x[0]["rps"])
-                f["xort"] = f["rps"] / best["rps"]
-                f["p99ort"] = f["p99"] / best["p99"]
-                f["best"] = f"{l2} {ARR[a2]}"
     return out
 
 
@@ -101,11 +92,6 @@ def main(paths):
         print(line)
     print("\ntarget: leanrt default throughput ≥ 1.0× baseline and ≥ 1.0× best ORT, "
           "p99 ≤ 1.1× best ORT's (medians of the per-run ratios)\n")
-
-    def best_row_per_run(key, g):
-        fs = [r[key][g] for r in runs if key in r and g in r[key]]
-        return ([(f["xbase"], f["xort"], f["p99ort"]) for f in fs if "xort" in f],
-                fs[0].get("best", "-"))
 
     def ort_peers(key, g, among):
         """The ORT rows beside `key` with figures at gap `g` in `among`."""
@@ -139,6 +125,13 @@ def main(paths):
         top = max(set(picked), key=picked.count)
         n = picked.count(top)
         return f"{top[2]} {ARR[top[3]]}" + ("" if n == len(picked) else f" ({n} of {len(picked)} runs)")
+
+    def best_row_per_run(key, g):
+        def chosen(i):
+            peers = ort_peers(key, g, runs[i:i + 1])
+            return fastest(peers, g, runs[i:i + 1]) if peers else None
+        ratios, picked = versus_in(key, g, chosen)
+        return ratios, name_of(picked[:1])
 
     def best_arrangement(key, g):
         peers = ort_peers(key, g, runs)
