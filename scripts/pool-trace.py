@@ -12,9 +12,14 @@ hints): how long the request took, how long the caller waited at the loops'
 end gates, how often a worker helped and how many blocks it ran, how long a
 worker took to wake after enable_spinning or a publish, and how often the
 worker ran on the caller's CPU, and how far apart the participants of a
-loop ran out of blocks (first to last, in loops a worker helped). Prints
-medians and p90s, and with
+loop ran out of blocks (first to last, in loops a worker helped), and how
+fast each ran its blocks: microseconds per block of the caller and of the
+workers, in a request's first loop and in the others (a worker that spun
+through the gap and one that slept do not run the same blocks at the same
+speed on every machine). Prints medians and p90s, and with
 --requests N the first N requests event by event.
+
+  scripts/pool-trace.py --self-test   checks the summary on a made-up trace
 """
 import sys
 from collections import defaultdict
@@ -74,6 +79,9 @@ def analyse(pool, rows, show):
     # Per helped loop: when each participant ran out of blocks (the
     # caller's share_done, each worker's leave).
     spreads = []
+    # Microseconds per block, per loop a worker helped: (first loop of its
+    # request?, caller's, each worker's).
+    speeds = []
     # A worker's spin counts for the request during which it ends (a spin
     # that starts on a timer before a request counts for that request).
     spin_t = {}
@@ -87,21 +95,28 @@ def analyse(pool, rows, show):
         entered = False
         spun = 0.0
         first_woke = None
+        # This loop's blocks: the caller's (us, blocks); each worker's
+        # entry time, then its (us, blocks).
+        mine, entries, theirs, nth = None, {}, [], 0
         for r in req:
             t, who, ev, cpu, arg = r
             if who == 0:
                 if ev == 3:
                     publish, entered, loops = r, False, loops + 1
-                    ends = []
+                    ends, mine, entries, theirs, nth = [], None, {}, [], nth + 1
                 elif ev == 4:
                     share = r
                     cblocks += arg
                     ends.append(t)
+                    if publish is not None and arg > 0:
+                        mine = (t - publish[0]) / 1e3 / arg
                 elif ev == 5:
                     if len(ends) > 1:
                         spreads.append((max(ends) - min(ends)) / 1e3)
                     if share is not None:
                         wait += (t - share[0]) / 1e3
+                    if mine is not None and theirs:
+                        speeds.append((nth == 1, mine, theirs))
             else:
                 if ev == 6 and first_woke is None:
                     first_woke = t
@@ -111,10 +126,14 @@ def analyse(pool, rows, show):
                     enter_delay.append((t - publish[0]) / 1e3)
                     if cpu == publish[3]:
                         same_cpu += 1
+                if ev == 10:
+                    entries[who] = t
                 if ev == 11:
                     hblocks += arg
                     if publish is not None:
                         ends.append(t)
+                    if who in entries and arg > 0:
+                        theirs.append((t - entries.pop(who)) / 1e3 / arg)
                 if ev == 7:
                     spin_t[who] = t
                 if ev == 8 and who in spin_t:
@@ -141,12 +160,59 @@ def analyse(pool, rows, show):
     if spreads:
         print(f"  out of blocks, first to last us p50 {pct(spreads, .5):6.1f}  p90 {pct(spreads, .9):8.1f}"
               f"  (in {len(spreads)} loops)")
+    if speeds:
+        print("  " + block_speeds(speeds))
     print(f"  loops helped {helped}/{loops}; blocks caller {cblocks}, workers {hblocks}; "
           f"helper on the caller's CPU in {same_cpu} of {helped} loops helped")
 
 
+def block_speeds(speeds):
+    """The per-block speeds line: medians of the caller's and the workers'
+    microseconds per block over the loops a worker helped, in a request's
+    first loop and in the others, and workers / caller."""
+    out = []
+    for name, first in (("first loops", True), ("other loops", False)):
+        mine = [m for f, m, _ in speeds if f == first]
+        theirs = [w for f, _, ws in speeds if f == first for w in ws]
+        if mine:
+            c, w = pct(mine, .5), pct(theirs, .5)
+            out.append(f"{name}: caller {c:.1f}, workers {w:.1f} ({w / c:.2f}x)")
+    return "us per block      " + "; ".join(out)
+
+
+def self_test():
+    """A made-up pool: two requests of two loops, 2 ms apart; the caller
+    runs 4 blocks in 40 us a loop; the worker 4 blocks in 60 us in a
+    request's first loop and in 44 us in its second."""
+    rows, t = [], 1_000_000
+    for _ in range(2):
+        for k, worker_us in enumerate((60, 44)):
+            rows += [(t, 0, 3, 0, 4), (t + 200, 1, 10, 1, 1),
+                     (t + 40_000, 0, 4, 0, 4), (t + 200 + worker_us * 1000, 1, 11, 1, 4)]
+            end = t + 200 + worker_us * 1000 + 100
+            rows.append((end, 0, 5, 0, 4))
+            t = end + 5_000
+        t += 2_000_000
+    import io
+    import contextlib
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        analyse("test", sorted(rows), 0)
+    out = buf.getvalue()
+    want = ["2 requests", "4 loops",
+            "first loops: caller 10.0, workers 15.0 (1.50x); other loops: caller 10.0, workers 11.0 (1.10x)",
+            "loops helped 4/4; blocks caller 16, workers 16"]
+    missing = [w for w in want if w not in out]
+    if missing:
+        print(out)
+        sys.exit(f"self-test failed: missing {missing}")
+    print("self-test passed")
+
+
 def main():
     args = sys.argv[1:]
+    if args == ["--self-test"]:
+        return self_test()
     show, only = 0, None
     if "--requests" in args:
         i = args.index("--requests")

@@ -1442,13 +1442,25 @@ fn pool_concurrent_scenario_runs_beside_ort() {
 
 /// The readings of issue 31's first target by `cli/concurrent-compare.py`
 /// (best ORT row per run, best median, leave-one-out) on made-up runs
-/// whose answers are known (its `--self-test`). Needs python3, as the ORT
-/// tests do: without it fails unless LEANRT_SKIP_ORT=1.
+/// whose answers are known (its `--self-test`).
 #[test]
 fn the_concurrent_comparison_reads_the_target_three_ways() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("concurrent-compare.py");
+    python_self_test(&Path::new(env!("CARGO_MANIFEST_DIR")).join("concurrent-compare.py"));
+}
+
+/// `scripts/pool-trace.py`'s summary of a made-up pool trace: requests,
+/// loops, blocks, and each participant's microseconds per block in a
+/// request's first loop and in the others (its `--self-test`).
+#[test]
+fn the_pool_trace_summary_reads_each_participants_block_speed() {
+    python_self_test(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pool-trace.py"));
+}
+
+/// Runs `script --self-test`, which must pass. Needs python3, as the ORT
+/// tests do: without it fails unless LEANRT_SKIP_ORT=1.
+fn python_self_test(script: &Path) {
     let o = match Command::new("python3")
-        .arg(&script)
+        .arg(script)
         .arg("--self-test")
         .output()
     {
@@ -1460,6 +1472,10 @@ fn the_concurrent_comparison_reads_the_target_three_ways() {
         }
     };
     let (out, err) = (text(&o.stdout), text(&o.stderr));
-    assert!(o.status.success(), "{out}{err}");
-    assert!(out.contains("self-test passed"), "{out}");
+    assert!(o.status.success(), "{}: {out}{err}", script.display());
+    assert!(
+        out.contains("self-test passed"),
+        "{}: {out}",
+        script.display()
+    );
 }
