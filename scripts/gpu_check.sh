@@ -1,18 +1,36 @@
 #!/usr/bin/env bash
-# Runs the CUDA checks on a machine with an NVIDIA GPU and no Rust toolchain,
-# from the binaries scripts/gpu_prepare.sh put in device-carry/. Results go
-# to $OUT (default ./gpu-out): one .txt per step, JSON figures, summary.txt.
-# Budget: about 4 minutes; every step has its own timeout.
-#   Steps: environment; Rust CUDA tests (real GPU + mock); C CUDA tests;
-#   leanrt info; leanrt bind --backend cuda --bandwidth (H2D pageable vs
-#   pinned at 1/16/81 MB); leanrt bind --backend cuda (staging cost per policy,
-#   with the synchronize and the time inside the driver's H2D copies), from a
-#   pageable and from a pinned mirror.
-# Exit status: 0 when every step passed, 1 otherwise (a step that only
-# skipped for lack of a device counts as failed here: this script exists to
-# run on a GPU). LEANRT_GPU_CHECK_DRY_RUN=1 rehearses it over the mock driver.
+# Runs the CUDA checks, and the thread pool's figures on the machine's cores,
+# on a GPU machine with no Rust toolchain, from what scripts/gpu_prepare.sh
+# put in device-carry/. Results go to $OUT (default ./gpu-out): one .txt per
+# step, JSON figures, summary.txt.
+#
+#   scripts/gpu_check.sh [all|cuda|pool]      (default all)
+#
+# cuda (about 4 minutes): environment; Rust CUDA tests (real GPU + mock); C
+#   CUDA tests; leanrt info; leanrt bind --backend cuda --bandwidth (H2D
+#   pageable vs pinned at 1/16/81 MB); leanrt bind --backend cuda (staging
+#   cost per policy, with the synchronize and the time inside the driver's
+#   H2D copies), from a pageable and from a pinned mirror.
+# pool (about 4 minutes on 16 cores; issue 31's figures): ONNX Runtime 1.31.1
+#   and 1.32.0 unpacked from device-carry/ort.tar.xz beside leanrt, with as
+#   many threads per pool as the machine has cores (LEANRT_POOL_THREADS): one
+#   caller on SGEMM work (the request scenario at 1 and 10 ms gaps, leanrt's
+#   default, legacy_spin, no_spin and hinted configurations, ORT's default
+#   and no_spin); then cli/run-concurrent.sh, once (K = 1, 2, 4, 8, 16 and
+#   twice the threads, or LEANRT_POOL_CALLERS; spin and SGEMM work;
+#   LEANRT_POOL_MS per caller and gap, default 500), whose tables need
+#   python3 there.
+# Every step has its own timeout. Exit status: 0 when every step passed, 1
+# otherwise (a step that only skipped for lack of a device counts as failed
+# here: this script exists to run on a GPU). LEANRT_GPU_CHECK_DRY_RUN=1
+# rehearses the cuda part over the mock driver; the pool part needs no GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+PART=${1:-all}
+case "$PART" in
+  all|cuda|pool) ;;
+  *) echo "gpu_check.sh: unknown part '$PART' (all, cuda or pool)" >&2; exit 2 ;;
+esac
 CARRY=${LEANRT_CARRY:-device-carry}
 OUT=${OUT:-./gpu-out}
 mkdir -p "$OUT"
@@ -68,25 +86,51 @@ step() {
 } > "$OUT/environment.txt" 2>&1
 cat "$OUT/environment.txt"
 
-# Rust: the gpu_* tests on the real device, the mock_* tests on the mock.
-step rust_cuda_tests 90 env LEANRT_MOCK_CUDA_LIB="$MOCK" "$BIN/cuda_backend" --test-threads=1 --nocapture
-# C: the real device, then the same program and the mock test over the mock.
-step c_cuda_gpu 60 "$BIN/c_cuda_gpu"
-step c_cuda_gpu_on_mock 30 env LEANRT_CUDA_LIBRARY="$MOCK" "$BIN/c_cuda_gpu"
-step c_cuda_mock_backend 30 env LEANRT_CUDA_LIBRARY="$MOCK" "$BIN/c_cuda_mock_backend"
-# Figures, all from the leanrt command.
-if [ -x "$BIN/leanrt" ]; then
-  step leanrt_info 20 "$BIN/leanrt" info
-  step leanrt_bind_bandwidth 45 "$BIN/leanrt" bind --backend cuda --bandwidth --runs 7 -q \
-    --json "$OUT/bind_bandwidth.json"
-  step leanrt_bind_cuda 120 "$BIN/leanrt" bind --backend cuda --runs 7 --warmup 1 -q \
-    --json "$OUT/bind_cuda.json" --svg "$OUT/bind_cuda.svg"
-  step leanrt_bind_cuda_pinned 60 "$BIN/leanrt" bind --backend cuda --pin-mirror \
-    --policy bounded,compact --runs 7 --warmup 1 -q --json "$OUT/bind_cuda_pinned.json"
-else
-  echo "leanrt command not carried" | tee -a "$SUMMARY"
-  FAILED=1
-fi
+cuda_steps() {
+  # Rust: the gpu_* tests on the real device, the mock_* tests on the mock.
+  step rust_cuda_tests 90 env LEANRT_MOCK_CUDA_LIB="$MOCK" "$BIN/cuda_backend" --test-threads=1 --nocapture
+  # C: the real device, then the same program and the mock test over the mock.
+  step c_cuda_gpu 60 "$BIN/c_cuda_gpu"
+  step c_cuda_gpu_on_mock 30 env LEANRT_CUDA_LIBRARY="$MOCK" "$BIN/c_cuda_gpu"
+  step c_cuda_mock_backend 30 env LEANRT_CUDA_LIBRARY="$MOCK" "$BIN/c_cuda_mock_backend"
+  # Figures, all from the leanrt command.
+  if [ -x "$BIN/leanrt" ]; then
+    step leanrt_info 20 "$BIN/leanrt" info
+    step leanrt_bind_bandwidth 45 "$BIN/leanrt" bind --backend cuda --bandwidth --runs 7 -q \
+      --json "$OUT/bind_bandwidth.json"
+    step leanrt_bind_cuda 120 "$BIN/leanrt" bind --backend cuda --runs 7 --warmup 1 -q \
+      --json "$OUT/bind_cuda.json" --svg "$OUT/bind_cuda.svg"
+    step leanrt_bind_cuda_pinned 60 "$BIN/leanrt" bind --backend cuda --pin-mirror \
+      --policy bounded,compact --runs 7 --warmup 1 -q --json "$OUT/bind_cuda_pinned.json"
+  else
+    echo "leanrt command not carried" | tee -a "$SUMMARY"
+    FAILED=1
+  fi
+}
+
+# The pool's figures (the header); ORT from the carried archive.
+pool_steps() {
+  local threads=${LEANRT_POOL_THREADS:-$(nproc)} ort libs
+  if ! [ -x "$BIN/leanrt" ] || ! [ -f "$CARRY/ort.tar.xz" ]; then
+    echo "pool steps not run: $CARRY lacks bin/leanrt or ort.tar.xz (scripts/gpu_prepare.sh)" | tee -a "$SUMMARY"
+    FAILED=1
+    return
+  fi
+  ort=$(mktemp -d)
+  tar -C "$ort" -xJf "$CARRY/ort.tar.xz"
+  libs="$ort/libonnxruntime.so.1.31.1,$ort/libonnxruntime.so.1.32.0"
+  step pool_k1_sgemm 240 "$BIN/leanrt" pool --threads "$threads" --scenario request --rounds 4 \
+    --round-us 200 --between-us 5 --preamble-us 20 --request-gaps 1,10 --requests 200 --work sgemm \
+    --config 'default,legacy_spin,no_spin,spin_1000_backoff_8;session.force_spinning_stop=1' \
+    --peers ort --ort-libs "$libs" --json "$OUT/pool_k1_sgemm.json"
+  step pool_concurrent 420 env LEANRT_BIN="$BIN/leanrt" ORT_LIBS="$libs" THREADS="$threads" \
+    CALLERS="${LEANRT_POOL_CALLERS:-1,2,4,8,16,$((2 * threads))}" RUNS=1 MS="${LEANRT_POOL_MS:-500}" SLICES=1 \
+    cli/run-concurrent.sh "$OUT/concurrent"
+  rm -rf "$ort"
+}
+
+[ "$PART" = pool ] || cuda_steps
+[ "$PART" = cuda ] || pool_steps
 
 printf 'total %ss; %s\n' "$(( $(date +%s) - START ))" \
   "$([ $FAILED -eq 0 ] && echo 'all steps passed' || echo 'SOME STEPS DID NOT PASS')" | tee -a "$SUMMARY"

@@ -5,6 +5,11 @@
 #   device-carry/bin/  cuda_backend (Rust test binary), leanrt (the benchmark
 #                      command), c_cuda_gpu, c_cuda_mock_backend
 #   device-carry/lib/  libleanrt.so.0 (+ libleanrt.so link), libleanrt_mock_cuda.so
+#   device-carry/ort.tar.xz  ONNX Runtime 1.31.1 and 1.32.0 (libonnxruntime.so.*,
+#                      from scripts/install-ort.sh) for the pool steps of
+#                      gpu_check.sh, which compare leanrt with ORT there
+#                      (64 MB of libraries, 18 MB packed; LEANRT_CARRY_ORT=0
+#                      leaves them out)
 # Release builds, stripped; the folder must stay under 60 MB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +41,16 @@ cp -L "$BUILD/lib/libleanrt.so.0" "$CARRY/lib/libleanrt.so.0"
 ln -sf libleanrt.so.0 "$CARRY/lib/libleanrt.so"
 
 strip --strip-unneeded "$CARRY"/bin/* "$CARRY/lib/libleanrt.so.0" "$CARRY/lib/libleanrt_mock_cuda.so"
+
+if [ "${LEANRT_CARRY_ORT:-1}" != 0 ]; then
+  echo "==> ONNX Runtime 1.31.1 and 1.32.0 for the pool steps (scripts/install-ort.sh), packed"
+  ort=$(mktemp -d)
+  for v in 1.31.1 1.32.0; do
+    cp -L "$(scripts/install-ort.sh --version "$v")" "$ort/"
+  done
+  tar -C "$ort" -cf - . | xz -T0 -6 > "$CARRY/ort.tar.xz"
+  rm -rf "$ort"
+fi
 git rev-parse HEAD > "$CARRY/COMMIT" 2>/dev/null || true
 size_kb=$(du -sk "$CARRY" | cut -f1)
 echo "==> $CARRY: ${size_kb} KB"
