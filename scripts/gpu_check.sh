@@ -13,12 +13,11 @@
 #   H2D copies), from a pageable and from a pinned mirror.
 # pool (about 4 minutes on 16 cores; issue 31's figures): ONNX Runtime 1.31.1
 #   and 1.32.0 unpacked from device-carry/ort.tar.xz beside leanrt, with as
-#   many threads per pool as the machine has cores (LEANRT_POOL_THREADS): one
-#   caller on SGEMM work (the request scenario at 1 and 10 ms gaps, leanrt's
-#   default, legacy_spin, no_spin and hinted configurations, ORT's default
-#   and no_spin); then cli/run-concurrent.sh, once (K = 1, 2, 4, 8, 16 and
-#   twice the threads, or LEANRT_POOL_CALLERS; spin and SGEMM work;
-#   LEANRT_POOL_MS per caller and gap, default 500), whose tables need
+#   many threads per pool as the machine has cores (LEANRT_POOL_THREADS):
+#   cli/run-k1.sh's one caller on SGEMM work, once (200 requests per gap in
+#   5 turns; no A/B); then cli/run-concurrent.sh, once (K = 1, 2, 4, 8, 16
+#   and twice the threads, or LEANRT_POOL_CALLERS; spin and SGEMM work;
+#   LEANRT_POOL_MS per caller and gap, default 500). Their tables need
 #   python3 there.
 # Every step has its own timeout. Exit status: 0 when every step passed, 1
 # otherwise (a step that only skipped for lack of a device counts as failed
@@ -119,10 +118,8 @@ pool_steps() {
   ort=$(mktemp -d)
   tar -C "$ort" -xJf "$CARRY/ort.tar.xz"
   libs="$ort/libonnxruntime.so.1.31.1,$ort/libonnxruntime.so.1.32.0"
-  step pool_k1_sgemm 240 "$BIN/leanrt" pool --threads "$threads" --scenario request --rounds 4 \
-    --round-us 200 --between-us 5 --preamble-us 20 --request-gaps 1,10 --requests 200 --work sgemm \
-    --config 'default,legacy_spin,no_spin,spin_1000_backoff_8;session.force_spinning_stop=1' \
-    --peers ort --ort-libs "$libs" --json "$OUT/pool_k1_sgemm.json"
+  step pool_k1_sgemm 240 env BIN="$BIN/leanrt" ORT_LIBS="$libs" THREADS="$threads" RUNS=1 \
+    REQUESTS=200 TURNS=5 cli/run-k1.sh "$OUT/k1"
   step pool_concurrent 420 env LEANRT_BIN="$BIN/leanrt" ORT_LIBS="$libs" THREADS="$threads" \
     CALLERS="${LEANRT_POOL_CALLERS:-1,2,4,8,16,$((2 * threads))}" RUNS=1 MS="${LEANRT_POOL_MS:-500}" SLICES=1 \
     cli/run-concurrent.sh "$OUT/concurrent"

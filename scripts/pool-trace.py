@@ -21,6 +21,8 @@ speed on every machine). Prints medians and p90s, and with
 
   scripts/pool-trace.py --self-test   checks the summary on a made-up trace
 """
+import contextlib
+import io
 import sys
 from collections import defaultdict
 
@@ -186,15 +188,13 @@ def self_test():
     request's first loop and in 44 us in its second."""
     rows, t = [], 1_000_000
     for _ in range(2):
-        for k, worker_us in enumerate((60, 44)):
+        for worker_us in (60, 44):
             rows += [(t, 0, 3, 0, 4), (t + 200, 1, 10, 1, 1),
                      (t + 40_000, 0, 4, 0, 4), (t + 200 + worker_us * 1000, 1, 11, 1, 4)]
             end = t + 200 + worker_us * 1000 + 100
             rows.append((end, 0, 5, 0, 4))
             t = end + 5_000
         t += 2_000_000
-    import io
-    import contextlib
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         analyse("test", sorted(rows), 0)
